@@ -1,0 +1,92 @@
+"""Dense Absolute Localization (DAL, paper Eq. 1-2): regress each PE row to its (row, col) on the grid.
+
+``L_DAL = mean over unshuffled positions of |(i, j) - g(E_pos[i, j])|_1`` with raw integer targets,
+as the paper and the reference code. Heads ``g``:
+
+- ``linear``: ``Linear(D, 2)``; ``mlp``: ``Linear(D, D) - ReLU - Linear(D, 2)`` (the paper's NLN);
+- ``pca``: no parameters. The PE rows are projected on their top-2 principal directions and a
+  closed-form least-squares affine map takes the projection to (row, col); the loss is the L1
+  residual, i.e. how far the PE is from laying out its grid in a 2-D linear subspace. The
+  directions come from an exact SVD of the detached, centred rows (the reference uses
+  ``torch.pca_lowrank``, which draws from the global RNG); gradients flow through the projection.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from mjp.config import MJPConfig
+
+
+def grid_targets(grid: tuple[int, int], device: torch.device | None = None) -> torch.Tensor:
+    """(row, col) of every position of a row-major ``H x W`` grid: float ``[H * W, 2]``."""
+    h, w = grid
+    idx = torch.arange(h * w, device=device)
+    return torch.stack([idx // w, idx % w], dim=1).float()
+
+
+class DALHead(nn.Module):
+    """``g``: PE rows ``[N, D]`` -> predicted positions ``[N, 2]``."""
+
+    def __init__(self, kind: str, dim: int):
+        super().__init__()
+        if kind not in ("pca", "linear", "mlp"):
+            raise ValueError(f"unknown DAL head {kind!r}; allowed: pca, linear, mlp")
+        self.kind = kind
+        if kind == "linear":
+            self.proj = nn.Linear(dim, 2)
+        elif kind == "mlp":
+            self.proj = nn.Sequential(nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, 2))
+
+    def forward(self, rows: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        if self.kind != "pca":
+            return self.proj(rows)
+        centred = rows - rows.mean(0, keepdim=True)
+        directions = torch.linalg.svd(centred.detach().float(), full_matrices=False).Vh[:2]
+        z = centred.float() @ directions.T
+        design = torch.cat([z, torch.ones_like(z[:, :1])], dim=1)
+        gram = design.T @ design + 1e-6 * torch.eye(3, device=z.device)
+        coef = torch.linalg.solve(gram, design.T @ targets)
+        return design @ coef
+
+
+def position_weights(mask: torch.Tensor | None, n: int, device: torch.device) -> torch.Tensor:
+    """Weight of each PE row in the loss: its share of the unshuffled (sample, position) pairs.
+
+    ``mask [B, N]`` (True = shuffled) or None (all rows count) -> float ``[N]`` summing to 1
+    (to 0 when everything is shuffled). No host sync.
+    """
+    if mask is None:
+        return torch.full((n,), 1.0 / n, device=device)
+    kept = (~mask).float().sum(0)
+    return kept / kept.sum().clamp_min(1.0)
+
+
+def dal_loss(head: DALHead, pe_rows: torch.Tensor, grid: tuple[int, int], mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Weighted mean L1 between ``head(pe_rows)`` and the grid positions.
+
+    ``pe_rows [H * W, D]``; ``mask [B, H * W]`` (True = shuffled; those rows are left out) -> scalar.
+    """
+    targets = grid_targets(grid, pe_rows.device)
+    pred = head(pe_rows, targets)
+    per_row = (pred.float() - targets).abs().mean(-1)
+    return (per_row * position_weights(mask, per_row.shape[0], pe_rows.device)).sum()
+
+
+def dal_weight_at(cfg: MJPConfig, progress: float, warmup: float = 0.0) -> float:
+    """lambda at training progress ``progress`` in [0, 1] (fraction of all steps).
+
+    ``constant``: ``cfg.dal_weight``. ``warmup_cosine`` (reference code): linear 0 -> dal_weight
+    over the first ``warmup`` fraction, then cosine down to ``dal_final_weight``.
+    """
+    if cfg.dal == "none":
+        return 0.0
+    if cfg.dal_schedule == "constant":
+        return cfg.dal_weight
+    if progress < warmup:
+        return cfg.dal_weight * progress / warmup
+    t = (progress - warmup) / max(1.0 - warmup, 1e-12)
+    return cfg.dal_final_weight + 0.5 * (cfg.dal_weight - cfg.dal_final_weight) * (1 + math.cos(math.pi * min(t, 1.0)))

@@ -1,0 +1,121 @@
+"""Metric keys (one spelling for Ray, MLflow and analysis) and the paper's shuffle metrics.
+
+- Diff. Norm (Eq. 6): L2 distance between the pre-head features (post final norm, pooled CLS for
+  ViTs) of ``x`` and its jigsaw-shuffled ``x~``, averaged over images.
+- Consistency (Eq. 7): fraction of images whose argmax prediction is the same for ``x`` and ``x~``.
+- Top-1 under a test-time shuffle (Fig. 3): accuracy on ``x~``.
+
+MJP models receive the shuffle itself (E_unk at shuffled slots, as the reference evaluation);
+plain timm models get the image patches shuffled in pixel space (the same thing for a patch embed).
+Accuracies and consistency are fractions in [0, 1].
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from mjp.jigsaw import JigsawShuffle, patch_grid, sample_shuffle, shuffle_image_patches
+from mjp.models.base import MJPMixin
+
+TRAIN_LOSS = "train/loss"
+TRAIN_LOSS_DAL = "train/loss_dal"
+TRAIN_LR = "train/lr"
+VAL_LOSS = "val/loss"
+VAL_TOP1 = "val/top1"
+VAL_TOP5 = "val/top5"
+VAL_CONSISTENCY = "val/consistency"
+VAL_DIFF_NORM = "val/diff_norm"
+PERF_IMG_PER_S = "perf/img_per_s"
+PERF_STEP_MS = "perf/step_ms"
+ROBUST_MCE = "robust/mce"
+PE_MAE_1D = "pe/mae_1d"
+PE_MAE_2D = "pe/mae_2d"
+
+#: The paper's evaluation protocol for consistency and Diff. Norm (Table 1).
+CONSISTENCY_RATIO = 0.5
+#: Test-time shuffle ratios reported by default (Fig. 3).
+SHUFFLE_EVAL_RATIOS = (0.0, 0.1, 0.3, 0.5, 0.9)
+
+
+def top1_shuffled_key(ratio: float) -> str:
+    """``val/top1_shuffled_<ratio>``, e.g. ``val/top1_shuffled_0.9``."""
+    return f"val/top1_shuffled_{ratio:g}"
+
+
+def privacy_key(setting: str, metric: str) -> str:
+    """``privacy/<setting>_<metric>`` (settings a, b, c; metrics mse, psnr, ssim, fft2d, lpips)."""
+    return f"privacy/{setting}_{metric}"
+
+
+def robust_key(corruption: str) -> str:
+    return f"robust/{corruption}_err"
+
+
+def pe_ev_key(k: int) -> str:
+    return f"pe/ev_{k}"
+
+
+def model_patch_size(model: nn.Module, default: int = 16) -> tuple[int, int]:
+    """Patch size the jigsaw uses for ``model`` (its patch embedding's, else ``default``)."""
+    if isinstance(model, MJPMixin):
+        return model.mjp_patch_size()
+    patch_embed = getattr(model, "patch_embed", None)
+    if patch_embed is not None:
+        return tuple(patch_embed.patch_size)
+    return (default, default)
+
+
+def sample_eval_shuffle(model: nn.Module, images: torch.Tensor, ratio: float, generator: torch.Generator | None) -> JigsawShuffle:
+    """A per-sample test-time shuffle of ``images [B, C, H, W]`` at ``ratio``."""
+    grid = patch_grid(tuple(images.shape[-2:]), model_patch_size(model))
+    return sample_shuffle(images.shape[0], grid, ratio, generator=generator, device=images.device)
+
+
+def pre_logits(model: nn.Module, images: torch.Tensor, shuffle: JigsawShuffle | None = None) -> torch.Tensor:
+    """Features right before the classifier: ``[B, C, H, W]`` -> ``[B, D]``."""
+    if isinstance(model, MJPMixin):
+        feats = model.forward_features(images, shuffle=shuffle)
+    else:
+        if shuffle is not None:
+            images = shuffle_image_patches(images, shuffle.perm, model_patch_size(model))
+        feats = model.forward_features(images)
+    return model.forward_head(feats, pre_logits=True)
+
+
+@torch.no_grad()
+def consistency(model: nn.Module, images: torch.Tensor, ratio: float = CONSISTENCY_RATIO, *, generator: torch.Generator | None = None) -> dict[str, float]:
+    """Consistency and Diff. Norm of ``model`` on ``images [B, C, H, W]`` under a shuffle at ``ratio``.
+
+    Returns ``{"consistency": fraction in [0, 1], "diff_norm": mean L2 distance}`` (this batch's means).
+    The model is evaluated in eval mode and restored to its previous mode.
+    """
+    was_training = model.training
+    model.eval()
+    try:
+        shuffle = sample_eval_shuffle(model, images, ratio, generator)
+        clean, mixed = pre_logits(model, images), pre_logits(model, images, shuffle)
+        head = model.get_classifier()
+        agree = head(clean).argmax(-1) == head(mixed).argmax(-1)
+        diff = (clean.float() - mixed.float()).norm(dim=-1)
+        return {"consistency": agree.float().mean().item(), "diff_norm": diff.mean().item()}
+    finally:
+        model.train(was_training)
+
+
+@torch.no_grad()
+def shuffled_correct(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, ratio: float, *, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Correct top-1 predictions under a test-time shuffle at ``ratio``: bool ``[B]`` (eval mode)."""
+    shuffle = sample_eval_shuffle(model, images, ratio, generator) if ratio > 0 else None
+    logits = model.get_classifier()(pre_logits(model, images, shuffle))
+    return logits.argmax(-1) == labels
+
+
+def top1_under_shuffle(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, ratio: float, *, generator: torch.Generator | None = None) -> float:
+    """Top-1 accuracy (fraction) of ``model`` on ``images`` shuffled at ``ratio`` (Fig. 3)."""
+    was_training = model.training
+    model.eval()
+    try:
+        return shuffled_correct(model, images, labels, ratio, generator=generator).float().mean().item()
+    finally:
+        model.train(was_training)

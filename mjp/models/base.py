@@ -1,0 +1,133 @@
+"""What every MJP model shares: its config, its generator, when to shuffle, the PE at shuffled slots, DAL.
+
+A family (ViT, Swin, ResNet) mixes ``MJPMixin`` in front of its timm class and says where the
+shuffle happens. ``forward(x, shuffle=None)`` returns logits ``[B, classes]``, or in training mode
+with DAL on an ``MJPOutput(logits, loss_dal)`` so that DDP sees the DAL head's parameters used.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+from torch import nn
+from timm.layers import resample_abs_pos_embed, trunc_normal_
+
+from mjp.config import MJPConfig
+from mjp.dal import DALHead, dal_loss
+from mjp.jigsaw import JigsawShuffle, patch_grid, sample_shuffle, shuffle_pixels_within_patches
+
+
+class MJPOutput(NamedTuple):
+    """Training-mode output with DAL on: ``logits [B, classes]``, ``loss_dal`` (unweighted scalar)."""
+
+    logits: torch.Tensor
+    loss_dal: torch.Tensor
+
+
+class MJPMixin:
+    """Mixed in before a timm model class; call ``_init_mjp`` after the timm model is built."""
+
+    mjp_cfg: MJPConfig
+
+    def _init_mjp(self, cfg: MJPConfig, dim: int, grid: tuple[int, int]) -> None:
+        self.mjp_cfg = cfg
+        #: The engine turns this off for the reference code's jigsaw warm-up epochs.
+        self.mjp_active = True
+        self.mjp_grid = tuple(grid)
+        self._mjp_generator: torch.Generator | None = None
+        if cfg.pos_embed == "unk":
+            self.mjp_unk_embed = nn.Parameter(torch.zeros(1, 1, dim))
+            trunc_normal_(self.mjp_unk_embed, std=cfg.unk_init_std)
+        if cfg.pos_embed == "idx":
+            self.mjp_idx_embed = nn.Parameter(torch.zeros(1, grid[0] * grid[1], dim))
+            trunc_normal_(self.mjp_idx_embed, std=cfg.unk_init_std)
+        if cfg.dal != "none":
+            self.mjp_dal_head = DALHead(cfg.dal, dim)
+
+    # --- randomness -------------------------------------------------------------------------
+    @property
+    def mjp_generator(self) -> torch.Generator:
+        """CPU generator for masks and permutations, seeded with ``mjp_cfg.seed`` on first use."""
+        if self._mjp_generator is None:
+            self._mjp_generator = torch.Generator().manual_seed(self.mjp_cfg.seed)
+        return self._mjp_generator
+
+    def mjp_reseed(self, seed: int, device: torch.device | str = "cpu") -> None:
+        """Use a fresh generator (e.g. ``seed + rank`` per data-parallel worker) on ``device``."""
+        self._mjp_generator = torch.Generator(device=device).manual_seed(seed)
+
+    # --- the shuffle ------------------------------------------------------------------------
+    def mjp_patch_size(self) -> tuple[int, int]:
+        raise NotImplementedError
+
+    def mjp_sample_shuffle(self, images: torch.Tensor) -> JigsawShuffle | None:
+        """This step's shuffle for ``images [B, C, H, W]``, or None when MJP does not shuffle now."""
+        cfg = self.mjp_cfg
+        if not (self.training and self.mjp_active and cfg.shuffles):
+            return None
+        grid = patch_grid(tuple(images.shape[-2:]), self.mjp_patch_size())
+        return sample_shuffle(
+            images.shape[0],
+            grid,
+            cfg.mask_ratio,
+            generator=self.mjp_generator,
+            device=images.device,
+            per_batch=cfg.mask_mode == "per_batch",
+            apply_prob=cfg.jigsaw_prob,
+            min_block=cfg.min_block_patches,
+            aspect_ratio=cfg.aspect_ratio,
+        )
+
+    def _mjp_shuffle_pixels(self, images: torch.Tensor, shuffle: JigsawShuffle | None) -> torch.Tensor:
+        """SPP's pixel half, before the patch embedding (identity for other variants)."""
+        if shuffle is None or self.mjp_cfg.shuffle != "patches_and_pixels":
+            return images
+        return shuffle_pixels_within_patches(images, shuffle.mask, self.mjp_patch_size(), generator=self.mjp_generator)
+
+    # --- position embeddings ----------------------------------------------------------------
+    def mjp_pe_rows(self) -> torch.Tensor | None:
+        """The patch rows of the absolute PE on the native grid, ``[1, H * W, D]`` (None without PE)."""
+        raise NotImplementedError
+
+    def _mjp_rows_for(self, rows: torch.Tensor, grid: tuple[int, int]) -> torch.Tensor:
+        if tuple(grid) == self.mjp_grid:
+            return rows
+        return resample_abs_pos_embed(rows, new_size=grid, old_size=self.mjp_grid, num_prefix_tokens=0)
+
+    def mjp_slot_pos(self, grid: tuple[int, int], shuffle: JigsawShuffle | None) -> torch.Tensor | None:
+        """PE added to each patch slot: ``[1 or B, H * W, D]``; E_unk / E_idx at shuffled slots."""
+        rows = self.mjp_pe_rows()
+        if rows is None:
+            return None
+        rows = self._mjp_rows_for(rows, grid)
+        if shuffle is None:
+            return rows
+        marked = shuffle.mask.unsqueeze(-1)
+        if self.mjp_cfg.pos_embed == "unk":
+            return torch.where(marked, self.mjp_unk_embed.to(rows.dtype), rows)
+        if self.mjp_cfg.pos_embed == "idx":
+            return torch.where(marked, self._mjp_rows_for(self.mjp_idx_embed, grid).to(rows.dtype), rows)
+        return rows
+
+    def mjp_dal_loss(self, shuffle: JigsawShuffle | None) -> torch.Tensor:
+        """DAL on the native-grid PE rows; rows shuffled in this batch are left out."""
+        mask = shuffle.mask if shuffle is not None and shuffle.grid == self.mjp_grid else None
+        return dal_loss(self.mjp_dal_head, self.mjp_pe_rows()[0], self.mjp_grid, mask)
+
+    def no_weight_decay(self) -> set[str]:
+        base = super().no_weight_decay() if hasattr(super(), "no_weight_decay") else set()
+        return set(base) | {"mjp_unk_embed", "mjp_idx_embed", "pos_embed", "absolute_pos_embed"}
+
+    # --- forward ----------------------------------------------------------------------------
+    def forward(self, x: torch.Tensor, shuffle: JigsawShuffle | None = None) -> torch.Tensor | MJPOutput:
+        """``x [B, C, H, W]`` -> logits ``[B, classes]`` (``MJPOutput`` in training with DAL).
+
+        ``shuffle``: an explicit shuffle (e.g. for evaluation); by default one is sampled in
+        training mode and none is applied in eval mode.
+        """
+        shuffle = shuffle if shuffle is not None else self.mjp_sample_shuffle(x)
+        logits = self.forward_head(self.forward_features(x, shuffle=shuffle))
+        if self.training and self.mjp_cfg.dal != "none":
+            return MJPOutput(logits, self.mjp_dal_loss(shuffle))
+        return logits

@@ -1,0 +1,89 @@
+"""``create_model``: a timm model, upgraded in place to its MJP family class.
+
+timm builds the model (its init, its pretrained weights, its kwargs); MJP then swaps the class for
+the MJP subclass of the same timm class and adds its own ``mjp_*`` parameters after timm's init,
+so with MJP off the model is timm's, bit for bit, and every timm checkpoint loads.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import timm
+from torch import nn
+from timm.models.resnet import ResNet
+from timm.models.swin_transformer import SwinTransformer
+from timm.models.vision_transformer import VisionTransformer
+
+from mjp.config import MJPConfig
+from mjp.masking import target_count
+from mjp.models.resnet import MJPResNet
+from mjp.models.swin import MJPSwinTransformer
+from mjp.models.vit import MJPVisionTransformer
+
+#: timm class -> its MJP class. Exact classes only: subclasses (distilled DeiT, ...) change the
+#: forward in ways MJP does not know about.
+FAMILIES: dict[type[nn.Module], type[nn.Module]] = {
+    VisionTransformer: MJPVisionTransformer,
+    SwinTransformer: MJPSwinTransformer,
+    ResNet: MJPResNet,
+}
+
+
+def _build_timm(name: str, timm_kwargs: dict[str, Any]) -> nn.Module:
+    try:
+        return timm.create_model(name, **timm_kwargs)
+    except (TypeError, RuntimeError) as err:
+        raise ValueError(f"timm could not build model {name!r} with arguments {timm_kwargs}: {err}") from err
+
+
+def _check_grid(cfg: MJPConfig, grid: tuple[int, int], name: str) -> None:
+    n = grid[0] * grid[1]
+    k = target_count(n, cfg.mask_ratio)
+    if cfg.shuffles and k == 1:
+        raise ValueError(
+            f"mjp.mask_ratio={cfg.mask_ratio} selects 1 of the {n} patches of {name}'s {grid[0]}x{grid[1]} grid, "
+            f"and a jigsaw needs at least 2; allowed: 0 or >= {1.5 / n:.4f}"
+        )
+    if cfg.shuffles and cfg.min_block_patches > n:
+        raise ValueError(f"mjp.min_block_patches={cfg.min_block_patches} exceeds the {n} patches of {name}'s grid; allowed: 1..{n}")
+
+
+def create_model(name: str, mjp: MJPConfig | None = None, **timm_kwargs: Any) -> nn.Module:
+    """Build timm model ``name``; with ``mjp`` given, upgrade it to MJP.
+
+    Args:
+        name: any timm name of a ViT with an absolute PE (deit_*, vit_*), a Swin, or a ResNet.
+        mjp: the method's config; None returns timm's model unchanged.
+        timm_kwargs: passed to ``timm.create_model`` (``num_classes``, ``img_size``, ...).
+
+    Raises:
+        ValueError: unknown model or argument, a family MJP does not support, a PE variant the
+            model cannot have, or a mask ratio its grid cannot honour.
+    """
+    if mjp is None:
+        return _build_timm(name, timm_kwargs)
+    if mjp.pos_embed == "none" and "pos_embed" not in timm_kwargs and not name.startswith(("swin", "resnet")):
+        timm_kwargs = {**timm_kwargs, "pos_embed": "none"}
+    model = _build_timm(name, timm_kwargs)
+    mjp_class = FAMILIES.get(type(model))
+    if mjp_class is None:
+        allowed = ", ".join(c.__name__ for c in FAMILIES)
+        raise ValueError(f"model {name!r} is a {type(model).__name__}; MJP supports exactly these timm classes: {allowed}")
+
+    if isinstance(model, ResNet):
+        if mjp.pos_embed in ("unk", "idx") or mjp.dal != "none":
+            raise ValueError(
+                f"{name!r} has no absolute position embedding, so mjp.pos_embed={mjp.pos_embed!r} / mjp.dal={mjp.dal!r} "
+                "cannot apply; allowed for ResNet: pos_embed in {standard, none} with dal='none' (shuffle only)"
+            )
+        dim, grid = 0, (0, 0)
+    else:
+        grid = tuple(model.patch_embed.grid_size)
+        dim = model.patch_embed.proj.out_channels
+        if isinstance(model, VisionTransformer) and model.pos_embed is None and mjp.pos_embed != "none":
+            raise ValueError(f"{name!r} has no absolute position embedding; mjp.pos_embed={mjp.pos_embed!r} needs one; allowed: 'none'")
+        _check_grid(mjp, grid, name)
+    model.__class__ = mjp_class
+    model._init_mjp(mjp, dim, grid)
+    return model
