@@ -1,0 +1,19 @@
+"""Shared test setup: offline timm, deterministic torch, tiny models."""
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+
+import pytest
+import torch
+
+torch.set_num_threads(2)
+
+#: A ViT small enough to train a step in milliseconds: 32x32 images, 8x8 grid of 4x4 patches.
+TINY_VIT = dict(img_size=32, patch_size=4, embed_dim=32, depth=2, num_heads=2, num_classes=10)
+
+
+@pytest.fixture
+def gen() -> torch.Generator:
+    return torch.Generator().manual_seed(1234)

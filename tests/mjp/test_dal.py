@@ -1,0 +1,73 @@
+import math
+
+import pytest
+import torch
+
+from mjp import MJPConfig
+from mjp.dal import DALHead, dal_loss, dal_weight_at, grid_targets, position_weights
+
+
+def linear_grid_pe(grid=(6, 7), dim=16, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    basis = torch.randn(2, dim, generator=g)
+    return grid_targets(grid) @ basis + torch.randn(dim, generator=g)
+
+
+def test_pca_head_gives_zero_loss_for_a_pe_that_encodes_its_grid_linearly():
+    pe = linear_grid_pe()
+    assert dal_loss(DALHead("pca", 16), pe, (6, 7)) < 1e-3
+
+
+def test_pca_head_loss_is_large_for_a_random_pe():
+    assert dal_loss(DALHead("pca", 16), torch.randn(42, 16), (6, 7)) > 0.5
+
+
+@pytest.mark.parametrize("kind", ["linear", "mlp"])
+def test_learned_heads_fit_a_linear_pe(kind):
+    torch.manual_seed(0)
+    pe, head = linear_grid_pe(), DALHead(kind, 16)
+    opt = torch.optim.Adam(head.parameters(), lr=0.03)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, 1000)
+    for _ in range(1000):
+        opt.zero_grad()
+        loss = dal_loss(head, pe, (6, 7))
+        loss.backward()
+        opt.step()
+        sched.step()
+    assert loss < 0.05
+
+
+def test_dal_gradient_flows_into_the_pe():
+    pe = torch.randn(42, 16, requires_grad=True)
+    dal_loss(DALHead("pca", 16), pe, (6, 7)).backward()
+    assert pe.grad.abs().sum() > 0
+
+
+def test_shuffled_rows_are_left_out():
+    mask = torch.zeros(3, 4, dtype=torch.bool)
+    mask[:, 1] = True
+    mask[0, 2] = True
+    w = position_weights(mask, 4, torch.device("cpu"))
+    assert w[1] == 0 and torch.isclose(w.sum(), torch.tensor(1.0))
+    assert torch.allclose(w, torch.tensor([3, 0, 2, 3]) / 8)
+    assert position_weights(torch.ones(2, 4, dtype=torch.bool), 4, torch.device("cpu")).sum() == 0
+
+
+def test_grid_targets_are_row_major_row_col():
+    assert grid_targets((2, 3)).tolist() == [[0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [1, 2]]
+
+
+def test_weight_schedules():
+    const = MJPConfig(dal_weight=0.01)
+    assert dal_weight_at(const, 0.0) == dal_weight_at(const, 0.7) == 0.01
+    ref = MJPConfig(dal_weight=0.01, dal_schedule="warmup_cosine", dal_final_weight=0.005)
+    assert dal_weight_at(ref, 0.0, warmup=0.1) == 0
+    assert math.isclose(dal_weight_at(ref, 0.05, warmup=0.1), 0.005)
+    assert math.isclose(dal_weight_at(ref, 0.1, warmup=0.1), 0.01)
+    assert math.isclose(dal_weight_at(ref, 1.0, warmup=0.1), 0.005)
+    assert dal_weight_at(MJPConfig.variant("G"), 0.5) == 0.0
+
+
+def test_unknown_head_is_named():
+    with pytest.raises(ValueError, match="unknown DAL head 'svm'"):
+        DALHead("svm", 4)

@@ -1,0 +1,73 @@
+import pytest
+import torch
+
+from mjp import sample_block_masks
+from mjp.masking import target_count
+
+
+@pytest.mark.parametrize("grid", [14, (7, 9), 4, (1, 10)])
+@pytest.mark.parametrize("ratio", [0.0, 0.01, 0.03, 0.1, 0.27, 0.5, 0.9, 1.0])
+def test_every_row_selects_exactly_round_n_ratio(grid, ratio, gen):
+    masks = sample_block_masks(32, grid, ratio, generator=gen)
+    n = grid * grid if isinstance(grid, int) else grid[0] * grid[1]
+    assert masks.shape == (32, n) and masks.dtype == torch.bool
+    assert (masks.sum(1) == round(n * ratio)).all()
+
+
+def test_same_seed_same_masks_and_other_seed_other_masks():
+    a = sample_block_masks(16, 14, 0.27, generator=torch.Generator().manual_seed(7))
+    b = sample_block_masks(16, 14, 0.27, generator=torch.Generator().manual_seed(7))
+    c = sample_block_masks(16, 14, 0.27, generator=torch.Generator().manual_seed(8))
+    assert torch.equal(a, b) and not torch.equal(a, c)
+
+
+def test_global_rng_is_neither_used_nor_needed(gen):
+    torch.manual_seed(0)
+    before = torch.get_rng_state()
+    sample_block_masks(8, 14, 0.3, generator=gen)
+    assert torch.equal(before, torch.get_rng_state())
+
+
+def test_samples_get_independent_masks(gen):
+    masks = sample_block_masks(64, 14, 0.27, generator=gen)
+    assert len({tuple(row.tolist()) for row in masks}) == 64
+    # Every position is reachable. Rectangles cover the centre more often than the corners (as
+    # BEiT's do): a corner is selected in a few percent of samples, the centre in about half.
+    many = sample_block_masks(1024, 14, 0.27, generator=gen)
+    assert many.any(0).all()
+
+
+def test_masks_are_blocky(gen):
+    """Selected patches come in blocks: nearly all have a selected 4-neighbour (random would give ~50%)."""
+    masks = sample_block_masks(256, 14, 0.27, generator=gen).view(-1, 14, 14).float()
+    neighbours = torch.nn.functional.conv2d(masks[:, None], torch.tensor([[[[0, 1, 0], [1, 0, 1], [0, 1, 0]]]]).float(), padding=1)[:, 0]
+    has_neighbour = ((neighbours > 0) & (masks > 0)).sum() / masks.sum()
+    assert has_neighbour > 0.97
+
+
+def test_blocks_respect_min_size_when_target_allows(gen):
+    """At ratio 0.27 on 14x14 (53 patches), nearly all selected patches lie in connected groups of >= 4."""
+    from scipy.ndimage import label
+
+    masks = sample_block_masks(64, 14, 0.27, generator=gen).view(-1, 14, 14).numpy()
+    small = 0
+    for m in masks:
+        labels, count = label(m)
+        sizes = [(labels == i).sum() for i in range(1, count + 1)]
+        small += sum(s for s in sizes if s < 4)
+    assert small / masks.sum() < 0.02
+
+
+def test_target_count_is_python_round():
+    assert target_count(196, 0.27) == 53 and target_count(196, 0.03) == 6 and target_count(16, 0.5) == 8
+
+
+@pytest.mark.parametrize("ratio", [-0.1, 1.5, float("nan")])
+def test_bad_ratio_is_named(ratio):
+    with pytest.raises(ValueError, match="ratio"):
+        sample_block_masks(2, 4, ratio)
+
+
+def test_output_device_follows_request(gen):
+    masks = sample_block_masks(2, 4, 0.5, generator=gen, device="meta")
+    assert masks.device.type == "meta"
