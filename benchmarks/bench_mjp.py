@@ -1,0 +1,118 @@
+"""Step time of MJP (JP+UNK+DAL mlp, ratio 0.27) against the same timm model without MJP.
+
+Both models are built, fed and stepped alternately in one process (A, B, A, B, ...) so machine
+noise hits both alike; the ratio of medians is the number to read. Also times mask + permutation
+sampling and the token gather alone. Prints a Markdown table; ``--out`` appends it to a file.
+
+    python benchmarks/bench_mjp.py [--models deit_tiny_patch16_224 deit_small_patch16_224] [--batch 64] [--steps 6]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import timm
+import torch
+
+import mjp
+from mjp import MJPConfig, MJPOutput, create_model
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def make_step(model: torch.nn.Module, device: torch.device, batch: int, dal_weight: float = 0.01):
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    x = torch.randn(batch, 3, 224, 224, device=device)
+    y = torch.randint(0, 1000, (batch,), device=device)
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
+
+    def step() -> None:
+        opt.zero_grad(set_to_none=True)
+        with autocast:
+            out = model(x)
+            if isinstance(out, MJPOutput):
+                loss = torch.nn.functional.cross_entropy(out.logits, y) + dal_weight * out.loss_dal
+            else:
+                loss = torch.nn.functional.cross_entropy(out, y)
+        loss.backward()
+        opt.step()
+
+    return step
+
+
+def timed(fn, device: torch.device) -> float:
+    sync(device)
+    t0 = time.perf_counter()
+    fn()
+    sync(device)
+    return (time.perf_counter() - t0) * 1e3
+
+
+def bench_model(name: str, device: torch.device, batch: int, steps: int) -> dict[str, float]:
+    torch.manual_seed(0)
+    base = timm.create_model(name).to(device).train()
+    torch.manual_seed(0)
+    ours = create_model(name, mjp=MJPConfig(mask_ratio=0.27, dal="mlp")).to(device).train()
+    if device.type == "cuda":
+        ours.mjp_reseed(0, device)
+    step_base, step_ours = make_step(base, device, batch), make_step(ours, device, batch)
+    for _ in range(2):  # warm-up
+        step_base(), step_ours()
+    t_base, t_ours = [], []
+    for _ in range(steps):
+        t_base.append(timed(step_base, device))
+        t_ours.append(timed(step_ours, device))
+    gen = ours.mjp_generator
+    grid = tuple(ours.patch_embed.grid_size)
+    tokens = torch.randn(batch, grid[0] * grid[1], ours.embed_dim, device=device)
+
+    def mask_and_shuffle() -> None:
+        s = mjp.sample_shuffle(batch, grid, 0.27, generator=gen, device=device)
+        mjp.shuffle_tokens(tokens, s.perm)
+
+    mask_and_shuffle()
+    t_mask = [timed(mask_and_shuffle, device) for _ in range(20)]
+    med_base, med_ours = statistics.median(t_base), statistics.median(t_ours)
+    return dict(base=med_base, mjp=med_ours, ratio=med_ours / med_base, mask=statistics.median(t_mask))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", nargs="+", default=["deit_tiny_patch16_224", "deit_small_patch16_224"])
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--out", help="append the table to this Markdown file")
+    args = parser.parse_args()
+    device = torch.device(args.device)
+    where = torch.cuda.get_device_name(device) if device.type == "cuda" else f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads"
+    lines = [
+        f"### bench_mjp: {device.type} ({where}), batch {args.batch}, median of {args.steps} steps",
+        f"torch {torch.__version__}, timm {timm.__version__}; MJP = JP+UNK+DAL(mlp), ratio 0.27, per-sample masks",
+        "",
+        "| model | timm step (ms) | MJP step (ms) | MJP / timm | mask+perm+gather (ms) | mask share of MJP step |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name in args.models:
+        r = bench_model(name, device, args.batch, args.steps)
+        lines.append(
+            f"| {name} | {r['base']:.1f} | {r['mjp']:.1f} | {r['ratio']:.3f} | {r['mask']:.2f} | {100 * r['mask'] / r['mjp']:.2f}% |"
+        )
+    table = "\n".join(lines) + "\n"
+    print(table)
+    if args.out:
+        with open(args.out, "a") as fh:
+            fh.write("\n" + table)
+
+
+if __name__ == "__main__":
+    main()

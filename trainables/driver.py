@@ -1,0 +1,104 @@
+"""The driver of one training run: Ray start-up, the MLflow run, and the ``TorchTrainer``.
+
+``run_training`` is what ``mjp train`` calls; ``tune_trainable`` (Ray Train V2 pattern) is the
+function Ray Tune runs per trial: it builds a ``TorchTrainer`` for the trial and reports back
+to Tune through ``TuneReportCallback``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import ray
+import ray.train
+from ray.train.torch import TorchConfig, TorchTrainer
+
+from trainables.config import TrainConfig, flat_params
+from trainables.data import check_data
+from trainables.tracking import TAG_KIND, TAG_VARIANT, RunTracker, tracking_uri
+from trainables.worker import train_loop_per_worker
+
+#: Worker-group start on a 2-core machine can pass Ray's 60 s default.
+os.environ.setdefault("RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S", "300")
+
+
+def ensure_ray(address: str | None = None, *, num_cpus: int | None = None) -> None:
+    """Connect to ``address`` / ``$RAY_ADDRESS``, or start a private local Ray in this process.
+
+    A bare ``ray.init()`` would join whatever cluster ``/tmp/ray`` last named, even a dead one.
+    """
+    if ray.is_initialized():
+        return
+    address = address or os.environ.get("RAY_ADDRESS")
+    if address:
+        ray.init(address=address, log_to_driver=True)
+    else:
+        # The dashboard (ray[default]) serves the state API that frees the placement groups of
+        # trials stopped early (ray#54305), so it stays on.
+        ray.init(address="local", num_cpus=num_cpus, log_to_driver=True)
+
+
+def storage_path(cfg: TrainConfig) -> str:
+    """Where Ray keeps checkpoints: ``tracking.storage_path`` (local dir or s3:// / gs://) or ./runs."""
+    path = cfg.tracking.storage_path or "runs"
+    return path if "://" in path else str(Path(path).resolve())
+
+
+def make_trainer(cfg: TrainConfig, uri: str, run_id: str | None, name: str, callbacks: list | None = None) -> TorchTrainer:
+    s = cfg.scaling
+    resources = {"CPU": s.cpus_per_worker, **({"GPU": s.gpus_per_worker} if s.use_gpu else {})}
+    return TorchTrainer(
+        train_loop_per_worker,
+        train_loop_config={"train_config": cfg.model_dump(mode="json"), "tracking_uri": uri, "mlflow_run_id": run_id},
+        torch_config=TorchConfig(backend="nccl" if s.use_gpu else "gloo"),
+        scaling_config=ray.train.ScalingConfig(num_workers=s.num_workers, use_gpu=s.use_gpu, resources_per_worker=resources),
+        run_config=ray.train.RunConfig(
+            name=name,
+            storage_path=storage_path(cfg),
+            failure_config=ray.train.FailureConfig(max_failures=cfg.runtime.max_failures),
+            checkpoint_config=ray.train.CheckpointConfig(num_to_keep=2),
+            callbacks=callbacks,
+        ),
+    )
+
+
+def start_run(cfg: TrainConfig, uri: str, *, run_name: str | None = None, tags: dict[str, str] | None = None, parent_run_id: str | None = None) -> RunTracker:
+    """Create the MLflow run of a training and log its config."""
+    tracker = RunTracker.create(
+        uri,
+        cfg.tracking.experiment,
+        run_name=run_name or cfg.tracking.run_name or f"{cfg.model.name}-{cfg.variant}",
+        tags={TAG_KIND: "train", TAG_VARIANT: cfg.variant, "mjp.model": cfg.model.name, "mjp.dataset": cfg.data.name, **(tags or {})},
+        parent_run_id=parent_run_id,
+    )
+    tracker.log_params(flat_params(cfg))
+    return tracker
+
+
+@dataclass
+class TrainingOutcome:
+    run_id: str
+    metrics: dict[str, Any]
+    error: BaseException | None
+
+
+def run_training(cfg: TrainConfig, *, address: str | None = None, name: str | None = None) -> TrainingOutcome:
+    """One training run, distributed per ``cfg.scaling``, logged to MLflow. Data is checked first."""
+    check_data(cfg)
+    uri = tracking_uri(cfg.tracking.uri)
+    ensure_ray(address)
+    tracker = start_run(cfg, uri)
+    trainer = make_trainer(cfg, uri, tracker.run_id, name or f"train-{tracker.run_id[:12]}")
+    try:
+        result = trainer.fit()
+        error = result.error
+        metrics = dict(result.metrics or {})
+    except Exception as err:  # Ray raises TrainingFailedError when retries are exhausted
+        error, metrics = err, {}
+    tracker.set_status("FAILED" if error else "FINISHED")
+    if error:
+        tracker.set_tags({"mjp.error": str(error)[:5000]})
+    return TrainingOutcome(tracker.run_id, metrics, error)

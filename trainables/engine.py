@@ -1,0 +1,247 @@
+"""The training engine: model, DeiT recipe, one epoch, evaluation, checkpoints. Plain torch, no Ray.
+
+Distributed callers pass an ``all_reduce`` for the evaluation sums; the engine itself never
+talks to a process group. The step holds no host sync: losses accumulate on the device and are
+read once every ``runtime.log_every`` steps and at the end of the epoch.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+import numpy as np
+import torch
+from timm.data import Mixup
+from timm.loss import SoftTargetCrossEntropy
+from timm.optim import param_groups_weight_decay
+from torch import nn
+
+import mjp
+from mjp import metrics as keys
+from mjp.dal import dal_weight_at
+from mjp.models import MJPOutput
+from trainables.config import TrainConfig
+from trainables.data import DatasetBundle
+
+Reduce = Callable[[torch.Tensor], torch.Tensor]
+
+
+class NonFiniteLossError(RuntimeError):
+    """The training loss became NaN or infinite."""
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def unwrap(model: nn.Module) -> nn.Module:
+    """The model inside a DDP / compile wrapper."""
+    while hasattr(model, "module") or hasattr(model, "_orig_mod"):
+        model = getattr(model, "module", None) or model._orig_mod
+    return model
+
+
+def build_model(cfg: TrainConfig, bundle: DatasetBundle) -> nn.Module:
+    """The configured timm model with MJP, sized for the data (``model.kwargs`` win)."""
+    kwargs = dict(num_classes=bundle.num_classes, in_chans=bundle.in_chans)
+    if not cfg.model.name.startswith("resnet"):
+        kwargs["img_size"] = bundle.img_size
+    kwargs.update(cfg.model.kwargs)
+    if cfg.model.pretrained_file:
+        kwargs.update(pretrained=True, pretrained_cfg_overlay=dict(file=cfg.model.pretrained_file))
+    return mjp.create_model(cfg.model.name, mjp=cfg.mjp, **kwargs)
+
+
+@dataclass
+class TrainState:
+    """Everything a checkpoint restores."""
+
+    model: nn.Module
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LambdaLR
+    scaler: torch.amp.GradScaler
+    total_steps: int
+    epoch: int = 0  # epochs completed
+
+    def state_dict(self) -> dict:
+        raw = unwrap(self.model)
+        return dict(
+            model=raw.state_dict(),
+            optimizer=self.optimizer.state_dict(),
+            scheduler=self.scheduler.state_dict(),
+            scaler=self.scaler.state_dict(),
+            epoch=self.epoch,
+            rng=dict(
+                torch=torch.get_rng_state(),
+                cuda=torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+                numpy=np.random.get_state(),
+                python=random.getstate(),
+                mjp=raw.mjp_generator.get_state(),
+            ),
+        )
+
+    def load_state_dict(self, state: dict) -> None:
+        raw = unwrap(self.model)
+        raw.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.scaler.load_state_dict(state["scaler"])
+        self.epoch = state["epoch"]
+        rng = state["rng"]
+        torch.set_rng_state(rng["torch"])
+        if rng["cuda"] and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(rng["cuda"])
+        np.random.set_state(rng["numpy"])
+        random.setstate(rng["python"])
+        raw.mjp_generator.set_state(rng["mjp"])
+
+
+def lr_factor(step: int, total: int, warmup: int, min_ratio: float) -> float:
+    """Linear warm-up to 1, then cosine down to ``min_ratio``."""
+    if step < warmup:
+        return (step + 1) / warmup
+    t = (step - warmup) / max(1, total - warmup)
+    return min_ratio + 0.5 * (1 - min_ratio) * (1 + math.cos(math.pi * min(t, 1.0)))
+
+
+def build_state(cfg: TrainConfig, model: nn.Module, steps_per_epoch: int, world_size: int) -> TrainState:
+    """AdamW (DeiT lr scaling, no decay on PEs, E_unk, norms, biases), warm-up + cosine, grad scaler."""
+    raw = unwrap(model)
+    o = cfg.optim
+    lr = o.base_lr * cfg.data.batch_size * world_size / o.lr_batch_ref
+    groups = param_groups_weight_decay(raw, o.weight_decay, no_weight_decay_list=raw.no_weight_decay())
+    optimizer = torch.optim.AdamW(groups, lr=lr)
+    total = o.epochs * steps_per_epoch
+    warmup = round(o.warmup_epochs * steps_per_epoch)
+    min_ratio = min(o.min_lr / lr, 1.0)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, total, warmup, min_ratio))
+    scaler = torch.amp.GradScaler(enabled=cfg.runtime.amp == "fp16" and torch.cuda.is_available())
+    return TrainState(model, optimizer, scheduler, scaler, total)
+
+
+def make_mixup(cfg: TrainConfig, num_classes: int) -> Mixup | None:
+    o = cfg.optim
+    if o.mixup <= 0 and o.cutmix <= 0:
+        return None
+    return Mixup(mixup_alpha=o.mixup, cutmix_alpha=o.cutmix, label_smoothing=o.label_smoothing, num_classes=num_classes)
+
+
+def _autocast(cfg: TrainConfig, device: torch.device):
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(cfg.runtime.amp)
+    return torch.autocast(device.type, dtype=dtype, enabled=dtype is not None and device.type == "cuda")
+
+
+def train_one_epoch(
+    cfg: TrainConfig,
+    state: TrainState,
+    loader: Iterable,
+    device: torch.device,
+    mixup: Mixup | None = None,
+    on_log: Callable[[dict[str, float], int], None] | None = None,
+) -> dict[str, float]:
+    """One epoch; returns ``train/loss``, ``train/loss_dal``, ``train/lr``, ``perf/img_per_s``, ``perf/step_ms``.
+
+    ``on_log(metrics, step)`` is called every ``runtime.log_every`` steps with the running means.
+    Raises ``NonFiniteLossError`` when the loss is NaN/inf (checked at those same points).
+    """
+    model, raw = state.model, unwrap(state.model)
+    model.train()
+    raw.mjp_active = state.epoch >= cfg.optim.jigsaw_warmup_epochs
+    criterion = SoftTargetCrossEntropy() if mixup else nn.CrossEntropyLoss(label_smoothing=cfg.optim.label_smoothing)
+    steps_per_epoch = max(1, state.total_steps // cfg.optim.epochs)
+    dal_warmup = cfg.optim.dal_warmup_epochs / cfg.optim.epochs
+    sums = torch.zeros(2, device=device)  # loss, dal loss
+    seen = images = 0
+    start = time.perf_counter()
+
+    def running() -> dict[str, float]:
+        loss, dal = (sums / max(seen, 1)).tolist()
+        if not math.isfinite(loss):
+            raise NonFiniteLossError(f"train/loss is {loss} in epoch {state.epoch + 1}")
+        return {keys.TRAIN_LOSS: loss, keys.TRAIN_LOSS_DAL: dal, keys.TRAIN_LR: state.optimizer.param_groups[0]["lr"]}
+
+    for x, y in loader:
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        if cfg.runtime.channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
+        if mixup is not None:
+            x, y = mixup(x, y)
+        step = state.epoch * steps_per_epoch + seen
+        with _autocast(cfg, device):
+            out = model(x)
+            logits, dal = (out.logits, out.loss_dal) if isinstance(out, MJPOutput) else (out, None)
+            loss = criterion(logits, y)
+            total = loss if dal is None else loss + dal_weight_at(cfg.mjp, step / max(state.total_steps, 1), dal_warmup) * dal
+        state.optimizer.zero_grad(set_to_none=True)
+        state.scaler.scale(total).backward()
+        if cfg.optim.clip_grad:
+            state.scaler.unscale_(state.optimizer)
+            nn.utils.clip_grad_norm_(model.parameters(), cfg.optim.clip_grad)
+        state.scaler.step(state.optimizer)
+        state.scaler.update()
+        state.scheduler.step()
+        sums[0] += loss.detach()
+        if dal is not None:
+            sums[1] += dal.detach()
+        seen += 1
+        images += x.shape[0]
+        if on_log is not None and seen % cfg.runtime.log_every == 0:
+            on_log(running(), step + 1)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elapsed = time.perf_counter() - start
+    result = running()
+    result.update({keys.PERF_IMG_PER_S: images / elapsed, keys.PERF_STEP_MS: 1e3 * elapsed / max(seen, 1)})
+    return result
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, loader: Iterable, device: torch.device, reduce: Reduce | None = None) -> dict[str, float]:
+    """``val/loss``, ``val/top1``, ``val/top5`` over the loader (summed across workers by ``reduce``)."""
+    raw = unwrap(model)
+    raw.eval()
+    sums = torch.zeros(4, device=device)  # loss, top1, top5, n
+    for x, y in loader:
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        logits = raw(x).float()
+        top = logits.topk(min(5, logits.shape[-1]), dim=-1).indices
+        sums += torch.stack([
+            nn.functional.cross_entropy(logits, y, reduction="sum"),
+            (top[:, 0] == y).sum(),
+            (top == y[:, None]).any(-1).sum(),
+            torch.tensor(float(len(y)), device=device),
+        ])
+    if reduce is not None:
+        sums = reduce(sums)
+    loss, top1, top5, n = sums.tolist()
+    n = max(n, 1.0)
+    return {keys.VAL_LOSS: loss / n, keys.VAL_TOP1: top1 / n, keys.VAL_TOP5: top5 / n}
+
+
+@torch.no_grad()
+def evaluate_shuffles(cfg: TrainConfig, model: nn.Module, loader: Iterable, device: torch.device, rank: int = 0, reduce: Reduce | None = None) -> dict[str, float]:
+    """Paper protocol: ``val/consistency``, ``val/diff_norm`` at ``eval.consistency_ratio`` and
+    ``val/top1_shuffled_<r>`` for every ``eval.shuffle_ratios``; seeded per worker."""
+    raw = unwrap(model)
+    raw.eval()
+    gen = torch.Generator().manual_seed(cfg.eval.seed * 1000 + rank)
+    ratios = cfg.eval.shuffle_ratios
+    sums = torch.zeros(3 + len(ratios), dtype=torch.float64)  # agree, diff, n, correct per ratio
+    for x, y in loader:
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        b = len(y)
+        c = keys.consistency(raw, x, cfg.eval.consistency_ratio, generator=gen)
+        correct = [keys.shuffled_correct(raw, x, y, r, generator=gen).sum().item() for r in ratios]
+        sums += torch.tensor([c["consistency"] * b, c["diff_norm"] * b, b, *correct], dtype=torch.float64)
+    if reduce is not None:
+        sums = reduce(sums.to(device)).cpu()
+    n = max(sums[2].item(), 1.0)
+    out = {keys.VAL_CONSISTENCY: sums[0].item() / n, keys.VAL_DIFF_NORM: sums[1].item() / n}
+    out.update({keys.top1_shuffled_key(r): sums[3 + i].item() / n for i, r in enumerate(ratios)})
+    return out
