@@ -150,7 +150,13 @@ def parse_override(item: str) -> tuple[str, Any]:
     if "=" not in item:
         raise ConfigError(f"--set {item!r}: expected key=value, e.g. --set optim.epochs=3")
     key, raw = item.split("=", 1)
-    return key.strip(), yaml.safe_load(raw)
+    value = yaml.safe_load(raw)
+    if isinstance(value, str):  # YAML 1.1 reads "1e-3" as a string
+        try:
+            value = float(value)
+        except ValueError:
+            pass
+    return key.strip(), value
 
 
 def set_dotted(tree: dict[str, Any], key: str, value: Any) -> dict[str, Any]:

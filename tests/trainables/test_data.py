@@ -1,0 +1,91 @@
+import gzip
+import struct
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from trainables.config import build_config
+from trainables.data import DataError, _read_idx, check_data, load_datasets
+
+
+def test_digits_split_is_fixed_and_complete():
+    a = load_datasets(build_config({}))
+    b = load_datasets(build_config({}))
+    assert len(a.train) + len(a.val) == 1797 and len(a.val) == 360
+    assert torch.equal(a.val.images, b.val.images)
+    x, y = a.train[0]
+    assert x.shape == (1, 8, 8) and a.num_classes == 10 and a.img_size == 8
+
+
+def test_limits_take_a_prefix():
+    b = load_datasets(build_config({"data": {"train_limit": 100, "val_limit": 20}}))
+    assert len(b.train) == 100 and len(b.val) == 20
+
+
+def write_idx(path, array):
+    header = struct.pack(">BBBB", 0, 0, 0x08, array.ndim) + b"".join(struct.pack(">I", d) for d in array.shape)
+    with gzip.open(path, "wb") as fh:
+        fh.write(header + array.astype(np.uint8).tobytes())
+
+
+def test_idx_round_trip(tmp_path):
+    arr = np.random.default_rng(0).integers(0, 255, (5, 28, 28))
+    write_idx(tmp_path / "x.gz", arr)
+    assert np.array_equal(_read_idx(tmp_path / "x.gz"), arr)
+
+
+def test_fashion_mnist_from_a_directory(tmp_path):
+    rng = np.random.default_rng(0)
+    for split, n in (("train", 12), ("t10k", 6)):
+        write_idx(tmp_path / f"{split}-images-idx3-ubyte.gz", rng.integers(0, 255, (n, 28, 28)))
+        write_idx(tmp_path / f"{split}-labels-idx1-ubyte.gz", rng.integers(0, 10, (n,)))
+    cfg = build_config({"data": {"name": "fashion_mnist", "root": str(tmp_path)}})
+    check_data(cfg)
+    b = load_datasets(cfg)
+    assert len(b.train) == 12 and len(b.val) == 6 and b.train[0][0].shape == (1, 28, 28)
+
+
+def test_fashion_mnist_missing_says_how_to_get_it(tmp_path):
+    cfg = build_config({"data": {"name": "fashion_mnist", "root": str(tmp_path)}})
+    with pytest.raises(DataError, match="apt-get install dataset-fashion-mnist"):
+        check_data(cfg)
+
+
+def make_imagefolder(root, classes=("cat", "dog"), per_class=2):
+    for split in ("train", "val"):
+        for c in classes:
+            (root / split / c).mkdir(parents=True)
+            for i in range(per_class):
+                Image.fromarray(np.full((12, 12, 3), 40 * i, np.uint8)).save(root / split / c / f"{i}.png")
+
+
+def test_imagefolder_checks(tmp_path):
+    cfg = build_config({"data": {"name": "imagefolder", "root": str(tmp_path), "img_size": 16}})
+    with pytest.raises(DataError, match="missing train/"):
+        check_data(cfg)
+    make_imagefolder(tmp_path)
+    check_data(cfg)
+    (tmp_path / "val" / "bird").mkdir()
+    with pytest.raises(DataError, match="class folders without images: bird"):
+        check_data(cfg)
+    (tmp_path / "val" / "bird" / "0.png").write_bytes((tmp_path / "val" / "cat" / "0.png").read_bytes())
+    with pytest.raises(DataError, match=r"only in val: \['bird'\]"):
+        check_data(cfg)
+
+
+def test_imagefolder_unreadable_image_names_its_path(tmp_path):
+    make_imagefolder(tmp_path)
+    broken = tmp_path / "train" / "cat" / "9.png"
+    broken.write_bytes(b"not an image")
+    b = load_datasets(build_config({"data": {"name": "imagefolder", "root": str(tmp_path), "img_size": 16}}))
+    assert b.num_classes == 2 and b.train[0][0].shape == (3, 16, 16)
+    index = [p for p, _ in b.train.samples].index(str(broken))
+    with pytest.raises(DataError, match=f"cannot read image {broken}"):
+        b.train[index]
+
+
+def test_cifar_without_download_is_an_error(tmp_path):
+    with pytest.raises(DataError, match="data.download=true"):
+        check_data(build_config({"data": {"name": "cifar10", "root": str(tmp_path)}}))
