@@ -31,12 +31,19 @@ class DataError(ValueError):
 
 
 @dataclass(frozen=True)
-class DatasetBundle:
-    train: Dataset
-    val: Dataset
+class DataShape:
+    """What the model must match: classes, channels, image side."""
+
     num_classes: int
     in_chans: int
     img_size: int
+
+
+@dataclass(frozen=True)
+class DatasetBundle:
+    train: Dataset
+    val: Dataset
+    shape: DataShape
 
 
 class TensorImages(Dataset):
@@ -73,7 +80,7 @@ def _digits(cfg: DataSection) -> DatasetBundle:
     x_tr, x_va, y_tr, y_va = train_test_split(images, digits.target, test_size=0.2, random_state=0, stratify=digits.target)
     x_tr, x_va = _standardise(x_tr, x_va)
     aug = cfg.augment != "none"
-    return DatasetBundle(TensorImages(x_tr, torch.from_numpy(y_tr), aug), TensorImages(x_va, torch.from_numpy(y_va)), 10, 1, 8)
+    return DatasetBundle(TensorImages(x_tr, torch.from_numpy(y_tr), aug), TensorImages(x_va, torch.from_numpy(y_va)), DataShape(10, 1, 8))
 
 
 def _read_idx(path: Path) -> np.ndarray:
@@ -98,7 +105,7 @@ def _fashion_mnist(cfg: DataSection) -> DatasetBundle:
     x_tr, x_va = _standardise(arrays["train_images"][:, None] / 255.0, arrays["val_images"][:, None] / 255.0)
     aug = cfg.augment != "none"
     y_tr, y_va = (torch.from_numpy(arrays[k].astype(np.int64)) for k in ("train_labels", "val_labels"))
-    return DatasetBundle(TensorImages(x_tr, y_tr, aug), TensorImages(x_va, y_va), 10, 1, 28)
+    return DatasetBundle(TensorImages(x_tr, y_tr, aug), TensorImages(x_va, y_va), DataShape(10, 1, 28))
 
 
 def _readable_loader(path: str):
@@ -127,7 +134,7 @@ def _imagefolder(cfg: DataSection) -> DatasetBundle:
     root, size = Path(cfg.root), cfg.img_size or 224
     train = ImageFolder(str(root / "train"), transform=_image_transforms(cfg, size, True), loader=_readable_loader)
     val = ImageFolder(str(root / "val"), transform=_image_transforms(cfg, size, False), loader=_readable_loader)
-    return DatasetBundle(train, val, len(train.classes), 3, size)
+    return DatasetBundle(train, val, DataShape(len(train.classes), 3, size))
 
 
 def _cifar(cfg: DataSection) -> DatasetBundle:
@@ -138,7 +145,7 @@ def _cifar(cfg: DataSection) -> DatasetBundle:
     kw = dict(root=cfg.root, download=cfg.download)
     train = cls(train=True, transform=_image_transforms(cfg, size, True), **kw)
     val = cls(train=False, transform=_image_transforms(cfg, size, False), **kw)
-    return DatasetBundle(train, val, 10 if cfg.name == "cifar10" else 100, 3, size)
+    return DatasetBundle(train, val, DataShape(10 if cfg.name == "cifar10" else 100, 3, size))
 
 
 def _check_imagefolder(root: Path) -> None:
@@ -192,6 +199,16 @@ def load_datasets(cfg: TrainConfig) -> DatasetBundle:
     """Train and val datasets for ``cfg.data`` (after ``check_data``)."""
     build = {"digits": _digits, "fashion_mnist": _fashion_mnist, "imagefolder": _imagefolder, "cifar10": _cifar, "cifar100": _cifar}
     bundle = build[cfg.data.name](cfg.data)
-    return DatasetBundle(
-        _limit(bundle.train, cfg.data.train_limit), _limit(bundle.val, cfg.data.val_limit), bundle.num_classes, bundle.in_chans, bundle.img_size
-    )
+    return DatasetBundle(_limit(bundle.train, cfg.data.train_limit), _limit(bundle.val, cfg.data.val_limit), bundle.shape)
+
+
+def data_shape(cfg: TrainConfig) -> DataShape:
+    """The data's shape without loading it (after ``check_data``)."""
+    d = cfg.data
+    if d.name == "digits":
+        return DataShape(10, 1, 8)
+    if d.name == "fashion_mnist":
+        return DataShape(10, 1, 28)
+    if d.name == "imagefolder":
+        return DataShape(sum(p.is_dir() for p in (Path(d.root) / "train").iterdir()), 3, d.img_size or 224)
+    return DataShape(10 if d.name == "cifar10" else 100, 3, d.img_size or 32)

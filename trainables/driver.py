@@ -17,7 +17,7 @@ import ray.train
 from ray.train.torch import TorchConfig, TorchTrainer
 
 from trainables.config import TrainConfig, flat_params
-from trainables.data import check_data
+from trainables.engine import preflight
 from trainables.tracking import TAG_KIND, TAG_VARIANT, RunTracker, tracking_uri
 from trainables.worker import train_loop_per_worker
 
@@ -86,8 +86,8 @@ class TrainingOutcome:
 
 
 def run_training(cfg: TrainConfig, *, address: str | None = None, name: str | None = None) -> TrainingOutcome:
-    """One training run, distributed per ``cfg.scaling``, logged to MLflow. Data is checked first."""
-    check_data(cfg)
+    """One training run, distributed per ``cfg.scaling``, logged to MLflow; checked before launch."""
+    preflight(cfg)
     uri = tracking_uri(cfg.tracking.uri)
     ensure_ray(address)
     tracker = start_run(cfg, uri)

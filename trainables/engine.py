@@ -24,8 +24,8 @@ import mjp
 from mjp import metrics as keys
 from mjp.dal import dal_weight_at
 from mjp.models import MJPOutput
-from trainables.config import TrainConfig
-from trainables.data import DatasetBundle
+from trainables.config import ConfigError, TrainConfig
+from trainables.data import DataShape, check_data, data_shape
 
 Reduce = Callable[[torch.Tensor], torch.Tensor]
 
@@ -47,11 +47,11 @@ def unwrap(model: nn.Module) -> nn.Module:
     return model
 
 
-def build_model(cfg: TrainConfig, bundle: DatasetBundle) -> nn.Module:
+def build_model(cfg: TrainConfig, shape: DataShape) -> nn.Module:
     """The configured timm model with MJP, sized for the data (``model.kwargs`` win)."""
-    kwargs = dict(num_classes=bundle.num_classes, in_chans=bundle.in_chans)
+    kwargs = dict(num_classes=shape.num_classes, in_chans=shape.in_chans)
     if not cfg.model.name.startswith("resnet"):
-        kwargs["img_size"] = bundle.img_size
+        kwargs["img_size"] = shape.img_size
     kwargs.update(cfg.model.kwargs)
     if cfg.model.pretrained_file:
         kwargs.update(pretrained=True, pretrained_cfg_overlay=dict(file=cfg.model.pretrained_file))
@@ -123,6 +123,17 @@ def build_state(cfg: TrainConfig, model: nn.Module, steps_per_epoch: int, world_
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, total, warmup, min_ratio))
     scaler = torch.amp.GradScaler(enabled=cfg.runtime.amp == "fp16" and torch.cuda.is_available())
     return TrainState(model, optimizer, scheduler, scaler, total)
+
+
+def preflight(cfg: TrainConfig) -> None:
+    """Everything that can be checked before launch: the data is there, and the model builds
+    (timm name and arguments, MJP against the patch grid) on the meta device, costing nothing."""
+    check_data(cfg)
+    try:
+        with torch.device("meta"):
+            build_model(cfg, data_shape(cfg))
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
 
 
 def make_mixup(cfg: TrainConfig, num_classes: int) -> Mixup | None:

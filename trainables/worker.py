@@ -77,7 +77,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     bundle, sampler, train_loader, val_loader = _loaders(cfg, rank, world)
     device = ray.train.torch.get_device()
 
-    model = build_model(cfg, bundle)
+    model = build_model(cfg, bundle.shape)
     model.mjp_reseed(cfg.mjp.seed * 1000 + rank)
     if cfg.runtime.channels_last:
         model = model.to(memory_format=torch.channels_last)
@@ -87,7 +87,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     if cfg.runtime.compile:
         model = torch.compile(model)
     state: TrainState = build_state(cfg, model, len(train_loader), world)
-    mixup = make_mixup(cfg, bundle.num_classes)
+    mixup = make_mixup(cfg, bundle.shape.num_classes)
 
     checkpoint = ray.train.get_checkpoint()
     resumed = checkpoint is not None

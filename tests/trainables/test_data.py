@@ -16,7 +16,7 @@ def test_digits_split_is_fixed_and_complete():
     assert len(a.train) + len(a.val) == 1797 and len(a.val) == 360
     assert torch.equal(a.val.images, b.val.images)
     x, y = a.train[0]
-    assert x.shape == (1, 8, 8) and a.num_classes == 10 and a.img_size == 8
+    assert x.shape == (1, 8, 8) and a.shape.num_classes == 10 and a.shape.img_size == 8
 
 
 def test_limits_take_a_prefix():
@@ -80,7 +80,7 @@ def test_imagefolder_unreadable_image_names_its_path(tmp_path):
     broken = tmp_path / "train" / "cat" / "9.png"
     broken.write_bytes(b"not an image")
     b = load_datasets(build_config({"data": {"name": "imagefolder", "root": str(tmp_path), "img_size": 16}}))
-    assert b.num_classes == 2 and b.train[0][0].shape == (3, 16, 16)
+    assert b.shape.num_classes == 2 and b.train[0][0].shape == (3, 16, 16)
     index = [p for p, _ in b.train.samples].index(str(broken))
     with pytest.raises(DataError, match=f"cannot read image {broken}"):
         b.train[index]

@@ -17,7 +17,7 @@ def setup(overrides=None):
     cfg = build_config(TINY, overrides)
     seed_everything(0)
     bundle = load_datasets(cfg)
-    model = build_model(cfg, bundle)
+    model = build_model(cfg, bundle.shape)
     train = DataLoader(bundle.train, batch_size=64, shuffle=True, drop_last=True, generator=torch.Generator().manual_seed(0))
     val = DataLoader(bundle.val, batch_size=128)
     return cfg, model, build_state(cfg, model, len(train), 1), train, val
