@@ -47,7 +47,8 @@ def storage_path(cfg: TrainConfig) -> str:
     return path if "://" in path else str(Path(path).resolve())
 
 
-def make_trainer(cfg: TrainConfig, uri: str, run_id: str | None, name: str, callbacks: list | None = None) -> TorchTrainer:
+def make_trainer(cfg: TrainConfig, uri: str, run_id: str | None, name: str, callbacks: list | None = None, storage: str | None = None) -> TorchTrainer:
+    """A ``TorchTrainer`` for ``cfg``; ``name`` must be deterministic so a restarted driver finds its state."""
     s = cfg.scaling
     resources = {"CPU": s.cpus_per_worker, **({"GPU": s.gpus_per_worker} if s.use_gpu else {})}
     return TorchTrainer(
@@ -57,7 +58,7 @@ def make_trainer(cfg: TrainConfig, uri: str, run_id: str | None, name: str, call
         scaling_config=ray.train.ScalingConfig(num_workers=s.num_workers, use_gpu=s.use_gpu, resources_per_worker=resources),
         run_config=ray.train.RunConfig(
             name=name,
-            storage_path=storage_path(cfg),
+            storage_path=storage or storage_path(cfg),
             failure_config=ray.train.FailureConfig(max_failures=cfg.runtime.max_failures),
             checkpoint_config=ray.train.CheckpointConfig(num_to_keep=2),
             callbacks=callbacks,
@@ -102,3 +103,46 @@ def run_training(cfg: TrainConfig, *, address: str | None = None, name: str | No
     if error:
         tracker.set_tags({"mjp.error": str(error)[:5000]})
     return TrainingOutcome(tracker.run_id, metrics, error)
+
+
+def tune_trainable(params: dict[str, Any], sweep: dict[str, Any]) -> None:
+    """One Tune trial (Ray Train V2 pattern): a ``TorchTrainer`` for the sampled ``params``.
+
+    ``sweep`` (passed with ``tune.with_parameters``): ``name``, ``base_tree``, ``extra`` (--set
+    overrides), ``uri``, ``experiment``, ``parent_run_id``, ``storage``. The trial's MLflow child
+    run is found by its trial-id tag or created, so a restored sweep re-attaches to it.
+    """
+    from ray import tune
+    from ray.tune.integration.ray_train import TuneReportCallback
+
+    from trainables.config import build_config
+    from trainables.tracking import TAG_SAMPLE_PREFIX, TAG_STUDY, TAG_TRIAL_ID
+
+    trial_id = tune.get_context().get_trial_id()
+    cfg = build_config(sweep["base_tree"], {**sweep["extra"], **params}, source=f"trial {trial_id}")
+    tracker = find_child_run(sweep["uri"], sweep["experiment"], sweep["parent_run_id"], trial_id)
+    if tracker is None:
+        tracker = start_run(
+            cfg, sweep["uri"], run_name=f"{sweep['name']}-{trial_id}",
+            tags={TAG_TRIAL_ID: trial_id, TAG_STUDY: sweep["name"], **{f"{TAG_SAMPLE_PREFIX}{k}": str(v) for k, v in params.items()}},
+            parent_run_id=sweep["parent_run_id"],
+        )
+    else:
+        tracker.set_status("RUNNING")
+    trainer = make_trainer(cfg, sweep["uri"], tracker.run_id, f"{sweep['name']}-{trial_id}", [TuneReportCallback()], sweep["storage"])
+    try:
+        error = trainer.fit().error
+    except Exception as err:  # TrainingFailedError once retries are exhausted
+        error = err
+    if error is not None:
+        tracker.set_tags({"mjp.error": str(error)[:5000]})
+        tracker.set_status("FAILED")
+        raise RuntimeError(f"trial {trial_id} failed: {error}")
+    tracker.set_status("FINISHED")
+
+
+def find_child_run(uri: str, experiment: str, parent_run_id: str, trial_id: str) -> RunTracker | None:
+    """The MLflow run of trial ``trial_id`` under sweep run ``parent_run_id``, if it exists."""
+    from trainables.tracking import TAG_PARENT, TAG_TRIAL_ID
+
+    return RunTracker.find(uri, experiment, {TAG_TRIAL_ID: trial_id, TAG_PARENT: parent_run_id})

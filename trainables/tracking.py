@@ -24,6 +24,7 @@ TAG_TRIAL_ID = "mjp.trial_id"
 TAG_STUDY = "mjp.study"
 TAG_VARIANT = "mjp.variant"
 TAG_KIND = "mjp.kind"  # "train" | "sweep"
+TAG_SAMPLE_PREFIX = "mjp.sample."  # + sampled key: the value a sweep chose for this trial
 
 
 def tracking_uri(configured: str | None = None, base_dir: str | Path | None = None) -> str:
@@ -84,13 +85,14 @@ class RunTracker:
         return cls(uri, run.info.run_id)
 
     @classmethod
-    def find(cls, uri: str, experiment: str, tag: str, value: str) -> "RunTracker | None":
-        """The run of ``experiment`` whose tag ``tag`` equals ``value`` (oldest first), if any."""
+    def find(cls, uri: str, experiment: str, tags: dict[str, str]) -> "RunTracker | None":
+        """The oldest run of ``experiment`` carrying all ``tags``, if any."""
         client = MlflowClient(uri)
         exp = client.get_experiment_by_name(experiment)
         if exp is None:
             return None
-        runs = client.search_runs([exp.experiment_id], filter_string=f"tags.`{tag}` = '{value}'", order_by=["attributes.start_time ASC"], max_results=1)
+        query = " and ".join(f"tags.`{k}` = '{v}'" for k, v in tags.items())
+        runs = client.search_runs([exp.experiment_id], filter_string=query, order_by=["attributes.start_time ASC"], max_results=1)
         return cls(uri, runs[0].info.run_id) if runs else None
 
     @property

@@ -1,0 +1,62 @@
+"""A study's search space as an Optuna define-by-run function, and its sampler.
+
+Define-by-run makes conditions exact: a parameter whose ``when`` does not hold is never
+suggested, so Optuna never sees (and never models) ``mjp.dal_weight`` for a trial without DAL.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import optuna
+
+from sweep.study import Choice, Fixed, Grid, IntRange, LogUniform, StudyConfig, Uniform
+
+
+def active(param: Any, chosen: dict[str, Any]) -> bool:
+    """Whether ``param``'s ``when`` conditions hold for the values chosen so far."""
+    return all(chosen.get(key) in allowed for key, allowed in (param.when or {}).items())
+
+
+class DefineByRun:
+    """``trial -> constants``: suggests every active sampled entry, returns the active fixed ones.
+
+    A class rather than a closure: Tune pickles the searcher (with this) into its checkpoints.
+    """
+
+    def __init__(self, study: StudyConfig):
+        self.study = study
+
+    def __call__(self, trial: optuna.Trial) -> dict[str, Any] | None:
+        chosen: dict[str, Any] = {}
+        constants: dict[str, Any] = {}
+        for key, p in self.study.space.items():
+            if not active(p, chosen):
+                continue
+            if isinstance(p, Fixed):
+                constants[key] = chosen[key] = p.value
+            elif isinstance(p, (Choice, Grid)):
+                chosen[key] = trial.suggest_categorical(key, p.values)
+            elif isinstance(p, LogUniform):
+                chosen[key] = trial.suggest_float(key, p.low, p.high, log=True)
+            elif isinstance(p, Uniform):
+                chosen[key] = trial.suggest_float(key, p.low, p.high)
+            elif isinstance(p, IntRange):
+                chosen[key] = trial.suggest_int(key, int(p.low), int(p.high), step=p.step)
+        return constants or None
+
+
+def define_by_run(study: StudyConfig) -> Callable[[optuna.Trial], dict[str, Any] | None]:
+    return DefineByRun(study)
+
+
+def make_sampler(study: StudyConfig) -> optuna.samplers.BaseSampler:
+    seed = study.search.seed
+    algo = study.search.algorithm
+    if algo == "grid":
+        return optuna.samplers.GridSampler(study.grid, seed=seed)
+    if algo == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    if algo == "nsga2":
+        return optuna.samplers.NSGAIISampler(seed=seed)
+    return optuna.samplers.TPESampler(seed=seed)

@@ -1,0 +1,351 @@
+"""``StudyConfig``: what a sweep searches, toward what, with what budget. Validated before Ray starts.
+
+A study file (YAML in ``sweep/studies/``)::
+
+    name: mask_ratio
+    base: trainables/configs/imagenet_deit_small.yaml   # a TrainConfig file (relative to the project)
+    train: {optim: {epochs: 100}}                       # nested overrides of the base
+    space:
+      mjp.mask_ratio: {type: grid, values: [0, 0.03, 0.09]}
+      mjp.dal_weight: {type: loguniform, low: 0.001, high: 0.1, when: {mjp.dal: [pca, linear, mlp]}}
+    objective: {metric: val/top1, mode: max}            # or a list of them (multi-objective, NSGA-II)
+    search: {algorithm: tpe, seed: 0}                   # tpe | random | grid | nsga2
+    budget: {trials: 16, max_concurrent: 4, time_budget_s: null}
+    scheduler: {type: asha, grace_period: 5}            # or fifo
+    smoke: {base: ..., train: {...}, trials: 2}         # what --smoke runs on one machine
+
+Every sampled key is a flat dotted ``TrainConfig`` key; every combination of choices is checked
+against ``TrainConfig`` (and the model pre-flight) before launch.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from mjp import metrics as keys
+from trainables.config import ConfigError, TrainConfig, build_config, describe_validation_error, flat_params
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+STUDIES_DIR = Path(__file__).resolve().parent / "studies"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _Param(_Strict):
+    #: sample only when every listed key took one of the listed values
+    when: dict[str, list[Any]] | None = None
+
+
+class _Categorical(_Param):
+    values: list[Any] = Field(min_length=1)
+    #: label -> dotted TrainConfig overrides: the sampled value is a label that sets several keys
+    presets: dict[str, dict[str, Any]] | None = None
+
+    @model_validator(mode="after")
+    def _presets_cover_values(self) -> "_Categorical":
+        if self.presets is not None:
+            missing = [v for v in self.values if v not in self.presets]
+            if missing:
+                raise ValueError(f"values {missing} have no entry in presets (presets: {sorted(self.presets)})")
+        return self
+
+
+class Choice(_Categorical):
+    type: Literal["choice"]
+
+
+class Grid(_Categorical):
+    type: Literal["grid"]
+
+
+class Fixed(_Param):
+    type: Literal["fixed"]
+    value: Any
+
+
+class _Range(_Param):
+    low: float
+    high: float
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "_Range":
+        if self.low > self.high:
+            raise ValueError(f"low={self.low} > high={self.high}")
+        return self
+
+
+class Uniform(_Range):
+    type: Literal["uniform"]
+
+
+class LogUniform(_Range):
+    type: Literal["loguniform"]
+
+    @model_validator(mode="after")
+    def _positive(self) -> "LogUniform":
+        if self.low <= 0:
+            raise ValueError(f"loguniform needs low > 0, got {self.low}")
+        return self
+
+
+class IntRange(_Range):
+    type: Literal["int"]
+    step: int = Field(1, ge=1)
+
+
+Param = Annotated[Union[Choice, Grid, Fixed, Uniform, LogUniform, IntRange], Field(discriminator="type")]
+
+
+class Objective(_Strict):
+    metric: str
+    mode: Literal["max", "min"] = "max"
+
+
+class Search(_Strict):
+    algorithm: Literal["tpe", "random", "grid", "nsga2"] = "tpe"
+    seed: int = 0
+
+
+class Budget(_Strict):
+    trials: int = Field(4, ge=1, description="ignored by grid search: the grid's size decides")
+    max_concurrent: int = Field(2, ge=1)
+    time_budget_s: float | None = Field(None, gt=0)
+
+
+class Scheduler(_Strict):
+    type: Literal["fifo", "asha"] = "fifo"
+    metric: str | None = Field(None, description="ASHA's metric (default: the first objective)")
+    mode: Literal["max", "min"] | None = None
+    grace_period: int = Field(1, ge=1, description="epochs")
+    reduction_factor: float = Field(2.0, gt=1)
+
+
+class Smoke(_Strict):
+    base: str | None = None
+    seeds: list[int] | None = None
+    #: replaces entries of ``space`` (same keys) at smoke size, e.g. tiny models per preset
+    space: dict[str, Param] = Field(default_factory=dict)
+    train: dict[str, Any] = Field(default_factory=dict)
+    trials: int | None = Field(None, ge=1)
+    max_concurrent: int | None = Field(None, ge=1)
+
+
+class StudyConfig(_Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = ""
+    base: str | None = Field(None, description="a TrainConfig YAML, relative to the project directory")
+    train: dict[str, Any] = Field(default_factory=dict)
+    space: dict[str, Param] = Field(default_factory=dict)
+    objective: Objective | list[Objective]
+    search: Search = Search()
+    budget: Budget = Budget()
+    scheduler: Scheduler = Scheduler()
+    driver_cpus: float = Field(0.25, ge=0, description="CPUs Tune reserves for each trial's driver")
+    #: repeat every grid point with these ``runtime.seed`` values (error bars); grid search only
+    seeds: list[int] | None = None
+    smoke: Smoke = Smoke()
+
+    @property
+    def objectives(self) -> list[Objective]:
+        return self.objective if isinstance(self.objective, list) else [self.objective]
+
+    @property
+    def grid(self) -> dict[str, list[Any]]:
+        return {k: p.values for k, p in self.space.items() if isinstance(p, Grid)}
+
+    @property
+    def num_trials(self) -> int:
+        if self.search.algorithm == "grid":
+            return math.prod(len(v) for v in self.grid.values())
+        return self.budget.trials
+
+    @model_validator(mode="after")
+    def _coherent(self) -> "StudyConfig":
+        if (self.seeds or self.smoke.seeds) and self.search.algorithm != "grid":
+            raise ValueError(f"seeds repeat grid points; they need search.algorithm: grid (got {self.search.algorithm!r})")
+        if "runtime.seed" in self.space and (self.seeds or self.smoke.seeds):
+            raise ValueError("give repeated seeds either as seeds: or as space.runtime.seed, not both")
+        unknown = [k for k in self.smoke.space if k not in self.space]
+        if unknown:
+            raise ValueError(f"smoke.space.{unknown[0]} replaces nothing: it is not an entry of space")
+        algo, grid = self.search.algorithm, self.grid
+        sampled = [k for k, p in self.space.items() if not isinstance(p, Fixed)]
+        if algo == "grid":
+            not_grid = [k for k in sampled if k not in grid]
+            if not_grid:
+                raise ValueError(f"search.algorithm='grid' samples only grid entries; space.{not_grid[0]} is not type: grid")
+            if not grid:
+                raise ValueError("search.algorithm='grid' needs at least one space entry of type: grid")
+        elif grid:
+            raise ValueError(f"space.{next(iter(grid))} is type: grid, which needs search.algorithm: grid (got {algo!r})")
+        multi = len(self.objectives) > 1
+        if multi and algo not in ("nsga2", "random"):
+            raise ValueError(f"{len(self.objectives)} objectives need search.algorithm 'nsga2' or 'random' (got {algo!r})")
+        if multi and self.scheduler.type == "asha" and self.scheduler.metric is None:
+            raise ValueError("scheduler.type='asha' with several objectives needs scheduler.metric")
+        for key, p in self.space.items():
+            for cond in (p.when or {}):
+                if cond not in self.space or list(self.space).index(cond) > list(self.space).index(key):
+                    raise ValueError(f"space.{key}.when refers to {cond!r}, which must be a space entry listed before it")
+        return self
+
+
+def reported_metrics(cfg: TrainConfig) -> set[str]:
+    """Every metric key the trainable reports for ``cfg`` (what objectives may name)."""
+    final = {keys.VAL_CONSISTENCY, keys.VAL_DIFF_NORM} | {keys.top1_shuffled_key(r) for r in cfg.eval.shuffle_ratios}
+    epoch = {keys.TRAIN_LOSS, keys.TRAIN_LOSS_DAL, keys.TRAIN_LR, keys.VAL_LOSS, keys.VAL_TOP1, keys.VAL_TOP5, keys.PERF_IMG_PER_S, keys.PERF_STEP_MS, "epoch"}
+    return final | epoch
+
+
+class Study:
+    """A loaded study: its config (seeds folded into the space), its base ``TrainConfig`` tree,
+    and whether it is the smoke size."""
+
+    def __init__(self, config: StudyConfig, base_tree: dict[str, Any], source: str, smoke: bool, extra: dict[str, Any]):
+        seeds = (config.smoke.seeds if smoke and config.smoke.seeds else None) or config.seeds
+        if smoke and config.smoke.space:
+            config = config.model_copy(update={"space": {**config.space, **config.smoke.space}})
+        if seeds:
+            config = config.model_copy(update={"space": {**config.space, "runtime.seed": Grid(type="grid", values=seeds)}})
+        self.config, self.base_tree, self.source, self.smoke, self.extra = config, base_tree, source, smoke, extra
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def num_trials(self) -> int:
+        c = self.config
+        return c.smoke.trials if self.smoke and c.smoke.trials and c.search.algorithm != "grid" else c.num_trials
+
+    @property
+    def max_concurrent(self) -> int:
+        c = self.config
+        return (c.smoke.max_concurrent if self.smoke and c.smoke.max_concurrent else c.budget.max_concurrent)
+
+    def train_config(self, params: dict[str, Any]) -> TrainConfig:
+        """The ``TrainConfig`` of one trial: base, --set overrides, then the sampled ``params``
+        (preset labels expanded into their keys)."""
+        return build_config(self.base_tree, {**self.extra, **expand_presets(self.config, params)}, source=f"study {self.name!r} with {params}")
+
+    def combinations(self) -> list[dict[str, Any]]:
+        """Parameter sets that cover every choice and range end (for pre-launch validation)."""
+        options: dict[str, list[Any]] = {}
+        for key, p in self.config.space.items():
+            if isinstance(p, (Choice, Grid)):
+                options[key] = list(p.values)
+            elif isinstance(p, Fixed):
+                options[key] = [p.value]
+            elif isinstance(p, IntRange):
+                options[key] = [int(p.low), int(p.high)]
+            else:
+                options[key] = [p.low, p.high]
+        names = list(options)
+        combos = []
+        for values in itertools.product(*(options[n] for n in names)):
+            params = dict(zip(names, values))
+            combos.append({k: v for k, v in params.items() if _active(self.config.space[k], params)})
+            if len(combos) >= 256:
+                break
+        return combos
+
+
+def expand_presets(config: StudyConfig, params: dict[str, Any]) -> dict[str, Any]:
+    """Sampled params with every preset label replaced by the dotted keys it stands for."""
+    out: dict[str, Any] = {}
+    for key, value in params.items():
+        p = config.space.get(key)
+        presets = getattr(p, "presets", None)
+        out.update(presets[value] if presets else {key: value})
+    return out
+
+
+def _active(p: Any, params: dict[str, Any]) -> bool:
+    return all(params.get(k) in allowed for k, allowed in (p.when or {}).items())
+
+
+def _read_yaml(path: Path, what: str) -> dict[str, Any]:
+    if not path.is_file():
+        raise ConfigError(f"{what} {str(path)!r} does not exist")
+    try:
+        tree = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path} is not valid YAML: {err}") from None
+    if not isinstance(tree, dict):
+        raise ConfigError(f"{path}: expected a mapping, got {type(tree).__name__}")
+    return tree
+
+
+def resolve_study_path(name_or_path: str) -> Path:
+    """A path, or the name of a shipped study (``quickstart`` -> ``sweep/studies/quickstart.yaml``)."""
+    path = Path(name_or_path)
+    if path.is_file():
+        return path
+    shipped = STUDIES_DIR / f"{name_or_path}.yaml"
+    if shipped.is_file():
+        return shipped
+    names = ", ".join(sorted(p.stem for p in STUDIES_DIR.glob("*.yaml")))
+    raise ConfigError(f"study {name_or_path!r} is neither a file nor a shipped study; shipped: {names}")
+
+
+def load_study(name_or_path: str, *, smoke: bool = False, overrides: dict[str, Any] | None = None) -> Study:
+    """Read, validate and pre-flight a study: every key, every choice, every objective."""
+    path = resolve_study_path(name_or_path)
+    tree = _read_yaml(path, "study file")
+    try:
+        config = StudyConfig.model_validate(tree)
+    except ValidationError as err:
+        raise ConfigError(f"invalid study {path}:\n{describe_validation_error(err)}") from None
+    base_file = config.smoke.base if smoke and config.smoke.base else config.base
+    base_tree = _read_yaml(PROJECT_DIR / base_file, f"study {path}: base") if base_file else {}
+    base_tree = _merge(base_tree, config.train)
+    if smoke:
+        base_tree = _merge(base_tree, config.smoke.train)
+    study = Study(config, base_tree, str(path), smoke, dict(overrides or {}))
+    _validate_space(study, path)
+    return study
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) and k != "kwargs" else v
+    return out
+
+
+def _validate_space(study: Study, path: Path) -> None:
+    base = study.train_config({})
+    known = set(flat_params(base)) | {"mjp.variant"}
+    def check_key(key: str, where: str) -> None:
+        if key not in known and key != "model.kwargs" and not key.startswith("model.kwargs."):
+            raise ConfigError(f"{path}: {where} is not a TrainConfig key (e.g. mjp.mask_ratio, optim.base_lr, mjp.dal)")
+
+    for key, p in study.config.space.items():
+        presets = getattr(p, "presets", None)
+        if presets:
+            for label, sets in presets.items():
+                for k in sets:
+                    check_key(k, f"space.{key}.presets.{label}.{k}")
+        else:
+            check_key(key, f"space.{key}")
+    available = reported_metrics(base)
+    for obj in study.config.objectives + ([Objective(metric=study.config.scheduler.metric)] if study.config.scheduler.metric else []):
+        if obj.metric not in available:
+            raise ConfigError(f"{path}: objective metric {obj.metric!r} is not reported by the trainable; allowed: {', '.join(sorted(available))}")
+    from trainables.engine import preflight
+
+    checked: set[str] = set()
+    for params in study.combinations():
+        cfg = study.train_config(params)
+        fingerprint = cfg.model_dump_json(include={"model", "mjp", "data"})
+        if fingerprint not in checked:
+            checked.add(fingerprint)
+            preflight(cfg)
