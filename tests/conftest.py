@@ -17,3 +17,15 @@ TINY_VIT = dict(img_size=32, patch_size=4, embed_dim=32, depth=2, num_heads=2, n
 @pytest.fixture
 def gen() -> torch.Generator:
     return torch.Generator().manual_seed(1234)
+
+
+@pytest.fixture(scope="session")
+def local_ray():
+    """One private local Ray for every test that needs it (4 logical CPUs on any machine)."""
+    import ray
+
+    from trainables.driver import ensure_ray
+
+    ensure_ray(num_cpus=4)
+    yield
+    ray.shutdown()

@@ -2,10 +2,9 @@
 
 import mlflow
 import pytest
-import ray
 
 from trainables.config import build_config
-from trainables.driver import ensure_ray, run_training
+from trainables.driver import run_training
 
 TINY_RUN = {
     "model": {"kwargs": {"patch_size": 2, "embed_dim": 32, "depth": 2, "num_heads": 2}},
@@ -13,13 +12,6 @@ TINY_RUN = {
     "optim": {"epochs": 2, "base_lr": 0.04},
     "eval": {"shuffle_ratios": [0.0, 0.5]},
 }
-
-
-@pytest.fixture(scope="module")
-def local_ray():
-    ensure_ray(num_cpus=4)
-    yield
-    ray.shutdown()
 
 
 def config(tmp_path, **overrides):

@@ -1,0 +1,118 @@
+"""Study files: validation before launch, the define-by-run space, presets and seeds."""
+
+from pathlib import Path
+
+import numpy as np
+import optuna
+import pytest
+import yaml
+from PIL import Image
+
+from sweep.space import define_by_run, make_sampler
+from sweep.study import STUDIES_DIR, load_study, resolve_study_path
+from trainables.config import ConfigError
+
+SHIPPED = sorted(p.stem for p in STUDIES_DIR.glob("*.yaml"))
+BASE = {"base": "trainables/configs/digits_vit_tiny.yaml", "objective": {"metric": "val/top1"}}
+
+
+def write(tmp_path, **study):
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump({"name": "t", **BASE, **study}))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def fake_imagenet(tmp_path_factory):
+    root = tmp_path_factory.mktemp("imagenet")
+    for split in ("train", "val"):
+        for c in ("n01", "n02"):
+            (root / split / c).mkdir(parents=True)
+            Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(root / split / c / "0.png")
+    return root
+
+
+def test_every_shipped_study_validates_at_smoke_size():
+    assert set(SHIPPED) == {"quickstart", "mask_ratio", "variants", "backbones", "tune", "pareto"}
+    for name in SHIPPED:
+        assert load_study(name, smoke=True).num_trials >= 2
+
+
+def test_every_shipped_study_validates_at_full_size(fake_imagenet):
+    sizes = {name: load_study(name, overrides={"data.root": str(fake_imagenet)}).num_trials for name in SHIPPED}
+    assert sizes["mask_ratio"] == 18 and sizes["variants"] == 30 and sizes["backbones"] == 6
+
+
+def test_full_size_without_imagenet_fails_naming_the_path():
+    with pytest.raises(ValueError, match="data.root='/data/imagenet': missing train/"):
+        load_study("mask_ratio")
+
+
+@pytest.mark.parametrize(
+    "study, message",
+    [
+        (dict(space={"mjp.mask_ratio": {"type": "choice", "values": []}}), "space.mjp.mask_ratio.choice.values: List should have at least 1 item"),
+        (dict(space={"optim.base_lr": {"type": "loguniform", "low": 0.1, "high": 0.01}}), "low=0.1 > high=0.01"),
+        (dict(space={"optim.lr": {"type": "choice", "values": [1]}}), "space.optim.lr is not a TrainConfig key"),
+        (dict(objective={"metric": "val/top3"}), "objective metric 'val/top3' is not reported by the trainable"),
+        (dict(budget={"trials": 2, "max_concurent": 2}), "budget.max_concurent: Extra inputs are not permitted"),
+        (dict(space={"mjp.mask_ratio": {"type": "grid", "values": [0, 0.27]}}), "needs search.algorithm: grid"),
+        (dict(space={"mjp.dal_weight": {"type": "uniform", "low": 0, "high": 1, "when": {"mjp.dal": ["mlp"]}}}), "must be a space entry listed before it"),
+        (dict(objective=[{"metric": "val/top1"}, {"metric": "val/consistency"}]), "2 objectives need search.algorithm 'nsga2' or 'random'"),
+        (dict(space={"mjp.mask_ratio": {"type": "choice", "values": [0.0, 0.07]}}), "mjp.mask_ratio=0.07 selects 1 of the 16 patches"),
+        (dict(space={"mjp.dal": {"type": "choice", "values": ["none", "svm"]}}), "mjp.dal"),
+        (dict(space={"b": {"type": "choice", "values": ["x", "y"], "presets": {"x": {"mjp.dal": "pca"}}}}), "values ['y'] have no entry in presets"),
+        (dict(seeds=[0, 1]), "seeds repeat grid points"),
+    ],
+)
+def test_bad_study_files_fail_before_launch_naming_the_key(tmp_path, study, message):
+    with pytest.raises(ConfigError, match=None) as err:
+        load_study(write(tmp_path, **study))
+    assert message in str(err.value)
+
+
+def test_unknown_study_lists_the_shipped_ones():
+    with pytest.raises(ConfigError, match="shipped: backbones, mask_ratio, pareto, quickstart, tune, variants"):
+        resolve_study_path("nope")
+
+
+def test_conditional_space_never_samples_dal_weight_without_dal():
+    study = load_study("tune", smoke=True).config
+    sample = define_by_run(study)
+    opt = optuna.create_study(sampler=make_sampler(study), direction="maximize")
+    seen = set()
+    for i in range(60):
+        trial = opt.ask()
+        sample(trial)
+        seen.add(trial.params["mjp.dal"])
+        assert ("mjp.dal_weight" in trial.params) == (trial.params["mjp.dal"] != "none")
+        opt.tell(trial, float(i % 7))
+    assert seen == {"none", "pca", "linear", "mlp"}
+
+
+def test_grid_sampler_visits_every_point_once():
+    study = load_study("mask_ratio", smoke=True)
+    opt = optuna.create_study(sampler=make_sampler(study.config))
+    points = []
+
+    def objective(trial):
+        define_by_run(study.config)(trial)
+        points.append((trial.params["mjp.mask_ratio"], trial.params["runtime.seed"]))
+        return 0.0
+
+    opt.optimize(objective, n_trials=study.num_trials)
+    assert sorted(points) == sorted((r, 0) for r in [0.0, 0.03, 0.09, 0.15, 0.21, 0.27])
+
+
+def test_presets_expand_into_their_keys():
+    study = load_study("backbones", smoke=True)
+    resnet = study.train_config({"backbone": "resnet50_mjp"})
+    assert resnet.model.name == "resnet18" and resnet.variant == "jp" and resnet.mjp.patch_size == 2
+    swin = study.train_config({"backbone": "swin_t"})
+    assert swin.model.kwargs["window_size"] == 4 and swin.variant == "baseline"
+
+
+def test_seeds_multiply_the_grid(fake_imagenet):
+    assert load_study("variants", smoke=True).num_trials == 10
+    full = load_study("variants", overrides={"data.root": str(fake_imagenet)})
+    assert full.num_trials == 30 and full.config.space["runtime.seed"].values == [0, 1, 2]
