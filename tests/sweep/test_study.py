@@ -33,13 +33,25 @@ def fake_imagenet(tmp_path_factory):
 
 
 def test_every_shipped_study_validates_at_smoke_size():
-    assert set(SHIPPED) == {"quickstart", "mask_ratio", "variants", "backbones", "tune", "pareto"}
+    assert set(SHIPPED) == {"quickstart", "mask_ratio", "variants", "backbones", "tune", "pareto", "fashion"}
     for name in SHIPPED:
         assert load_study(name, smoke=True).num_trials >= 2
 
 
-def test_every_shipped_study_validates_at_full_size(fake_imagenet):
-    sizes = {name: load_study(name, overrides={"data.root": str(fake_imagenet)}).num_trials for name in SHIPPED}
+@pytest.fixture(scope="module")
+def fake_fashion(tmp_path_factory):
+    from tests.trainables.test_data import write_idx
+
+    root = tmp_path_factory.mktemp("fashion")
+    for split in ("train", "t10k"):
+        write_idx(root / f"{split}-images-idx3-ubyte.gz", np.zeros((4, 28, 28)))
+        write_idx(root / f"{split}-labels-idx1-ubyte.gz", np.arange(4))
+    return root
+
+
+def test_every_shipped_study_validates_at_full_size(fake_imagenet, fake_fashion):
+    roots = {"fashion": fake_fashion}
+    sizes = {name: load_study(name, overrides={"data.root": str(roots.get(name, fake_imagenet))}).num_trials for name in SHIPPED}
     assert sizes["mask_ratio"] == 18 and sizes["variants"] == 30 and sizes["backbones"] == 6
 
 
@@ -72,7 +84,7 @@ def test_bad_study_files_fail_before_launch_naming_the_key(tmp_path, study, mess
 
 
 def test_unknown_study_lists_the_shipped_ones():
-    with pytest.raises(ConfigError, match="shipped: backbones, mask_ratio, pareto, quickstart, tune, variants"):
+    with pytest.raises(ConfigError, match="shipped: backbones, fashion, mask_ratio, pareto, quickstart, tune, variants"):
         resolve_study_path("nope")
 
 

@@ -1,0 +1,24 @@
+"""Shared by the benchmarks: the environment line every result table starts with."""
+
+from __future__ import annotations
+
+import os
+import platform
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import ray
+import timm
+import torch
+
+
+def environment(device: str = "cpu") -> str:
+    where = torch.cuda.get_device_name(0) if device == "cuda" else f"{platform.machine()} CPU, {os.cpu_count()} cores"
+    return f"{where}; torch {torch.__version__}, timm {timm.__version__}, ray {ray.__version__}"
+
+
+def append(path: str | None, text: str) -> None:
+    print(text)
+    if path:
+        with open(path, "a") as fh:
+            fh.write("\n" + text)
