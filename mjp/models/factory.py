@@ -17,6 +17,7 @@ from timm.models.vision_transformer import VisionTransformer
 
 from mjp.config import MJPConfig
 from mjp.masking import target_count
+from mjp.models.april_block import use_april_block
 from mjp.models.resnet import MJPResNet
 from mjp.models.swin import MJPSwinTransformer
 from mjp.models.vit import MJPVisionTransformer
@@ -49,12 +50,14 @@ def _check_grid(cfg: MJPConfig, grid: tuple[int, int], name: str) -> None:
         raise ValueError(f"mjp.min_block_patches={cfg.min_block_patches} exceeds the {n} patches of {name}'s grid; allowed: 1..{n}")
 
 
-def create_model(name: str, mjp: MJPConfig | None = None, **timm_kwargs: Any) -> nn.Module:
+def create_model(name: str, mjp: MJPConfig | None = None, *, april_block: bool = False, **timm_kwargs: Any) -> nn.Module:
     """Build timm model ``name``; with ``mjp`` given, upgrade it to MJP.
 
     Args:
         name: any timm name of a ViT with an absolute PE (deit_*, vit_*), a Swin, or a ResNet.
         mjp: the method's config; None returns timm's model unchanged.
+        april_block: ViTs only: a first block without LayerNorm and skip connection before
+            attention, so APRIL's analytic attack applies exactly (``mjp.privacy``).
         timm_kwargs: passed to ``timm.create_model`` (``num_classes``, ``img_size``, ...).
 
     Raises:
@@ -62,7 +65,8 @@ def create_model(name: str, mjp: MJPConfig | None = None, **timm_kwargs: Any) ->
             model cannot have, or a mask ratio its grid cannot honour.
     """
     if mjp is None:
-        return _build_timm(name, timm_kwargs)
+        model = _build_timm(name, timm_kwargs)
+        return use_april_block(model) if april_block else model
     if mjp.pos_embed == "none" and "pos_embed" not in timm_kwargs and not name.startswith(("swin", "resnet")):
         timm_kwargs = {**timm_kwargs, "pos_embed": "none"}
     model = _build_timm(name, timm_kwargs)
@@ -86,4 +90,4 @@ def create_model(name: str, mjp: MJPConfig | None = None, **timm_kwargs: Any) ->
         _check_grid(mjp, grid, name)
     model.__class__ = mjp_class
     model._init_mjp(mjp, dim, grid)
-    return model
+    return use_april_block(model) if april_block else model

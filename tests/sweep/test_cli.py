@@ -29,3 +29,20 @@ def test_bad_input_fails_before_ray_starts(argv, message, capsys):
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err and "Traceback" not in err
     assert not ray.is_initialized()
+
+
+def test_bad_study_fails_before_ray_starts(tmp_path, capsys):
+    study = tmp_path / "s.yaml"
+    study.write_text("name: s\nbase: trainables/configs/digits_vit_tiny.yaml\nobjective: {metric: val/top1}\n"
+                     "space:\n  mjp.mask_ratio: {type: uniform, low: 0.5, high: 0.1}\n")
+    assert main(["sweep", "run", str(study)]) == 2
+    err = capsys.readouterr().err
+    assert "space.mjp.mask_ratio.uniform: Value error, low=0.5 > high=0.1" in err and "Traceback" not in err
+    assert not ray.is_initialized()
+    assert main(["sweep", "run", "no_such_study"]) == 2
+    assert "shipped: backbones" in capsys.readouterr().err
+
+
+def test_resume_of_a_non_sweep_directory_is_clear(tmp_path, capsys):
+    assert main(["sweep", "resume", str(tmp_path)]) == 2
+    assert "is not a sweep directory" in capsys.readouterr().err

@@ -77,3 +77,15 @@ def test_jigsaw_warmup_turns_the_shuffle_off():
     state.epoch = 1
     train_one_epoch(cfg, state, train, CPU)
     assert model.mjp_active is True
+
+
+def test_a_nan_loss_stops_the_run_with_its_epoch():
+    import pytest
+
+    from trainables.engine import NonFiniteLossError
+
+    cfg, model, state, train, _ = setup({"runtime.log_every": 2})
+    with torch.no_grad():
+        model.head.weight.fill_(float("nan"))
+    with pytest.raises(NonFiniteLossError, match="train/loss is nan in epoch 1"):
+        train_one_epoch(cfg, state, train, CPU, on_log=lambda m, step: None)

@@ -1,0 +1,92 @@
+"""APRIL's analytic gradient attack (supplementary Eq. 1-2) on a ViT with an ``AprilBlock``.
+
+From one sample's gradients:
+
+1. ``A = W_qkv^T dL/dW_qkv`` equals ``G^T Z`` with ``Z = z0 [T, D]`` and ``G = dL/dz0`` (Eq. 1).
+2. ``G``'s patch rows are the PE's gradient rows (``z0 = x_p E + b + E_pos``); the CLS row is the
+   CLS token's gradient, and the CLS row of ``Z`` is known (``cls_token`` + its PE).
+3. Solve ``G_p^T Z_p = A - G_cls^T Z_cls`` for ``Z_p`` (least squares; exact when ``D >= N``).
+4. Remove the PE and the patch-embedding bias, invert the patch embedding (least squares;
+   exact when ``D >= C * P * P``), reassemble the image.
+
+MJP's E_unk: shuffled slots take the shared E_unk, so their PE-gradient rows are zero and their
+embedding cannot be solved for; the attack sees this (zero rows) and leaves those patches empty
+(zeros in the model's input space), which is what a user of MJP gains. A DAL head puts its own
+gradient on the PE: pass ``dal_weight`` and the attack removes it (exactly when nothing was
+shuffled; the attacker does not know the mask otherwise).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from mjp.models.april_block import AprilBlock
+
+
+class NotAttackable(ValueError):
+    """The model's architecture does not admit the analytic attack; the message says why."""
+
+
+def april_requirements(model: nn.Module) -> str | None:
+    """Why ``model`` cannot be attacked analytically, or None when it can."""
+    blocks = getattr(model, "blocks", None)
+    if blocks is None or getattr(model, "pos_embed", None) is None:
+        return f"{type(model).__name__} has no ViT blocks with an absolute position embedding"
+    if not isinstance(blocks[0], AprilBlock):
+        return "its first block has a LayerNorm and a skip connection before attention; build it with april_block=True"
+    if getattr(model, "reg_token", None) is not None:
+        return "register tokens are not supported by this attack"
+    return None
+
+
+def _param(grads: dict[str, torch.Tensor], name: str) -> torch.Tensor:
+    if name not in grads:
+        raise KeyError(f"the attack needs the gradient of {name!r}; got {sorted(grads)[:8]}...")
+    return grads[name].detach().double()
+
+
+def remove_dal_gradient(model: nn.Module, pe_grad: torch.Tensor, dal_weight: float) -> torch.Tensor:
+    """The PE gradient minus ``dal_weight * dL_DAL/dE_pos`` (DAL over all rows)."""
+    if dal_weight == 0 or not hasattr(model, "mjp_dal_head"):
+        return pe_grad
+    with torch.enable_grad():
+        (dal_pe,) = torch.autograd.grad(model.mjp_dal_loss(None), model.pos_embed)
+    return pe_grad - dal_weight * dal_pe[0].double()
+
+
+@torch.no_grad()
+def april_reconstruct(model: nn.Module, grads: dict[str, torch.Tensor], *, dal_weight: float = 0.0) -> torch.Tensor:
+    """Reconstruct the one input image behind ``grads`` (parameter name -> gradient).
+
+    Returns the image ``[1, C, H, W]`` in the model's input space (as fed to the model, i.e. the
+    shuffled image when the sample was shuffled). Raises ``NotAttackable`` for other models.
+    """
+    why = april_requirements(model)
+    if why:
+        raise NotAttackable(f"APRIL's analytic attack does not apply: {why}")
+    w_qkv = model.blocks[0].attn.qkv.weight.detach().double()  # [3D, D]
+    a = w_qkv.T @ _param(grads, "blocks.0.attn.qkv.weight")  # [D, D] = G^T Z
+    pe_grad = remove_dal_gradient(model, _param(grads, "pos_embed")[0], dal_weight)  # [T_pe, D]
+    pos = model.pos_embed.detach().double()[0]
+    prefix = 0 if model.no_embed_class else model.num_prefix_tokens
+    g_patch, pos_patch = pe_grad[prefix:], pos[prefix:]
+    if model.cls_token is not None:
+        g_cls = _param(grads, "cls_token")[0]  # [1, D]
+        z_cls = model.cls_token.detach().double()[0] + (pos[:1] if prefix else 0)
+        a = a - g_cls.T @ z_cls
+    z_patch = torch.linalg.lstsq(g_patch.T, a, driver="gelsd").solution  # [N, D]
+    unknown = g_patch.abs().sum(-1) == 0  # slots whose PE got no gradient (E_unk): unrecoverable
+    proj = model.patch_embed.proj
+    bias = proj.bias.detach().double() if proj.bias is not None else 0
+    e = proj.weight.detach().double().flatten(1)  # [D, C * ph * pw]
+    x_p = torch.linalg.lstsq(e, (z_patch - pos_patch - bias).T, driver="gelsd").solution.T  # [N, C*ph*pw]
+    x_p[unknown] = 0
+    return _assemble(x_p, model).float()
+
+
+def _assemble(x_p: torch.Tensor, model: nn.Module) -> torch.Tensor:
+    c = model.patch_embed.proj.in_channels
+    ph, pw = model.patch_embed.patch_size
+    gh, gw = model.patch_embed.grid_size
+    return x_p.reshape(gh, gw, c, ph, pw).permute(2, 0, 3, 1, 4).reshape(1, c, gh * ph, gw * pw)
