@@ -21,16 +21,26 @@ PAPER_METRICS: tuple[tuple[str, str, bool], ...] = (
 LETTER = {name: letter for letter, name in TABLE4_NAMES.items()}
 
 
+def privacy_metrics(runs: pd.DataFrame) -> tuple[tuple[str, str, bool], ...]:
+    """PSNR and SSIM columns of the privacy settings the runs logged (``privacy/<s>_<m>``)."""
+    found = sorted(c for c in runs.columns if c.startswith("privacy/") and c.endswith(("_psnr", "_ssim")))
+    return tuple((c, f"({c[8]}) {c.rsplit('_', 1)[1].upper()}", False) for c in found)
+
+
 def group_columns(runs: pd.DataFrame) -> list[str]:
     """What a sweep varied (its sampled keys, seeds excluded); ``variant`` when nothing was sampled."""
     sampled = [c for c in runs.columns if c.startswith("sample.") and c != "sample.runtime.seed" and runs[c].notna().any()]
     return sampled or ["variant"]
 
 
+def table_metrics(runs: pd.DataFrame) -> tuple[tuple[str, str, bool], ...]:
+    return PAPER_METRICS + privacy_metrics(runs)
+
+
 def aggregate(runs: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """Mean, std and count of every paper metric per group of finished runs."""
     done = runs[runs["status"] == "FINISHED"]
-    metrics = [k for k, _, _ in PAPER_METRICS if k in done.columns]
+    metrics = [k for k, _, _ in table_metrics(done) if k in done.columns]
     if done.empty or not metrics:
         return pd.DataFrame()
     grouped = done.groupby(by, dropna=False, sort=True)
@@ -73,7 +83,7 @@ def paper_table(runs: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame
         index = index if isinstance(index, tuple) else (index,)
         out = {col.removeprefix("sample."): _label(v, col) for col, v in zip(by, index)}
         n = int(row[("n", "")])
-        for key, title, pct in PAPER_METRICS:
+        for key, title, pct in table_metrics(runs):
             if (key, "mean") in agg.columns:
                 out[title] = _cell(row[(key, "mean")], row[(key, "std")], n, pct)
                 if key == keys.VAL_TOP1 and baseline is not None:

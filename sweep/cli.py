@@ -51,9 +51,10 @@ def build_parser(commands: dict[str, Callable[[argparse.Namespace], int]] | None
     train.add_argument("--address", help="Ray cluster address (default: $RAY_ADDRESS, else a private local Ray)")
     train.set_defaults(func=cmd_train)
 
-    from sweep import commands as sweep_commands
+    from sweep import attack, commands as sweep_commands
 
     sweep_commands.add_subcommands(sub)
+    attack.add_subcommand(sub)
     return parser
 
 

@@ -201,6 +201,8 @@ class StudyConfig(_Strict):
 def reported_metrics(cfg: TrainConfig) -> set[str]:
     """Every metric key the trainable reports for ``cfg`` (what objectives may name)."""
     final = {keys.VAL_CONSISTENCY, keys.VAL_DIFF_NORM} | {keys.top1_shuffled_key(r) for r in cfg.eval.shuffle_ratios}
+    if cfg.eval.privacy is not None:
+        final |= {keys.privacy_key(s, m) for s in cfg.eval.privacy.settings for m in ("mse", "psnr", "ssim", "fft2d")}
     epoch = {keys.TRAIN_LOSS, keys.TRAIN_LOSS_DAL, keys.TRAIN_LR, keys.VAL_LOSS, keys.VAL_TOP1, keys.VAL_TOP5, keys.PERF_IMG_PER_S, keys.PERF_STEP_MS, "epoch"}
     return final | epoch
 

@@ -23,6 +23,8 @@ class _Section(BaseModel):
 
 class ModelSection(_Section):
     name: str = "vit_tiny_patch16_224"
+    #: a first block that APRIL's analytic attack can invert exactly (``mjp.privacy``)
+    april_block: bool = False
     #: passed to ``timm.create_model`` (img_size, patch_size, embed_dim, depth, drop_path_rate, ...)
     kwargs: dict[str, Any] = Field(default_factory=dict)
     #: a local timm checkpoint (``pretrained_cfg_overlay=dict(file=...)``); nothing downloads
@@ -57,8 +59,20 @@ class OptimSection(_Section):
     dal_warmup_epochs: float = Field(0.0, ge=0, description="for mjp.dal_schedule=warmup_cosine")
 
 
+class PrivacySection(_Section):
+    """Gradient-inversion attacks at the end of training (Table 5), on the first ``images`` val images."""
+
+    settings: tuple[Literal["a", "b", "c"], ...] = ("a", "b", "c")
+    attack: Literal["april", "inversion"] = "april"
+    images: int = Field(4, ge=1)
+    ratio: float = Field(0.5, ge=0, le=1, description="shuffle ratio of x~ in settings b and c")
+    inversion_steps: int = Field(200, ge=1)
+    lpips_backbone: str | None = Field(None, description="torchvision AlexNet state dict; without it LPIPS is absent")
+
+
 class EvalSection(_Section):
     consistency_ratio: float = Field(0.5, ge=0, le=1)
+    privacy: PrivacySection | None = None
     shuffle_ratios: tuple[float, ...] = (0.0, 0.1, 0.3, 0.5, 0.9)
     seed: int = 0
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import random
+from pathlib import Path
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterable
@@ -55,7 +56,7 @@ def build_model(cfg: TrainConfig, shape: DataShape) -> nn.Module:
     kwargs.update(cfg.model.kwargs)
     if cfg.model.pretrained_file:
         kwargs.update(pretrained=True, pretrained_cfg_overlay=dict(file=cfg.model.pretrained_file))
-    return mjp.create_model(cfg.model.name, mjp=cfg.mjp, **kwargs)
+    return mjp.create_model(cfg.model.name, mjp=cfg.mjp, april_block=cfg.model.april_block, **kwargs)
 
 
 @dataclass
@@ -131,9 +132,18 @@ def preflight(cfg: TrainConfig) -> None:
     check_data(cfg)
     try:
         with torch.device("meta"):
-            build_model(cfg, data_shape(cfg))
+            model = build_model(cfg, data_shape(cfg))
     except ValueError as err:
         raise ConfigError(str(err)) from None
+    privacy = cfg.eval.privacy
+    if privacy is not None and privacy.attack == "april":
+        from mjp.privacy import april_requirements
+
+        why = april_requirements(model)
+        if why:
+            raise ConfigError(f"eval.privacy.attack='april' cannot attack {cfg.model.name}: {why} (model.april_block=true, or eval.privacy.attack=inversion)")
+    if privacy is not None and privacy.lpips_backbone and not Path(privacy.lpips_backbone).is_file():
+        raise ConfigError(f"eval.privacy.lpips_backbone={privacy.lpips_backbone!r} does not exist")
 
 
 def make_mixup(cfg: TrainConfig, num_classes: int) -> Mixup | None:

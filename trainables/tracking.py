@@ -140,3 +140,18 @@ def _now_ms() -> int:
     import time
 
     return int(time.time() * 1000)
+
+
+def run_config_tree(uri: str, run_id: str) -> dict[str, Any]:
+    """The nested TrainConfig dict a run logged as flat params."""
+    from trainables.config import unflatten
+
+    import yaml
+
+    params = MlflowClient(uri).get_run(run_id).data.params
+    return unflatten({k: yaml.safe_load(v) if v not in ("", "None") else None for k, v in params.items()})
+
+
+def download_run_checkpoint(uri: str, run_id: str, into: str) -> Path:
+    """The model weights a run logged (``checkpoint/model.pt``), downloaded into ``into``."""
+    return Path(MlflowClient(uri).download_artifacts(run_id, "checkpoint/model.pt", into))

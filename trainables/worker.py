@@ -108,6 +108,8 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         final = state.epoch == cfg.optim.epochs
         if final:
             metrics.update(evaluate_shuffles(cfg, model, val_loader, device, rank, _all_reduce))
+            if rank == 0 and cfg.eval.privacy is not None:
+                metrics.update(_privacy(cfg, state, bundle.val, device, tracker))
         metrics["epoch"] = state.epoch
         if tracker is not None:
             tracker.log_metrics(metrics, step=state.epoch)
@@ -121,6 +123,22 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
             ray.train.report(metrics, checkpoint=ckpt)
         if cfg.runtime.fail_after_epoch == state.epoch and not resumed:
             raise InjectedFailure(f"runtime.fail_after_epoch={state.epoch}: injected failure after the checkpoint")
+
+
+def _privacy(cfg: TrainConfig, state: TrainState, val_set, device: torch.device, tracker: RunTracker | None) -> dict[str, float]:
+    import matplotlib.pyplot as plt
+
+    from trainables.privacy_eval import fixed_images, reconstruction_grid, run_privacy_eval
+
+    images, labels = fixed_images(val_set, cfg.eval.privacy.images)
+    metrics, results, notes = run_privacy_eval(unwrap(state.model), images.to(device), labels.to(device), cfg.eval.privacy, seed=cfg.eval.seed)
+    if tracker is not None:
+        fig = reconstruction_grid(results, f"{cfg.model.name} / {cfg.variant}: {cfg.eval.privacy.attack} attack")
+        tracker.log_figure(fig, "privacy_reconstructions.png")
+        plt.close(fig)
+        if notes:
+            tracker.set_tags({"mjp.privacy.notes": "; ".join(notes)})
+    return metrics
 
 
 def _log_final_artifacts(cfg: TrainConfig, tracker: RunTracker, state: TrainState, metrics: dict[str, float]) -> None:

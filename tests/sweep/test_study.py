@@ -33,7 +33,7 @@ def fake_imagenet(tmp_path_factory):
 
 
 def test_every_shipped_study_validates_at_smoke_size():
-    assert set(SHIPPED) == {"quickstart", "mask_ratio", "variants", "backbones", "tune", "pareto", "fashion"}
+    assert set(SHIPPED) == {"quickstart", "mask_ratio", "variants", "backbones", "tune", "pareto", "fashion", "privacy"}
     for name in SHIPPED:
         assert load_study(name, smoke=True).num_trials >= 2
 
@@ -84,7 +84,7 @@ def test_bad_study_files_fail_before_launch_naming_the_key(tmp_path, study, mess
 
 
 def test_unknown_study_lists_the_shipped_ones():
-    with pytest.raises(ConfigError, match="shipped: backbones, fashion, mask_ratio, pareto, quickstart, tune, variants"):
+    with pytest.raises(ConfigError, match="shipped: backbones, fashion, mask_ratio, pareto, privacy, quickstart, tune, variants"):
         resolve_study_path("nope")
 
 

@@ -58,3 +58,31 @@ def test_exhausted_retries_mark_the_run_failed(tmp_path, local_ray):
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
     df = mlflow.search_runs(experiment_names=["t"])
     assert list(df.status) == ["FAILED"] and "injected failure" in df["tags.mjp.error"][0]
+
+
+def test_privacy_step_logs_scores_and_figure_and_mjp_attack_reads_the_run(tmp_path, local_ray, capsys, monkeypatch):
+    from sweep.cli import main
+
+    cfg = config(tmp_path, **{
+        "optim.epochs": 1, "model.april_block": True, "model.kwargs.embed_dim": 32,
+        "eval.privacy": {"settings": ["a", "c"], "images": 2},
+    })
+    outcome = run_training(cfg)
+    assert outcome.error is None
+    assert {"privacy/a_psnr", "privacy/c_psnr", "privacy/a_ssim", "privacy/c_fft2d"} <= outcome.metrics.keys()
+    client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+    assert "figures/privacy_reconstructions.png" in {a.path for a in client.list_artifacts(outcome.run_id, "figures")}
+    assert "lpips" in client.get_run(outcome.run_id).data.tags["mjp.privacy.notes"]
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
+    assert main(["attack", "--run", outcome.run_id, "--images", "2", "--setting", "a"]) == 0
+    out = capsys.readouterr().out
+    assert "april attack on 2 images of digits" in out and "| a |" in out
+
+
+def test_april_attack_on_a_model_without_the_block_fails_before_launch(tmp_path):
+    from trainables.config import ConfigError
+
+    cfg = config(tmp_path, **{"eval.privacy": {"settings": ["a"]}})
+    with pytest.raises(ConfigError, match="model.april_block=true, or eval.privacy.attack=inversion"):
+        run_training(cfg)

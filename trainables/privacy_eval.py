@@ -1,0 +1,57 @@
+"""The privacy step of a run: attack the first val images in each Table 5 setting, score them,
+and draw originals above reconstructions. Used at the end of training and by ``mjp attack``."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import torch  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from torch import nn  # noqa: E402
+from torch.utils.data import Dataset  # noqa: E402
+
+from mjp.metrics import privacy_key  # noqa: E402
+from mjp.privacy import LPIPS, LPIPS_MISSING, AttackResult, attack_images  # noqa: E402
+from trainables.config import PrivacySection  # noqa: E402
+
+
+def fixed_images(dataset: Dataset, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The first ``n`` items of ``dataset``: ``[n, C, H, W]``, ``[n]`` (the same set every run)."""
+    items = [dataset[i] for i in range(min(n, len(dataset)))]
+    return torch.stack([x for x, _ in items]), torch.tensor([int(y) for _, y in items])
+
+
+def run_privacy_eval(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, cfg: PrivacySection, *, seed: int = 0, dal_weight: float = 0.0) -> tuple[dict[str, float], dict[str, AttackResult], list[str]]:
+    """Metrics ``privacy/<setting>_<metric>``, the per-setting results, and notes (absent metrics)."""
+    lpips = LPIPS(cfg.lpips_backbone) if cfg.lpips_backbone else None
+    notes = [] if lpips else [LPIPS_MISSING]
+    metrics, results = {}, {}
+    for setting in cfg.settings:
+        result = attack_images(
+            model, images, labels, setting, attack=cfg.attack, ratio=cfg.ratio, generator=torch.Generator().manual_seed(seed),
+            dal_weight=dal_weight, inversion_steps=cfg.inversion_steps, lpips=lpips,
+        )
+        results[setting] = result
+        metrics.update({privacy_key(setting, k): v for k, v in result.scores.items()})
+    return metrics, results, notes
+
+
+def reconstruction_grid(results: dict[str, AttackResult], title: str) -> Figure:
+    """Per setting, targets above reconstructions."""
+    settings = list(results)
+    n = results[settings[0]].targets.shape[0]
+    fig, axes = plt.subplots(2 * len(settings), n, figsize=(1.3 * n, 2.7 * len(settings)), squeeze=False)
+    for row, setting in enumerate(settings):
+        r = results[setting]
+        for i in range(n):
+            for k, (img, what) in enumerate([(r.targets[i], "target"), (r.reconstructions[i], "recon")]):
+                ax = axes[2 * row + k, i]
+                ax.imshow(img.permute(1, 2, 0).squeeze(-1).numpy(), cmap="gray" if img.shape[0] == 1 else None, vmin=0, vmax=1)
+                ax.set_xticks([]), ax.set_yticks([])
+                if i == 0:
+                    ax.set_ylabel(f"({setting}) {what}", fontsize=8)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    return fig
