@@ -10,9 +10,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from trainables.config import ConfigError
+from trainables.config import ConfigError, read_yaml_mapping
 
 
 def validate_cluster_config(path: str | Path) -> dict[str, Any]:
@@ -21,9 +19,7 @@ def validate_cluster_config(path: str | Path) -> dict[str, Any]:
     from ray.autoscaler._private.util import prepare_config, validate_config
 
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"cluster config {str(path)!r} does not exist")
-    raw = yaml.safe_load(path.read_text())
+    raw = read_yaml_mapping(path, "cluster config")
     try:
         prepared = prepare_config(copy.deepcopy(raw))
         validate_config(prepared)

@@ -10,12 +10,7 @@ from typing import Any, Callable
 
 import optuna
 
-from sweep.study import Choice, Fixed, Grid, IntRange, LogUniform, StudyConfig, Uniform
-
-
-def active(param: Any, chosen: dict[str, Any]) -> bool:
-    """Whether ``param``'s ``when`` conditions hold for the values chosen so far."""
-    return all(chosen.get(key) in allowed for key, allowed in (param.when or {}).items())
+from sweep.study import Choice, Fixed, Grid, IntRange, LogUniform, StudyConfig, Uniform, is_active
 
 
 class DefineByRun:
@@ -31,7 +26,7 @@ class DefineByRun:
         chosen: dict[str, Any] = {}
         constants: dict[str, Any] = {}
         for key, p in self.study.space.items():
-            if not active(p, chosen):
+            if not is_active(p, chosen):
                 continue
             if isinstance(p, Fixed):
                 constants[key] = chosen[key] = p.value

@@ -25,11 +25,10 @@ import math
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from mjp import metrics as keys
-from trainables.config import ConfigError, TrainConfig, build_config, describe_validation_error, flat_params
+from trainables.config import ConfigError, TrainConfig, build_config, describe_validation_error, flat_params, read_yaml_mapping
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 STUDIES_DIR = Path(__file__).resolve().parent / "studies"
@@ -254,7 +253,7 @@ class Study:
         combos = []
         for values in itertools.product(*(options[n] for n in names)):
             params = dict(zip(names, values))
-            combos.append({k: v for k, v in params.items() if _active(self.config.space[k], params)})
+            combos.append({k: v for k, v in params.items() if is_active(self.config.space[k], params)})
             if len(combos) >= 256:
                 break
         return combos
@@ -270,20 +269,9 @@ def expand_presets(config: StudyConfig, params: dict[str, Any]) -> dict[str, Any
     return out
 
 
-def _active(p: Any, params: dict[str, Any]) -> bool:
-    return all(params.get(k) in allowed for k, allowed in (p.when or {}).items())
-
-
-def _read_yaml(path: Path, what: str) -> dict[str, Any]:
-    if not path.is_file():
-        raise ConfigError(f"{what} {str(path)!r} does not exist")
-    try:
-        tree = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path} is not valid YAML: {err}") from None
-    if not isinstance(tree, dict):
-        raise ConfigError(f"{path}: expected a mapping, got {type(tree).__name__}")
-    return tree
+def is_active(param: Any, chosen: dict[str, Any]) -> bool:
+    """Whether ``param``'s ``when`` conditions hold for the values chosen so far."""
+    return all(chosen.get(key) in allowed for key, allowed in (param.when or {}).items())
 
 
 def resolve_study_path(name_or_path: str) -> Path:
@@ -301,13 +289,13 @@ def resolve_study_path(name_or_path: str) -> Path:
 def load_study(name_or_path: str, *, smoke: bool = False, overrides: dict[str, Any] | None = None) -> Study:
     """Read, validate and pre-flight a study: every key, every choice, every objective."""
     path = resolve_study_path(name_or_path)
-    tree = _read_yaml(path, "study file")
+    tree = read_yaml_mapping(path, "study file")
     try:
         config = StudyConfig.model_validate(tree)
     except ValidationError as err:
         raise ConfigError(f"invalid study {path}:\n{describe_validation_error(err)}") from None
     base_file = config.smoke.base if smoke and config.smoke.base else config.base
-    base_tree = _read_yaml(PROJECT_DIR / base_file, f"study {path}: base") if base_file else {}
+    base_tree = read_yaml_mapping(PROJECT_DIR / base_file, f"study {path}: base") if base_file else {}
     base_tree = _merge(base_tree, config.train)
     if smoke:
         base_tree = _merge(base_tree, config.smoke.train)

@@ -214,17 +214,23 @@ def build_config(tree: dict[str, Any], overrides: dict[str, Any] | None = None, 
         raise ConfigError(f"invalid {source}:\n{describe_validation_error(err)}") from None
 
 
-def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainConfig:
-    """Read a YAML config and apply ``key=value`` overrides."""
+def read_yaml_mapping(path: str | Path, what: str) -> dict[str, Any]:
+    """A YAML file that must hold a mapping; ``ConfigError`` naming ``what`` otherwise."""
     path = Path(path)
     if not path.is_file():
-        raise ConfigError(f"config file {str(path)!r} does not exist")
+        raise ConfigError(f"{what} {str(path)!r} does not exist")
     try:
         tree = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as err:
         raise ConfigError(f"{path} is not valid YAML: {err}") from None
     if not isinstance(tree, dict):
-        raise ConfigError(f"{path}: expected a mapping of sections (model, data, optim, mjp, ...), got {type(tree).__name__}")
+        raise ConfigError(f"{path}: expected a mapping, got {type(tree).__name__}")
+    return tree
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainConfig:
+    """Read a YAML config and apply ``key=value`` overrides."""
+    tree = read_yaml_mapping(path, "config file")
     return build_config(tree, dict(parse_override(o) for o in overrides or []), source=str(path))
 
 
