@@ -19,9 +19,6 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _print_sweep(outcome: Any, study_name: str) -> None:
-    from analysis.runs import load_runs
-    from analysis.tables import paper_table, to_markdown
-
     failed = [t for t in outcome.trials if t["error"]]
     print(f"\nsweep {study_name}: {len(outcome.trials)} trials, {len(failed)} failed; MLflow parent run {outcome.parent_run_id}")
     for t in failed:
@@ -92,8 +89,9 @@ def cmd_analyze_tables(args: argparse.Namespace) -> int:
     if sweeps.empty:
         raise UserError(f"no sweep of study {args.study!r} in {uri}; run `mjp sweep run {args.study}` first")
     if args.all:
-        parents = list(sweeps["run_id"])
-        runs = __import__("pandas").concat([load_runs(uri, parent_run_id=p) for p in parents], ignore_index=True)
+        import pandas as pd
+
+        runs = pd.concat([load_runs(uri, parent_run_id=p) for p in sweeps["run_id"]], ignore_index=True)
     else:
         runs = load_runs(uri, parent_run_id=sweeps["run_id"].iloc[0])
     title = f"Study {args.study}: " + (f"{len(sweeps)} sweeps" if args.all else str(sweeps["run_name"].iloc[0]))
@@ -113,9 +111,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     study = load_study("quickstart", smoke=args.smoke, overrides=_overrides(args))
     outcome = run_sweep(study)
     _print_sweep(outcome, study.name)
-    _print_table(outcome.parent_run_id, study)
-    args = argparse.Namespace(uri=None, study="quickstart", all=False, out="reports")
-    cmd_analyze_tables(args)
+    cmd_analyze_tables(argparse.Namespace(uri=None, study="quickstart", all=False, out="reports"))
     uri = tracking_uri(None)
     print(f"\nMLflow UI: mlflow ui --backend-store-uri {uri}   (then open http://127.0.0.1:5000)")
     return 0

@@ -95,14 +95,13 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         with checkpoint.as_directory() as d:
             state.load_state_dict(torch.load(Path(d) / CHECKPOINT_FILE, map_location="cpu", weights_only=False))
     tracker = RunTracker(config["tracking_uri"], config["mlflow_run_id"]) if rank == 0 and config.get("mlflow_run_id") else None
-    on_log = None
-    if tracker is not None:  # running losses every runtime.log_every steps, keyed by global step
-        def on_log(m: dict[str, float], step: int) -> None:
-            tracker.log_metrics({f"{k}_running": v for k, v in m.items() if k.startswith("train/loss")}, step)
+
+    def log_running(m: dict[str, float], step: int) -> None:  # every runtime.log_every steps, by global step
+        tracker.log_metrics({f"{k}_running": v for k, v in m.items() if k.startswith("train/loss")}, step)
 
     while state.epoch < cfg.optim.epochs:
         sampler.set_epoch(state.epoch)
-        metrics = train_one_epoch(cfg, state, train_loader, device, mixup, on_log)
+        metrics = train_one_epoch(cfg, state, train_loader, device, mixup, log_running if tracker else None)
         state.epoch += 1
         metrics.update(evaluate(model, val_loader, device, _all_reduce))
         final = state.epoch == cfg.optim.epochs
