@@ -1,6 +1,5 @@
 """Study files: validation before launch, the define-by-run space, presets and seeds."""
 
-from pathlib import Path
 
 import numpy as np
 import optuna

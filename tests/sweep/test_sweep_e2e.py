@@ -1,7 +1,6 @@
 """Sweeps end to end on CPU: Ray Tune + Optuna + Ray Train + a temporary SQLite MLflow, read back by analysis."""
 
 import mlflow
-import pytest
 import yaml
 
 from analysis.runs import load_runs, load_sweeps
