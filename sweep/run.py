@@ -117,7 +117,6 @@ def _tuner_parts(study: Study, sweep: dict[str, Any]) -> tuple[Any, tune.TuneCon
         search_alg=ConcurrencyLimiter(searcher, max_concurrent=study.max_concurrent),
         scheduler=scheduler,
         num_samples=study.num_trials,
-        max_concurrent_trials=study.max_concurrent,
         time_budget_s=c.budget.time_budget_s,
         metric=objectives[0].metric if single else None,
         mode=objectives[0].mode if single else None,
