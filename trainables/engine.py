@@ -130,11 +130,15 @@ def preflight(cfg: TrainConfig) -> None:
     """Everything that can be checked before launch: the data is there, and the model builds
     (timm name and arguments, MJP against the patch grid) on the meta device, costing nothing."""
     check_data(cfg)
+    shape = data_shape(cfg)
     try:
         with torch.device("meta"):
-            model = build_model(cfg, data_shape(cfg))
+            model = build_model(cfg, shape)
     except ValueError as err:
         raise ConfigError(str(err)) from None
+    patch = keys.model_patch_size(model)
+    if shape.img_size % patch[0] or shape.img_size % patch[1]:
+        raise ConfigError(f"{shape.img_size}x{shape.img_size} images do not split into {patch[0]}x{patch[1]} jigsaw patches; set mjp.patch_size (ResNet) or model.kwargs.patch_size to a divisor")
     privacy = cfg.eval.privacy
     if privacy is not None and privacy.attack == "april":
         from mjp.privacy import april_requirements

@@ -46,3 +46,9 @@ def test_bad_study_fails_before_ray_starts(tmp_path, capsys):
 def test_resume_of_a_non_sweep_directory_is_clear(tmp_path, capsys):
     assert main(["sweep", "resume", str(tmp_path)]) == 2
     assert "is not a sweep directory" in capsys.readouterr().err
+
+
+def test_a_jigsaw_patch_that_does_not_divide_the_image_fails_before_launch(capsys):
+    argv = ["train", CONFIG, "--set", "model.name=resnet18", "--set", "model.kwargs={}", "--set", "mjp.variant=A"]
+    assert main(argv) == 2
+    assert "8x8 images do not split into 16x16 jigsaw patches; set mjp.patch_size" in capsys.readouterr().err
