@@ -76,9 +76,9 @@ def paper_table(runs: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame
         return pd.DataFrame()
     rows = []
     baseline = None
-    if ("variant", "") in agg.columns:
+    if ("variant", "") in agg.columns:  # a delta only against a single, unambiguous baseline row
         base = agg[agg[("variant", "")] == "baseline"]
-        baseline = base[(keys.VAL_TOP1, "mean")].iloc[0] if len(base) else None
+        baseline = base[(keys.VAL_TOP1, "mean")].iloc[0] if len(base) == 1 else None
     for index, row in agg.iterrows():
         index = index if isinstance(index, tuple) else (index,)
         out = {col.removeprefix("sample."): _label(v, col) for col, v in zip(by, index)}

@@ -56,7 +56,8 @@ def _print_table(parent_run_id: str, study: Any) -> None:
 
     cfg = study.train_config({})
     runs = load_runs(tracking_uri(cfg.tracking.uri), cfg.tracking.experiment, parent_run_id=parent_run_id)
-    print(to_markdown(paper_table(runs)))
+    table = paper_table(runs)
+    print(to_markdown(table) if len(table) else "no trial finished: nothing to tabulate")
 
 
 def cmd_sweep_status(args: argparse.Namespace) -> int:

@@ -196,7 +196,7 @@ def resume_sweep(experiment_dir: str, *, address: str | None = None) -> SweepOut
 
 def _sweep_args(study: Study, state: dict[str, Any], storage: str) -> dict[str, Any]:
     return dict(
-        name=study.name, base_tree=study.base_tree, extra=study.extra, uri=state["uri"],
+        name=study.name, base_tree=study.base_tree, extra=study.extra, presets=study.presets, uri=state["uri"],
         experiment=state["experiment"], parent_run_id=state["parent_run_id"], storage=f"{storage}/{state['name']}-trials",
     )
 

@@ -28,7 +28,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from mjp import metrics as keys
-from trainables.config import ConfigError, TrainConfig, build_config, describe_validation_error, flat_params, read_yaml_mapping
+from trainables.config import ConfigError, TrainConfig, build_config, describe_validation_error, expand_presets, flat_params, read_yaml_mapping
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 STUDIES_DIR = Path(__file__).resolve().parent / "studies"
@@ -235,7 +235,12 @@ class Study:
     def train_config(self, params: dict[str, Any]) -> TrainConfig:
         """The ``TrainConfig`` of one trial: base, --set overrides, then the sampled ``params``
         (preset labels expanded into their keys)."""
-        return build_config(self.base_tree, {**self.extra, **expand_presets(self.config, params)}, source=f"study {self.name!r} with {params}")
+        return build_config(self.base_tree, {**self.extra, **expand_presets(params, self.presets)}, source=f"study {self.name!r} with {params}")
+
+    @property
+    def presets(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """``{space key: {label: {dotted key: value}}}`` for every preset entry."""
+        return {k: p.presets for k, p in self.config.space.items() if getattr(p, "presets", None)}
 
     def combinations(self) -> list[dict[str, Any]]:
         """Parameter sets that cover every choice and range end (for pre-launch validation)."""
@@ -257,16 +262,6 @@ class Study:
             if len(combos) >= 256:
                 break
         return combos
-
-
-def expand_presets(config: StudyConfig, params: dict[str, Any]) -> dict[str, Any]:
-    """Sampled params with every preset label replaced by the dotted keys it stands for."""
-    out: dict[str, Any] = {}
-    for key, value in params.items():
-        p = config.space.get(key)
-        presets = getattr(p, "presets", None)
-        out.update(presets[value] if presets else {key: value})
-    return out
 
 
 def is_active(param: Any, chosen: dict[str, Any]) -> bool:

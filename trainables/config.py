@@ -204,6 +204,14 @@ def unflatten(flat: dict[str, Any]) -> dict[str, Any]:
     return tree
 
 
+def expand_presets(params: dict[str, Any], presets: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:
+    """Sampled params with each preset label (``presets[key][label]``) replaced by the keys it sets."""
+    out: dict[str, Any] = {}
+    for key, value in params.items():
+        out.update(presets[key][value] if key in presets else {key: value})
+    return out
+
+
 def build_config(tree: dict[str, Any], overrides: dict[str, Any] | None = None, *, source: str = "config") -> TrainConfig:
     """Validate a nested dict plus dotted overrides; raises ``ConfigError`` naming every bad key."""
     for key, value in (overrides or {}).items():

@@ -109,17 +109,17 @@ def tune_trainable(params: dict[str, Any], sweep: dict[str, Any]) -> None:
     """One Tune trial (Ray Train V2 pattern): a ``TorchTrainer`` for the sampled ``params``.
 
     ``sweep`` (passed with ``tune.with_parameters``): ``name``, ``base_tree``, ``extra`` (--set
-    overrides), ``uri``, ``experiment``, ``parent_run_id``, ``storage``. The trial's MLflow child
+    overrides), ``presets`` (labels -> keys), ``uri``, ``experiment``, ``parent_run_id``, ``storage``. The trial's MLflow child
     run is found by its trial-id tag or created, so a restored sweep re-attaches to it.
     """
     from ray import tune
     from ray.tune.integration.ray_train import TuneReportCallback
 
-    from trainables.config import build_config
+    from trainables.config import build_config, expand_presets
     from trainables.tracking import TAG_SAMPLE_PREFIX, TAG_STUDY, TAG_TRIAL_ID
 
     trial_id = tune.get_context().get_trial_id()
-    cfg = build_config(sweep["base_tree"], {**sweep["extra"], **params}, source=f"trial {trial_id}")
+    cfg = build_config(sweep["base_tree"], {**sweep["extra"], **expand_presets(params, sweep["presets"])}, source=f"trial {trial_id}")
     tracker = find_child_run(sweep["uri"], sweep["experiment"], sweep["parent_run_id"], trial_id)
     if tracker is None:
         tracker = start_run(

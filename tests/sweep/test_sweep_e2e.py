@@ -29,7 +29,9 @@ def study_file(tmp_path, space):
 
 def test_two_trial_sweep_makes_one_parent_and_two_children(tmp_path, local_ray):
     uri = f"sqlite:///{tmp_path}/mlflow.db"
-    study = load_study(study_file(tmp_path, {"mjp.variant": {"type": "grid", "values": ["A", "J"]}}), overrides={"tracking.uri": uri})
+    presets = {"base": {"mjp.variant": "A"}, "mjp": {"mjp.variant": "J", "mjp.mask_ratio": 0.5}}
+    space = {"setup": {"type": "grid", "values": ["base", "mjp"], "presets": presets}}
+    study = load_study(study_file(tmp_path, space), overrides={"tracking.uri": uri})
     outcome = run_sweep(study, storage=str(tmp_path / "ray"))
     assert len(outcome.trials) == 2 and not any(t["error"] for t in outcome.trials)
 
@@ -37,8 +39,9 @@ def test_two_trial_sweep_makes_one_parent_and_two_children(tmp_path, local_ray):
     assert len(sweeps) == 1 and sweeps.run_id[0] == outcome.parent_run_id and sweeps.status[0] == "FINISHED"
     runs = load_runs(uri, "sweep-test", parent_run_id=outcome.parent_run_id)
     assert len(runs) == 2 and set(runs.status) == {"FINISHED"}
-    assert set(runs["sample.mjp.variant"]) == {"A", "J"} and set(runs["variant"]) == {"baseline", "jp_unk_dal_mlp"}
+    assert set(runs["sample.setup"]) == {"base", "mjp"} and set(runs["variant"]) == {"baseline", "jp_unk_dal_mlp"}
     assert set(runs["mjp.dal"]) == {"none", "mlp"} and set(runs["optim.epochs"]) == {2}
+    assert runs.set_index("sample.setup").loc["mjp", "mjp.mask_ratio"] == 0.5  # the preset reached the trial
     for key in ("val/top1", "val/consistency", "val/diff_norm", "val/top1_shuffled_0.9"):
         assert runs[key].between(0, 100).all(), key
     assert len(mlflow.search_runs(experiment_names=["sweep-test"])) == 3  # nothing else was created
@@ -46,7 +49,7 @@ def test_two_trial_sweep_makes_one_parent_and_two_children(tmp_path, local_ray):
     parent = mlflow.MlflowClient(uri).get_run(outcome.parent_run_id).data
     assert parent.params["search.algorithm"] == "grid" and "best/val/top1" in parent.metrics
     table = paper_table(runs)
-    assert list(table["mjp.variant"]) == ["A: baseline", "J: jp_unk_dal_mlp"]
+    assert list(table["setup"]) == ["base", "mjp"] and "Δ top-1" in table
 
 
 def test_interrupted_sweep_resumes_every_trial_once(tmp_path, local_ray):

@@ -57,3 +57,10 @@ def test_missing_and_malformed_files(tmp_path):
     bad.write_text("- just\n- a list\n")
     with pytest.raises(ConfigError, match="expected a mapping"):
         load_config(bad)
+
+
+def test_presets_expand_labels_into_keys():
+    from trainables.config import expand_presets
+
+    presets = {"backbone": {"r": {"model.name": "resnet18", "mjp.variant": "E"}}}
+    assert expand_presets({"backbone": "r", "optim.epochs": 3}, presets) == {"model.name": "resnet18", "mjp.variant": "E", "optim.epochs": 3}
