@@ -9,6 +9,7 @@ from mjp.config import MJPConfig, TABLE4, TABLE4_NAMES
 from mjp.jigsaw import JigsawShuffle, jigsaw_permutation, sample_shuffle, shuffle_image_patches, shuffle_tokens
 from mjp.masking import sample_block_masks
 from mjp.models import MJPMixin, MJPOutput, create_model
+from mjp import privacy  # noqa: E402  (after models: it builds on them)
 
 __all__ = [
     "MJPConfig",
@@ -20,6 +21,7 @@ __all__ = [
     "create_model",
     "jigsaw_permutation",
     "metrics",
+    "privacy",
     "sample_block_masks",
     "sample_shuffle",
     "shuffle_image_patches",

@@ -12,7 +12,7 @@ def test_mjp_imports_without_ray_mlflow_optuna():
         "        if name.split('.')[0] in {'ray', 'mlflow', 'optuna'}:\n"
         "            raise ImportError(f'mjp must not import {name}')\n"
         "sys.meta_path.insert(0, Block())\n"
-        "import mjp, mjp.metrics, mjp.dal, mjp.models\n"
+        "import mjp, mjp.metrics, mjp.dal, mjp.models, mjp.privacy\n"
         "print('ok')\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={"HF_HUB_OFFLINE": "1", "PATH": ""})
