@@ -12,6 +12,10 @@ import sys
 from typing import Callable, Sequence
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# Under `uv run`, Ray would start its workers through `uv run` again, in an environment without
+# this project's packages ("No module named 'ray'"); workers use this interpreter instead.
+# Read when ray is imported, so it is set before any import of ray.
+os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
 
 
 class UserError(Exception):

@@ -19,6 +19,9 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _print_sweep(outcome: Any, study_name: str) -> None:
+    import ray
+
+    ray.shutdown()  # flush the workers' logs now, not after the summary
     failed = [t for t in outcome.trials if t["error"]]
     print(f"\nsweep {study_name}: {len(outcome.trials)} trials, {len(failed)} failed; MLflow parent run {outcome.parent_run_id}")
     for t in failed:

@@ -12,9 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import ray
-import ray.train
-from ray.train.torch import TorchConfig, TorchTrainer
+# Workers run this interpreter, not `uv run` again (see sweep/cli.py); must precede `import ray`.
+os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
+
+import ray  # noqa: E402
+import ray.train  # noqa: E402
+from ray.train.torch import TorchConfig, TorchTrainer  # noqa: E402
 
 from trainables.config import TrainConfig, flat_params
 from trainables.engine import preflight
