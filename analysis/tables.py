@@ -6,6 +6,8 @@ Accuracies and consistency are stored as fractions and printed as percentages, a
 
 from __future__ import annotations
 
+from typing import Iterable
+
 import pandas as pd
 
 from mjp import metrics as keys
@@ -51,8 +53,9 @@ def aggregate(runs: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return agg
 
 
-def _cell(mean: float, std: float, n: int, percent: bool) -> str:
-    if pd.isna(mean):
+def format_cell(mean: float, std: float = float("nan"), n: int = 1, percent: bool = False) -> str:
+    """``81.0 ± 1.4`` (fractions as percentages); ``-`` when missing."""
+    if mean is None or pd.isna(mean):
         return "-"
     scale = 100 if percent else 1
     digits = 1 if percent else 2
@@ -85,7 +88,7 @@ def paper_table(runs: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame
         n = int(row[("n", "")])
         for key, title, pct in table_metrics(runs):
             if (key, "mean") in agg.columns:
-                out[title] = _cell(row[(key, "mean")], row[(key, "std")], n, pct)
+                out[title] = format_cell(row[(key, "mean")], row[(key, "std")], n, pct)
                 if key == keys.VAL_TOP1 and baseline is not None:
                     out["Δ top-1"] = f"{100 * (row[(key, 'mean')] - baseline):+.1f}"
         out["runs"] = str(n)
@@ -93,11 +96,14 @@ def paper_table(runs: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame
     return pd.DataFrame(rows)
 
 
-def to_markdown(table: pd.DataFrame) -> str:
-    headers = [str(c) for c in table.columns]
+def markdown_table(headers: list[str], rows: Iterable[Iterable[object]]) -> str:
     lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join("---" for _ in headers) + " |"]
-    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in table.itertuples(index=False)]
+    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def to_markdown(table: pd.DataFrame) -> str:
+    return markdown_table([str(c) for c in table.columns], table.itertuples(index=False))
 
 
 def to_latex(table: pd.DataFrame, caption: str) -> str:

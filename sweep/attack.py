@@ -38,7 +38,7 @@ def load_trained(run: str, config: str | None, uri: str | None):
 def cmd_attack(args: argparse.Namespace) -> int:
     from mjp.privacy import NotAttackable
     from sweep.cli import UserError
-    from sweep.report import markdown_table
+    from analysis.tables import markdown_table
     from trainables.config import PrivacySection
     from trainables.data import load_datasets
     from trainables.privacy_eval import fixed_images, run_privacy_eval
