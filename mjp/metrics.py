@@ -28,9 +28,6 @@ VAL_CONSISTENCY = "val/consistency"
 VAL_DIFF_NORM = "val/diff_norm"
 PERF_IMG_PER_S = "perf/img_per_s"
 PERF_STEP_MS = "perf/step_ms"
-ROBUST_MCE = "robust/mce"
-PE_MAE_1D = "pe/mae_1d"
-PE_MAE_2D = "pe/mae_2d"
 
 #: The paper's evaluation protocol for consistency and Diff. Norm (Table 1).
 CONSISTENCY_RATIO = 0.5
@@ -46,14 +43,6 @@ def top1_shuffled_key(ratio: float) -> str:
 def privacy_key(setting: str, metric: str) -> str:
     """``privacy/<setting>_<metric>`` (settings a, b, c; metrics mse, psnr, ssim, fft2d, lpips)."""
     return f"privacy/{setting}_{metric}"
-
-
-def robust_key(corruption: str) -> str:
-    return f"robust/{corruption}_err"
-
-
-def pe_ev_key(k: int) -> str:
-    return f"pe/ev_{k}"
 
 
 def model_patch_size(model: nn.Module, default: int = 16) -> tuple[int, int]:

@@ -206,7 +206,7 @@ def _finish(study: Study, parent: RunTracker, grid: Any, experiment_dir: str) ->
     for result in grid:
         trials.append(dict(
             trial_id=result.metrics.get("trial_id") if result.metrics else None,
-            params={k: v for k, v in (result.config or {}).items()},
+            params=dict(result.config or {}),
             metrics=dict(result.metrics or {}),
             error=str(result.error) if result.error else None,
         ))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,6 @@ from mlflow.tracking import MlflowClient
 
 #: MLflow tag names used across the platform.
 TAG_PARENT = "mlflow.parentRunId"
-TAG_RUN_NAME = "mlflow.runName"
 TAG_TRIAL_ID = "mjp.trial_id"
 TAG_STUDY = "mjp.study"
 TAG_VARIANT = "mjp.variant"
@@ -137,8 +137,6 @@ def _param_value(value: Any) -> str:
 
 
 def _now_ms() -> int:
-    import time
-
     return int(time.time() * 1000)
 
 
