@@ -242,8 +242,10 @@ class Study:
         """``{space key: {label: {dotted key: value}}}`` for every preset entry."""
         return {k: p.presets for k, p in self.config.space.items() if getattr(p, "presets", None)}
 
-    def combinations(self) -> list[dict[str, Any]]:
-        """Parameter sets that cover every choice and range end (for pre-launch validation)."""
+    def combinations(self, limit: int = 256) -> list[dict[str, Any]]:
+        """Parameter sets for pre-launch validation: every combination of choices and range ends
+        when there are at most ``limit``; otherwise every value of every entry at least once
+        (the other entries at their first value), so no choice goes unchecked."""
         options: dict[str, list[Any]] = {}
         for key, p in self.config.space.items():
             if isinstance(p, (Choice, Grid)):
@@ -254,14 +256,12 @@ class Study:
                 options[key] = [int(p.low), int(p.high)]
             else:
                 options[key] = [p.low, p.high]
-        names = list(options)
-        combos = []
-        for values in itertools.product(*(options[n] for n in names)):
-            params = dict(zip(names, values))
-            combos.append({k: v for k, v in params.items() if is_active(self.config.space[k], params)})
-            if len(combos) >= 256:
-                break
-        return combos
+        if math.prod(len(v) for v in options.values()) <= limit:
+            full = [dict(zip(options, values)) for values in itertools.product(*options.values())]
+        else:
+            first = {k: v[0] for k, v in options.items()}
+            full = [{**first, key: value} for key, values in options.items() for value in values]
+        return [{k: v for k, v in params.items() if is_active(self.config.space[k], params)} for params in full]
 
 
 def is_active(param: Any, chosen: dict[str, Any]) -> bool:

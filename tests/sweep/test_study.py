@@ -128,3 +128,15 @@ def test_seeds_multiply_the_grid(fake_imagenet):
     assert load_study("variants", smoke=True).num_trials == 10
     full = load_study("variants", overrides={"data.root": str(fake_imagenet)})
     assert full.num_trials == 30 and full.config.space["runtime.seed"].values == [0, 1, 2]
+
+
+def test_large_spaces_still_check_every_choice(tmp_path):
+    values = [0.0, 0.25, 0.5]
+    space = {f"optim.{k}": {"type": "choice", "values": [1e-4, 2e-4, 3e-4, 4e-4]} for k in ("base_lr", "min_lr", "weight_decay")}
+    space["mjp.mask_ratio"] = {"type": "choice", "values": values}
+    space["optim.label_smoothing"] = {"type": "choice", "values": [0.0, 0.1, 0.2, 0.3, 0.4]}
+    study = load_study(write(tmp_path, space=space))
+    combos = study.combinations()  # 4*4*4*3*5 = 960 > 256: a covering set
+    assert len(combos) < 960 and {c["mjp.mask_ratio"] for c in combos} == set(values)
+    with pytest.raises(ConfigError, match="mjp.mask_ratio=0.07 selects 1 of the 16 patches"):
+        load_study(write(tmp_path, space={**space, "mjp.mask_ratio": {"type": "choice", "values": values + [0.07]}}))
