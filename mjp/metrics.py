@@ -73,6 +73,15 @@ def pre_logits(model: nn.Module, images: torch.Tensor, shuffle: JigsawShuffle | 
 
 
 @torch.no_grad()
+def consistency_per_image(model: nn.Module, images: torch.Tensor, ratio: float = CONSISTENCY_RATIO, *, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per image, on the model's device: argmax agreement of ``x`` and ``x~`` (bool ``[B]``) and the
+    L2 distance of their pre-head features (float ``[B]``). Call in eval mode."""
+    shuffle = sample_eval_shuffle(model, images, ratio, generator)
+    clean, mixed = pre_logits(model, images), pre_logits(model, images, shuffle)
+    head = model.get_classifier()
+    return head(clean).argmax(-1) == head(mixed).argmax(-1), (clean.float() - mixed.float()).norm(dim=-1)
+
+
 def consistency(model: nn.Module, images: torch.Tensor, ratio: float = CONSISTENCY_RATIO, *, generator: torch.Generator | None = None) -> dict[str, float]:
     """Consistency and Diff. Norm of ``model`` on ``images [B, C, H, W]`` under a shuffle at ``ratio``.
 
@@ -82,11 +91,7 @@ def consistency(model: nn.Module, images: torch.Tensor, ratio: float = CONSISTEN
     was_training = model.training
     model.eval()
     try:
-        shuffle = sample_eval_shuffle(model, images, ratio, generator)
-        clean, mixed = pre_logits(model, images), pre_logits(model, images, shuffle)
-        head = model.get_classifier()
-        agree = head(clean).argmax(-1) == head(mixed).argmax(-1)
-        diff = (clean.float() - mixed.float()).norm(dim=-1)
+        agree, diff = consistency_per_image(model, images, ratio, generator=generator)
         return {"consistency": agree.float().mean().item(), "diff_norm": diff.mean().item()}
     finally:
         model.train(was_training)

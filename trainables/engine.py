@@ -257,15 +257,15 @@ def evaluate_shuffles(cfg: TrainConfig, model: nn.Module, loader: Iterable, devi
     raw.eval()
     gen = torch.Generator().manual_seed(cfg.eval.seed * 1000 + rank)
     ratios = cfg.eval.shuffle_ratios
-    sums = torch.zeros(3 + len(ratios), dtype=torch.float64)  # agree, diff, n, correct per ratio
+    sums = torch.zeros(3 + len(ratios), dtype=torch.float64, device=device)  # agree, diff, n, correct per ratio
     for x, y in loader:
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-        b = len(y)
-        c = keys.consistency(raw, x, cfg.eval.consistency_ratio, generator=gen)
-        correct = [keys.shuffled_correct(raw, x, y, r, generator=gen).sum().item() for r in ratios]
-        sums += torch.tensor([c["consistency"] * b, c["diff_norm"] * b, b, *correct], dtype=torch.float64)
+        agree, diff = keys.consistency_per_image(raw, x, cfg.eval.consistency_ratio, generator=gen)
+        correct = [keys.shuffled_correct(raw, x, y, r, generator=gen).sum() for r in ratios]
+        sums += torch.stack([agree.sum(), diff.sum(), torch.tensor(len(y), device=device), *correct]).double()
     if reduce is not None:
-        sums = reduce(sums.to(device)).cpu()
+        sums = reduce(sums)
+    sums = sums.cpu()  # the one host sync of the evaluation
     n = max(sums[2].item(), 1.0)
     out = {keys.VAL_CONSISTENCY: sums[0].item() / n, keys.VAL_DIFF_NORM: sums[1].item() / n}
     out.update({keys.top1_shuffled_key(r): sums[3 + i].item() / n for i, r in enumerate(ratios)})
