@@ -3,14 +3,10 @@ test-time shuffle ratio (Fig. 3)."""
 
 from __future__ import annotations
 
-import matplotlib
+import pandas as pd
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-
-from mjp import metrics as keys  # noqa: E402
+from mjp import keys
 
 
 def _labels(agg_index: pd.Index) -> list[str]:
@@ -21,7 +17,8 @@ def metric_bars(runs: pd.DataFrame, by: list[str]) -> Figure:
     """Top-1 and consistency (%) per configuration, mean ± std over seeds."""
     done = runs[runs["status"] == "FINISHED"]
     grouped = done.groupby(by, dropna=False, sort=True)
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    fig = Figure(figsize=(10, 3.6))
+    axes = fig.subplots(1, 2)
     for ax, (key, title) in zip(axes, [(keys.VAL_TOP1, "top-1 (%)"), (keys.VAL_CONSISTENCY, "consistency (%)")]):
         if key not in done.columns:
             ax.set_visible(False)
@@ -41,7 +38,8 @@ def shuffle_curves(runs: pd.DataFrame, by: list[str]) -> Figure:
     prefix = "val/top1_shuffled_"
     columns = sorted((c for c in done.columns if c.startswith(prefix)), key=lambda c: float(c[len(prefix) :]))
     ratios = [float(c[len(prefix) :]) for c in columns]
-    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    fig = Figure(figsize=(5.5, 3.8))
+    ax = fig.subplots()
     for label, group in done.groupby(by, dropna=False, sort=True):
         ax.plot(ratios, 100 * group[columns].mean().values, marker="o", label=" / ".join(map(str, label if isinstance(label, tuple) else (label,))))
     ax.set_xlabel("test-time shuffle ratio")

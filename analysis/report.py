@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import pandas as pd
 
 from analysis.figures import metric_bars, shuffle_curves
@@ -24,7 +23,6 @@ def write_report(runs: pd.DataFrame, out_dir: str | Path, title: str) -> Path:
     figures = {"metrics.png": metric_bars(runs, by), "top1_vs_shuffle_ratio.png": shuffle_curves(runs, by)}
     for name, fig in figures.items():
         fig.savefig(out / name, dpi=120, bbox_inches="tight")
-        plt.close(fig)
     failed = runs[runs["status"] != "FINISHED"]
     lines = [f"# {title}", "", to_markdown(table), ""]
     if len(failed):

@@ -7,9 +7,14 @@ config key (``mjp.mask_ratio``, ...; numbers parsed), every metric (``val/top1``
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import dataclass
+
 import mlflow
 import pandas as pd
 from mlflow.tracking import MlflowClient
+
+from mjp import keys
 
 TAG_COLUMNS = {
     "tags.mjp.study": "study",
@@ -70,3 +75,29 @@ def load_sweeps(uri: str, study: str | None = None) -> pd.DataFrame:
     query = "tags.`mjp.kind` = 'sweep'" + (f" and tags.`mjp.study` = '{study}'" if study else "")
     raw = mlflow.search_runs(search_all_experiments=True, filter_string=query, order_by=["attributes.start_time DESC"], output_format="pandas")
     return tidy(raw)
+
+
+@dataclass
+class SweepSummary:
+    """A sweep's parent run and how many of its trials are in each state."""
+
+    run_id: str
+    run_name: str
+    status: str
+    tags: dict[str, str]
+    params: dict[str, str]
+    trial_states: Counter
+
+
+def sweep_summaries(uri: str, study: str | None = None, limit: int = 10) -> list[SweepSummary]:
+    """Newest first: every sweep parent run (of ``study``) and its children's states."""
+    client = MlflowClient(uri)
+    experiments = [e.experiment_id for e in client.search_experiments()]
+    if not experiments:
+        return []
+    query = f"tags.`{keys.TAG_KIND}` = 'sweep'" + (f" and tags.`{keys.TAG_STUDY}` = '{study}'" if study else "")
+    out = []
+    for s in client.search_runs(experiments, filter_string=query, order_by=["attributes.start_time DESC"], max_results=limit):
+        children = client.search_runs([s.info.experiment_id], filter_string=f"tags.`{keys.TAG_PARENT}` = '{s.info.run_id}'")
+        out.append(SweepSummary(s.info.run_id, s.info.run_name, s.info.status, dict(s.data.tags), dict(s.data.params), Counter(c.info.status.lower() for c in children)))
+    return out

@@ -6,11 +6,10 @@ Accuracies and consistency are stored as fractions and printed as percentages, a
 
 from __future__ import annotations
 
-from typing import Iterable
-
 import pandas as pd
 
-from mjp import metrics as keys
+from analysis.markdown import markdown_table
+from mjp import keys
 from mjp.config import TABLE4_NAMES
 
 #: (metric key, column title, shown as percent)
@@ -94,12 +93,6 @@ def paper_table(runs: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame
         out["runs"] = str(n)
         rows.append(out)
     return pd.DataFrame(rows)
-
-
-def markdown_table(headers: list[str], rows: Iterable[Iterable[object]]) -> str:
-    lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join("---" for _ in headers) + " |"]
-    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def to_markdown(table: pd.DataFrame) -> str:

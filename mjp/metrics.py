@@ -1,4 +1,4 @@
-"""Metric keys (one spelling for Ray, MLflow and analysis) and the paper's shuffle metrics.
+"""The paper's shuffle metrics (keys are in ``mjp.keys``).
 
 - Diff. Norm (Eq. 6): L2 distance between the pre-head features (post final norm, pooled CLS for
   ViTs) of ``x`` and its jigsaw-shuffled ``x~``, averaged over images.
@@ -16,33 +16,8 @@ import torch
 from torch import nn
 
 from mjp.jigsaw import JigsawShuffle, patch_grid, sample_shuffle, shuffle_image_patches
+from mjp.keys import CONSISTENCY_RATIO
 from mjp.models.base import MJPMixin
-
-TRAIN_LOSS = "train/loss"
-TRAIN_LOSS_DAL = "train/loss_dal"
-TRAIN_LR = "train/lr"
-VAL_LOSS = "val/loss"
-VAL_TOP1 = "val/top1"
-VAL_TOP5 = "val/top5"
-VAL_CONSISTENCY = "val/consistency"
-VAL_DIFF_NORM = "val/diff_norm"
-PERF_IMG_PER_S = "perf/img_per_s"
-PERF_STEP_MS = "perf/step_ms"
-
-#: The paper's evaluation protocol for consistency and Diff. Norm (Table 1).
-CONSISTENCY_RATIO = 0.5
-#: Test-time shuffle ratios reported by default (Fig. 3).
-SHUFFLE_EVAL_RATIOS = (0.0, 0.1, 0.3, 0.5, 0.9)
-
-
-def top1_shuffled_key(ratio: float) -> str:
-    """``val/top1_shuffled_<ratio>``, e.g. ``val/top1_shuffled_0.9``."""
-    return f"val/top1_shuffled_{ratio:g}"
-
-
-def privacy_key(setting: str, metric: str) -> str:
-    """``privacy/<setting>_<metric>`` (settings a, b, c; metrics mse, psnr, ssim, fft2d, lpips)."""
-    return f"privacy/{setting}_{metric}"
 
 
 def model_patch_size(model: nn.Module, default: int = 16) -> tuple[int, int]:

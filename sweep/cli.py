@@ -1,72 +1,165 @@
-"""The ``mjp`` command line: train, sweep, analyze, demo.
+"""The ``mjp`` command line: train, sweep, analyze, evaluate, attack, data, config, cluster, demo.
 
-Bad input (config keys and values, missing data, unknown studies) ends with one ``error:`` message
-and exit status 2 before anything is launched; no traceback from deep inside torch or Ray.
+Importing this module and building the parser costs only argparse: every handler is named as
+``module:function`` and imported when its command runs, so ``mjp --help`` answers at once and a
+command pays only for what it needs (``mjp sweep status`` reads MLflow, never torch or Ray).
+Bad input ends with one ``error:`` line and exit status 2 before anything is launched.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import difflib
+import importlib
 import sys
-from typing import Callable, Sequence
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-# Under `uv run`, Ray would start its workers through `uv run` again, in an environment without
-# this project's packages ("No module named 'ray'"); workers use this interpreter instead.
-# Read when ray is imported, so it is set before any import of ray.
-os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
+from typing import Sequence
 
 
-class UserError(Exception):
-    """Any error the user can fix by changing the input."""
+class Parser(argparse.ArgumentParser):
+    """argparse with "did you mean" for a mistyped command."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        if "invalid choice:" in message:
+            word = message.split("invalid choice: ", 1)[1].split("'")[1]
+            choices = [c.strip(" '") for c in message.split("choose from", 1)[-1].strip(" )").split(",")]
+            close = difflib.get_close_matches(word, choices, n=1)
+            if close:
+                message += f"; did you mean {close[0]!r}?"
+        super().error(message)
 
 
-def _user_errors() -> tuple[type[BaseException], ...]:
-    from pydantic import ValidationError
-
-    from trainables.config import ConfigError
-    from trainables.data import DataError
-
-    return (UserError, ConfigError, DataError, ValidationError, FileNotFoundError)
+def _sets(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key, e.g. optim.epochs=3 (a mapping merges into its section)")
 
 
-def cmd_train(args: argparse.Namespace) -> int:
-    from trainables.config import load_config
-    from trainables.driver import run_training
-    from sweep.report import print_metrics
-
-    cfg = load_config(args.config, args.set)
-    outcome = run_training(cfg, address=args.address)
-    if outcome.error:
-        print(f"training failed (MLflow run {outcome.run_id}): {outcome.error}", file=sys.stderr)
-        return 1
-    print_metrics(outcome.metrics, title=f"{cfg.model.name} / {cfg.variant} (MLflow run {outcome.run_id})")
-    return 0
+def _verbose(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--verbose", action="store_true", help="show Ray's, Ray Train's and Tune's own logs on the console")
 
 
-def build_parser(commands: dict[str, Callable[[argparse.Namespace], int]] | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mjp", description="Masked Jigsaw Puzzle: training, sweeps and analysis")
-    sub = parser.add_subparsers(dest="command", required=True)
+def _uri(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--uri", help="MLflow tracking URI (default $MLFLOW_TRACKING_URI or ./mlflow.db)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="mjp", description="Masked Jigsaw Puzzle (CVPR 2023): training, sweeps, evaluation and analysis on Ray + Optuna + MLflow")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
 
     train = sub.add_parser("train", help="one training run (local Ray, or the cluster at --address / $RAY_ADDRESS)")
     train.add_argument("config", help="a TrainConfig YAML, e.g. trainables/configs/digits_vit_tiny.yaml")
-    train.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a dotted key, e.g. optim.epochs=3")
+    _sets(train)
     train.add_argument("--address", help="Ray cluster address (default: $RAY_ADDRESS, else a private local Ray)")
-    train.set_defaults(func=cmd_train)
+    _verbose(train)
+    train.set_defaults(handler="sweep.commands:cmd_train")
 
-    from sweep import attack, commands as sweep_commands
+    sweep = sub.add_parser("sweep", help="run, resume, list and inspect sweeps").add_subparsers(dest="sweep_command", required=True, metavar="SWEEP_COMMAND", parser_class=Parser)
+    run = sweep.add_parser("run", help="run a study (a YAML file or a shipped name; `mjp sweep list` shows them)")
+    run.add_argument("study")
+    run.add_argument("--smoke", action="store_true", help="the study's small version, for one machine")
+    _sets(run)
+    run.add_argument("--data", help="dataset root (same as --set data.root=PATH)")
+    run.add_argument("--storage", help="Tune storage: a directory or s3:// / gs:// URI (default ./ray_results, or $MJP_SWEEP_STORAGE)")
+    run.add_argument("--address", help="Ray cluster address (default: $RAY_ADDRESS, else a private local Ray)")
+    _verbose(run)
+    run.set_defaults(handler="sweep.commands:cmd_sweep_run")
 
-    sweep_commands.add_subcommands(sub)
-    attack.add_subcommand(sub)
+    resume = sweep.add_parser("resume", help="continue an interrupted sweep from its experiment directory")
+    resume.add_argument("experiment_dir")
+    resume.add_argument("--address")
+    _verbose(resume)
+    resume.set_defaults(handler="sweep.commands:cmd_sweep_resume")
+
+    status = sweep.add_parser("status", help="sweeps recorded in MLflow with their trials' states")
+    status.add_argument("--study")
+    _uri(status)
+    status.add_argument("--limit", type=int, default=10)
+    status.set_defaults(handler="sweep.status:cmd_sweep_status")
+
+    listing = sweep.add_parser("list", help="the shipped studies: description, trials, epochs, smoke size")
+    listing.set_defaults(handler="sweep.listing:cmd_sweep_list")
+
+    config = sub.add_parser("config", help="inspect configs").add_subparsers(dest="config_command", required=True, metavar="CONFIG_COMMAND", parser_class=Parser)
+    show = config.add_parser("show", help="print the fully resolved TrainConfig (defaults, variant, derived seeds)")
+    show.add_argument("config", help="a TrainConfig YAML, or a study (file or shipped name) for its base config")
+    _sets(show)
+    show.add_argument("--smoke", action="store_true", help="with a study: its smoke-size base")
+    show.set_defaults(handler="sweep.listing:cmd_config_show")
+
+    analyze = sub.add_parser("analyze", help="paper-shaped tables, figures and reports from MLflow").add_subparsers(dest="analyze_command", required=True, metavar="ANALYZE_COMMAND", parser_class=Parser)
+    for name, helptext, handler in (
+        ("tables", "tables (Markdown, CSV, LaTeX) and figures of a study's latest sweep", "sweep.analyze:cmd_analyze_tables"),
+        ("report", "one self-contained HTML report of a study's latest sweep (tables, figures, paper, links)", "sweep.analyze:cmd_analyze_report"),
+    ):
+        p = analyze.add_parser(name, help=helptext)
+        p.add_argument("--study", required=True)
+        p.add_argument("--all", action="store_true", help="pool every sweep of the study, not only the latest")
+        p.add_argument("--paper", action="store_true", help="print the paper's numbers beside ours for the same rows")
+        _uri(p)
+        p.add_argument("--out", default="reports", help="report directory (default ./reports/<study>)")
+        p.set_defaults(handler=handler)
+
+    attack = sub.add_parser("attack", help="gradient-inversion attacks (Table 5 settings a/b/c) on a trained model")
+    source = attack.add_mutually_exclusive_group(required=True)
+    source.add_argument("--run", help="an MLflow run id (its params and checkpoint/model.pt)")
+    source.add_argument("--checkpoint", help="a model or training checkpoint file (with --config)")
+    attack.add_argument("--config", help="the TrainConfig YAML of --checkpoint")
+    attack.add_argument("--images", type=int, default=4)
+    attack.add_argument("--setting", choices=["a", "b", "c"], action="append", help="repeatable; default: all three")
+    attack.add_argument("--attack", choices=["april", "inversion"], default="april")
+    attack.add_argument("--ratio", type=float, default=0.5, help="shuffle ratio of x~ (settings b, c)")
+    attack.add_argument("--client-dtype", choices=["float32", "float64"], default="float32", help="precision of the simulated client's gradients")
+    attack.add_argument("--lpips-backbone", help="torchvision AlexNet state dict; LPIPS is absent without it")
+    attack.add_argument("--seed", type=int, default=0)
+    _uri(attack)
+    attack.set_defaults(handler="sweep.attack:cmd_attack")
+
+    evaluate = sub.add_parser("evaluate", help="the paper's evaluations (robustness, PE analysis, shuffle, privacy) on an existing model")
+    source = evaluate.add_mutually_exclusive_group(required=True)
+    source.add_argument("--run", help="an MLflow run id: evaluates its logged model and logs into that run")
+    source.add_argument("--checkpoint", help="a model or training checkpoint file (with --config)")
+    source.add_argument("--timm", metavar="NAME", help="a timm model (with --pretrained-file for local weights)")
+    evaluate.add_argument("--config", help="the TrainConfig YAML of --checkpoint / the data for --timm")
+    evaluate.add_argument("--pretrained-file", help="local timm weights for --timm (nothing is downloaded)")
+    evaluate.add_argument("--what", default="robustness,pe,shuffle", help="comma-separated: robustness, pe, shuffle, privacy")
+    _sets(evaluate)
+    _uri(evaluate)
+    evaluate.set_defaults(handler="sweep.evaluate:cmd_evaluate")
+
+    data = sub.add_parser("data", help="check or prepare image data").add_subparsers(dest="data_command", required=True, metavar="DATA_COMMAND", parser_class=Parser)
+    check = data.add_parser("check", help="scan an ImageNet-style folder: unreadable, zero-byte and non-RGB images, class balance")
+    check.add_argument("root")
+    check.add_argument("--workers", type=int, default=None, help="processes for the header scan (default: all cores)")
+    check.set_defaults(handler="sweep.data_commands:cmd_data_check")
+    prepare = data.add_parser("prepare", help="pack an ImageNet-style folder into Parquet shards for the Ray Data loader")
+    prepare.add_argument("root")
+    prepare.add_argument("out")
+    prepare.add_argument("--images-per-shard", type=int, default=1000)
+    prepare.add_argument("--workers", type=int, default=None)
+    prepare.set_defaults(handler="sweep.data_commands:cmd_data_prepare")
+
+    cluster = sub.add_parser("cluster", help="the Ray cluster launcher config").add_subparsers(dest="cluster_command", required=True, metavar="CLUSTER_COMMAND", parser_class=Parser)
+    ccheck = cluster.add_parser("check", help="validate cluster.yaml offline against Ray's schema (as `ray up` will)")
+    ccheck.add_argument("path", nargs="?", default="cluster.yaml")
+    ccheck.set_defaults(handler="sweep.cluster:cmd_cluster_check")
+
+    demo = sub.add_parser("demo", help="the quickstart study on this machine, then its table and HTML report")
+    demo.add_argument("--smoke", action="store_true", help="3 epochs instead of 30")
+    _sets(demo)
+    _verbose(demo)
+    demo.set_defaults(handler="sweep.commands:cmd_demo")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from trainables.errors import UserError
+    from trainables.ray_runtime import prepare_environment
+
+    prepare_environment()
+    module, _, name = args.handler.partition(":")
+    handler = getattr(importlib.import_module(module), name)
     try:
-        return args.func(args)
-    except _user_errors() as err:
+        return handler(args)
+    except UserError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

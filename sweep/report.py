@@ -4,16 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from analysis.tables import PAPER_METRICS, format_cell, markdown_table
+from mjp import keys
+
+#: (metric key, column title) of a training's summary
+SUMMARY = (
+    (keys.VAL_TOP1, "top-1"),
+    (keys.VAL_CONSISTENCY, "consistency"),
+    (keys.VAL_DIFF_NORM, "Diff. Norm"),
+    (keys.top1_shuffled_key(0.9), "top-1 @ shuffle 0.9"),
+)
 
 
-def summary_table(named_metrics: list[tuple[str, dict[str, Any]]]) -> str:
-    """One row per run: ``(name, metrics)`` -> Markdown table of the paper's metrics."""
-    headers = ["run"] + [title for _, title, _ in PAPER_METRICS]
-    rows = [[name] + [format_cell(m.get(k), percent=pct) for k, _, pct in PAPER_METRICS] for name, m in named_metrics]
-    return markdown_table(headers, rows)
+def metrics_table(metrics: dict[str, Any], title: str) -> str:
+    """``title`` and one Markdown row of the paper's metrics (present ones only)."""
+    from analysis.markdown import markdown_table
 
-
-def print_metrics(metrics: dict[str, Any], title: str) -> None:
-    print(title)
-    print(summary_table([("final", metrics)]))
+    shown = [(k, t) for k, t in SUMMARY if k in metrics]
+    return title + "\n" + markdown_table([t for _, t in shown], [[keys.format_value(k, metrics[k]) for k, _ in shown]])

@@ -1,66 +1,99 @@
-"""Run and resume a sweep: Ray Tune + OptunaSearch over a study, one MLflow parent run per sweep.
+"""Run and resume Tune experiments: a sweep over a study, or one training (``mjp train``).
 
-Each trial is ``trainables.driver.tune_trainable`` (which launches its own ``TorchTrainer``) and an
-MLflow child run of the sweep's parent. The sweep's state (parent run id, study, overrides) is
-kept in ``<experiment dir>/mjp_sweep.json`` so ``mjp sweep resume <dir>`` re-attaches to the same
-parent and children; Tune restores the Optuna searcher with the rest of the experiment.
+Each trial is ``trainables.driver.tune_trial`` and an MLflow run (a child of the sweep's parent
+run). The sweep's state (parent run id, study, overrides, Optuna storage) is kept in
+``<experiment dir>/mjp_sweep.json`` so ``mjp sweep resume <dir>`` re-attaches to the same parent,
+children and Optuna study; Tune restores the searcher with the rest of the experiment.
+Trial processes are reused from one trial to the next (``reuse_actors``): torch, timm and
+MLflow are imported once per slot, not once per trial.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
+import socket
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, TextIO
 
 import pyarrow.fs
-import yaml
 from ray import tune
 from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
 from ray.tune.search import ConcurrencyLimiter
 from ray.tune.search.optuna import OptunaSearch
 
+from mjp import keys
+from sweep.console import ConsoleView, failure_reason
 from sweep.space import define_by_run, make_sampler
 from sweep.study import Study, load_study
-from trainables.driver import ensure_ray, find_child_run, tune_trainable
-from trainables.tracking import TAG_KIND, TAG_STUDY, RunTracker, tracking_uri
+from trainables.config import TrainConfig
+from trainables.driver import TrialResources, TrialSpec, find_child_run, start_run, tune_trial
+from trainables.errors import UserError
+from trainables.labels import run_label
+from trainables.ray_runtime import console_logs_to, ensure_ray, ray_session_logs
+from trainables.tracking import RunTracker, check_store_writable, sqlite_path, tracking_uri
 
 STATE_FILE = "mjp_sweep.json"
+LOG_FILE = "sweep.log"
+
+
+@dataclass
+class TrialOutcome:
+    trial_id: str
+    label: str
+    params: dict[str, Any]
+    metrics: dict[str, Any]
+    error: str | None
 
 
 @dataclass
 class SweepOutcome:
     parent_run_id: str
     experiment_dir: str
-    trials: list[dict[str, Any]]  # per trial: trial_id, status, params, metrics, error
-    best: dict[str, Any] | None
-    pareto: list[dict[str, Any]]
+    trials: list[TrialOutcome]
+    best: TrialOutcome | None = None
+    pareto: list[TrialOutcome] = field(default_factory=list)
+    interrupted: bool = False
+    expected_trials: int = 0
+    log_file: str | None = None
+
+    @property
+    def failed(self) -> list[TrialOutcome]:
+        return [t for t in self.trials if t.error]
 
 
-class MLflowTrialStatus(tune.Callback):
-    """Give every child run a final status, also for trials the driver never finished itself
-    (ASHA stops them by killing the driver function)."""
+class SweepRecorder(tune.Callback):
+    """Gives every child run a final status (also trials the driver never finished itself: ASHA
+    stops them by ending the trial function) and notes whether the run was interrupted."""
 
-    def __init__(self, uri: str, experiment: str, parent_run_id: str):
+    def __init__(self, uri: str, experiment: str, parent_run_id: str | None, expected: int, time_budget_s: float | None):
         self.uri, self.experiment, self.parent_run_id = uri, experiment, parent_run_id
+        self.expected, self.time_budget_s = expected, time_budget_s
+        self.started = time.monotonic()
+        self.interrupted = False
 
-    def _mark(self, trial: Any, status: str, reason: str | None = None) -> None:
+    def _mark(self, trial: Any, status: str, tags: dict[str, str]) -> None:
         tracker = find_child_run(self.uri, self.experiment, self.parent_run_id, trial.trial_id)
         if tracker is None or tracker.status != "RUNNING":
             return
-        if reason:
-            tracker.set_tags({"mjp.stopped": reason})
+        tracker.set_tags(tags)
         tracker.set_status(status)
 
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        self._mark(trial, "FINISHED", "early stop by the scheduler")
+        self._mark(trial, "FINISHED", {keys.TAG_STOPPED: "stopped early by the scheduler"})
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        self._mark(trial, "FAILED")
+        self._mark(trial, "FAILED", {keys.TAG_ERROR: failure_reason(trial)})
+
+    def on_experiment_end(self, trials: list, **info: Any) -> None:
+        unfinished = [t for t in trials if t.status not in ("TERMINATED", "ERROR")]
+        out_of_time = self.time_budget_s is not None and time.monotonic() - self.started >= self.time_budget_s
+        self.interrupted = bool(unfinished) or (len(trials) < self.expected and not out_of_time)
+        for trial in unfinished:
+            self._mark(trial, "KILLED", {keys.TAG_INTERRUPTED: "the sweep was interrupted; `mjp sweep resume` continues it"})
 
 
 def _filesystem(path: str) -> tuple[pyarrow.fs.FileSystem, str]:
@@ -81,158 +114,238 @@ def read_state(experiment_dir: str) -> dict[str, Any]:
     try:
         with fs.open_input_stream(f"{path}/{STATE_FILE}") as fh:
             return json.loads(fh.read().decode())
-    except (FileNotFoundError, OSError):
-        from sweep.cli import UserError
-
-        raise UserError(f"{experiment_dir} is not a sweep directory (no {STATE_FILE}); pass the directory `mjp sweep run` printed") from None
+    except (FileNotFoundError, OSError, json.JSONDecodeError):
+        raise UserError(f"{experiment_dir} is not a sweep directory (no readable {STATE_FILE}); pass the directory `mjp sweep run` printed") from None
 
 
-def _storage(path: str | None) -> str:
+def storage_root(path: str | None) -> str:
+    """Where Tune keeps experiments: ``--storage``, ``$MJP_SWEEP_STORAGE`` or ./ray_results."""
     path = path or os.environ.get("MJP_SWEEP_STORAGE") or "ray_results"
     return path if "://" in path else str(Path(path).resolve())
 
 
-def _tuner_parts(study: Study, sweep: dict[str, Any]) -> tuple[Any, tune.TuneConfig]:
+def log_file_for(experiment_dir: str, name: str) -> Path:
+    """The sweep's log file: in its experiment directory when that is local, else ./logs/."""
+    return Path(experiment_dir) / LOG_FILE if "://" not in experiment_dir else Path("logs").resolve() / f"{name}.log"
+
+
+def optuna_storage_url(uri: str) -> str | None:
+    """Optuna's study lives beside a SQLite MLflow store (``optuna.db``); None for other stores."""
+    path = sqlite_path(uri)
+    return f"sqlite:///{path.parent / 'optuna.db'}" if path is not None else None
+
+
+def asha_rungs(study: Study) -> tuple[int, ...]:
+    """The epochs at which ASHA decides (grace period x reduction factor^k, up to the last epoch)."""
+    s = study.config.scheduler
+    if s.type != "asha":
+        return ()
+    last, rungs, t = study.train_config({}).optim.epochs, [], float(s.grace_period)
+    while t < last:
+        rungs.append(int(round(t)))
+        t *= s.reduction_factor
+    return tuple(rungs)
+
+
+def _uses_ray_train(study: Study) -> bool:
+    """Whether trials run as multi-worker ``TorchTrainer`` runs (checked on the base config and
+    every combination the pre-flight checks)."""
+    return any(study.train_config(p).scaling.num_workers > 1 for p in [{}, *study.combinations()])
+
+
+def _cpus_needed(study: Study) -> int:
+    s = study.train_config({}).scaling
+    per_trial = s.cpus_per_worker if s.num_workers == 1 else study.config.driver_cpus + s.num_workers * s.cpus_per_worker
+    return max(os.cpu_count() or 1, math.ceil(study.max_concurrent * per_trial))
+
+
+def _spec(study: Study, state: dict[str, Any], storage: str) -> TrialSpec:
+    return TrialSpec(
+        name=state["name"], base_tree=study.base_tree, uri=state["uri"], experiment=state["experiment"],
+        storage=f"{storage}/{state['name']}-trials", extra=study.extra, presets=study.presets, study=study.name,
+        parent_run_id=state["parent_run_id"], checkpoint_epochs=asha_rungs(study), driver_cpus=study.config.driver_cpus,
+    )
+
+
+def _searcher(study: Study, state: dict[str, Any]) -> Any:
+    import optuna
+
     c = study.config
     objectives = c.objectives
+    url = state.get("optuna_storage")
+    storage = optuna.storages.RDBStorage(url) if url else None
     searcher = OptunaSearch(
         space=define_by_run(c),
         metric=[o.metric for o in objectives] if len(objectives) > 1 else objectives[0].metric,
         mode=[o.mode for o in objectives] if len(objectives) > 1 else objectives[0].mode,
         sampler=make_sampler(c),
+        storage=storage,
+        study_name=state["name"] if storage else None,
     )
+    return ConcurrencyLimiter(searcher, max_concurrent=study.max_concurrent)
+
+
+def _tuner_parts(study: Study, spec: TrialSpec, state: dict[str, Any]) -> tuple[Any, tune.TuneConfig]:
+    c = study.config
+    objectives = c.objectives
     if c.scheduler.type == "asha":
         scheduler = ASHAScheduler(
-            metric=c.scheduler.metric or objectives[0].metric,
-            mode=c.scheduler.mode or objectives[0].mode,
-            time_attr="training_iteration",
-            grace_period=c.scheduler.grace_period,
-            reduction_factor=c.scheduler.reduction_factor,
-            max_t=study.train_config({}).optim.epochs,
+            metric=c.scheduler.metric or objectives[0].metric, mode=c.scheduler.mode or objectives[0].mode,
+            time_attr="training_iteration", grace_period=c.scheduler.grace_period,
+            reduction_factor=c.scheduler.reduction_factor, max_t=study.train_config({}).optim.epochs,
         )
     else:
         scheduler = FIFOScheduler()
-    single = len(objectives) == 1
+    # Tune refuses a metric given to both the scheduler and the TuneConfig: ASHA keeps its own.
+    single = len(objectives) == 1 and c.scheduler.type != "asha"
     tune_config = tune.TuneConfig(
-        search_alg=ConcurrencyLimiter(searcher, max_concurrent=study.max_concurrent),
-        scheduler=scheduler,
-        num_samples=study.num_trials,
-        time_budget_s=c.budget.time_budget_s,
-        metric=objectives[0].metric if single else None,
-        mode=objectives[0].mode if single else None,
+        search_alg=_searcher(study, state), scheduler=scheduler, num_samples=study.num_trials,
+        time_budget_s=c.budget.time_budget_s, reuse_actors=True,
+        metric=objectives[0].metric if single else None, mode=objectives[0].mode if single else None,
     )
-    trainable = tune.with_resources(tune.with_parameters(tune_trainable, sweep=sweep), {"CPU": c.driver_cpus})
+    trainable = tune.with_resources(tune.with_parameters(tune_trial, spec=spec), TrialResources(spec))
     return trainable, tune_config
 
 
-def _cpus_needed(study: Study) -> int:
-    s = study.train_config({}).scaling
-    per_trial = study.config.driver_cpus + s.num_workers * s.cpus_per_worker
-    return max(os.cpu_count() or 1, math.ceil(study.max_concurrent * per_trial))
+def _view(study: Study, spec: TrialSpec, stream: TextIO | None) -> ConsoleView:
+    return ConsoleView(
+        f"sweep {spec.name}", lambda p: spec.label(p).display, lambda p: spec.config(p).optim.epochs,
+        [(o.metric, o.mode) for o in study.config.objectives], study.num_trials, stream=stream,
+    )
 
 
-def run_sweep(study: Study, *, storage: str | None = None, address: str | None = None, uri: str | None = None) -> SweepOutcome:
-    """Launch a validated study; returns when every trial has ended."""
+def _announce(stream: TextIO | None, text: str) -> None:
+    import sys
+
+    print(text, file=stream or sys.stdout, flush=True)
+
+
+def _start_logging(experiment_dir: str, name: str, verbose: bool) -> Path:
+    log = log_file_for(experiment_dir, name)
+    console_logs_to(log, verbose)
+    return log
+
+
+def _link_ray_logs(experiment_dir: str) -> None:
+    logs = ray_session_logs()
+    link = Path(experiment_dir) / "ray_logs"
+    if logs is not None and "://" not in experiment_dir and not link.exists():
+        link.symlink_to(logs, target_is_directory=True)
+
+
+def run_sweep(study: Study, *, storage: str | None = None, address: str | None = None, uri: str | None = None, verbose: bool = False, stream: TextIO | None = None) -> SweepOutcome:
+    """Launch a validated study; returns when every trial has ended (or the sweep was interrupted)."""
     base = study.train_config({})
     uri = tracking_uri(uri or base.tracking.uri)
+    check_store_writable(uri)
     experiment = base.tracking.experiment
     run_name = f"{study.name}{'-smoke' if study.smoke else ''}-{time.strftime('%Y%m%d-%H%M%S')}"
-    storage = _storage(storage)
+    storage = storage_root(storage)
     experiment_dir = f"{storage}/{run_name}"
-    parent = RunTracker.create(uri, experiment, run_name=run_name, tags={TAG_KIND: "sweep", TAG_STUDY: study.name, "mjp.smoke": str(study.smoke)})
+    log = _start_logging(experiment_dir, run_name, verbose)
+    _announce(stream, f"sweep {run_name}: {study.num_trials} trials, {study.max_concurrent} at a time · logs: {log}")
+    parent = RunTracker.create(uri, experiment, run_name=run_name, tags={
+        keys.TAG_KIND: "sweep", keys.TAG_STUDY: study.name, keys.TAG_SMOKE: str(study.smoke),
+        "mjp.driver": f"{socket.gethostname()}:{os.getpid()}", "mjp.experiment_dir": experiment_dir,
+    })
     c = study.config
     parent.log_params({
         "study": study.name, "search.algorithm": c.search.algorithm, "search.seed": c.search.seed,
         "objectives": ",".join(f"{o.metric}:{o.mode}" for o in c.objectives), "trials": study.num_trials,
         "max_concurrent": study.max_concurrent, "scheduler": c.scheduler.type, "smoke": study.smoke,
-        "space": ",".join(c.space), "experiment_dir": experiment_dir,
+        "space": ",".join(c.space), "experiment_dir": experiment_dir, "paper_tables": ",".join(map(str, c.paper)),
     })
     parent.log_artifact(study.source, "study")
-    state = dict(study=study.source, smoke=study.smoke, extra=study.extra, uri=uri, experiment=experiment, parent_run_id=parent.run_id, name=run_name)
+    state = dict(study=study.source, smoke=study.smoke, extra=study.extra, uri=uri, experiment=experiment,
+                 parent_run_id=parent.run_id, name=run_name, optuna_storage=optuna_storage_url(uri))
     write_state(experiment_dir, state)
-    with _parent_failed_on_error(parent):
-        ensure_ray(address, num_cpus=None if address else _cpus_needed(study))
-        trainable, tune_config = _tuner_parts(study, _sweep_args(study, state, storage))
-        tuner = tune.Tuner(
-            trainable,
-            tune_config=tune_config,
-            run_config=tune.RunConfig(name=run_name, storage_path=storage, callbacks=[MLflowTrialStatus(uri, experiment, parent.run_id)]),
-        )
-        return _finish(study, parent, tuner.fit(), experiment_dir)
+    with _parent_closed_on_error(parent):
+        ensure_ray(address, num_cpus=None if address else _cpus_needed(study), verbose=verbose, dashboard=_uses_ray_train(study))
+        _link_ray_logs(experiment_dir)
+        spec = _spec(study, state, storage)
+        trainable, tune_config = _tuner_parts(study, spec, state)
+        view = _view(study, spec, stream)
+        recorder = SweepRecorder(uri, experiment, parent.run_id, study.num_trials, c.budget.time_budget_s)
+        tuner = tune.Tuner(trainable, tune_config=tune_config, run_config=tune.RunConfig(
+            name=run_name, storage_path=storage, callbacks=[recorder, view], verbose=2 if verbose else 0,
+        ))
+        grid = tuner.fit()
+        return _finish(study, spec, parent, grid, experiment_dir, recorder, log)
 
 
-@contextlib.contextmanager
-def _parent_failed_on_error(parent: RunTracker) -> Iterator[None]:
-    """An interrupted or crashed sweep leaves its parent run KILLED / FAILED, never RUNNING."""
-    try:
-        yield
-    except KeyboardInterrupt:
-        parent.set_status("KILLED")
-        raise
-    except BaseException as err:
-        parent.set_tags({"mjp.error": str(err)[:5000]})
-        parent.set_status("FAILED")
-        raise
+class _parent_closed_on_error:
+    """A sweep that crashes leaves its parent run FAILED (Ctrl-C during set-up: KILLED), never RUNNING."""
+
+    def __init__(self, parent: RunTracker):
+        self.parent = parent
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type | None, err: BaseException | None, tb: Any) -> bool:
+        if kind is None:
+            return False
+        if issubclass(kind, KeyboardInterrupt):
+            self.parent.set_tags({keys.TAG_INTERRUPTED: "interrupted before the trials started"})
+            self.parent.set_status("KILLED")
+        else:
+            self.parent.set_tags({keys.TAG_ERROR: f"{type(err).__name__}: {err}"[:2000]})
+            self.parent.set_status("FAILED")
+        return False
 
 
-def resume_sweep(experiment_dir: str, *, address: str | None = None) -> SweepOutcome:
+def resume_sweep(experiment_dir: str, *, address: str | None = None, verbose: bool = False, stream: TextIO | None = None) -> SweepOutcome:
     """Continue an interrupted sweep: unfinished and errored trials run again under their own
     MLflow child runs; finished trials are kept; the Optuna state is restored by Tune."""
     state = read_state(experiment_dir)
     study = load_study(state["study"], smoke=state["smoke"], overrides=state["extra"])
+    check_store_writable(state["uri"])
+    if not tune.Tuner.can_restore(experiment_dir):
+        raise UserError(f"{experiment_dir} holds no restorable Tune experiment")
+    log = _start_logging(experiment_dir, state["name"], verbose)
+    _announce(stream, f"resuming sweep {state['name']} · logs: {log}")
     parent = RunTracker(state["uri"], state["parent_run_id"])
     parent.set_status("RUNNING")
+    parent.set_tags({"mjp.driver": f"{socket.gethostname()}:{os.getpid()}"})
     storage = experiment_dir.rstrip("/").rsplit("/", 1)[0]
-    ensure_ray(address, num_cpus=None if address else _cpus_needed(study))
-    trainable, _ = _tuner_parts(study, _sweep_args(study, state, storage))
-    if not tune.Tuner.can_restore(experiment_dir):
-        from sweep.cli import UserError
-
-        raise UserError(f"{experiment_dir} holds no restorable Tune experiment")
-    with _parent_failed_on_error(parent):
+    with _parent_closed_on_error(parent):
+        ensure_ray(address, num_cpus=None if address else _cpus_needed(study), verbose=verbose, dashboard=_uses_ray_train(study))
+        _link_ray_logs(experiment_dir)
+        spec = _spec(study, state, storage)
+        trainable, _ = _tuner_parts(study, spec, state)
+        view = _view(study, spec, stream)
+        recorder = SweepRecorder(state["uri"], state["experiment"], parent.run_id, study.num_trials, study.config.budget.time_budget_s)
         tuner = tune.Tuner.restore(experiment_dir, trainable=trainable, resume_unfinished=True, resume_errored=True)
-        return _finish(study, parent, tuner.fit(), experiment_dir)
+        _replace_callbacks(tuner, [recorder, view])
+        grid = tuner.fit()
+        return _finish(study, spec, parent, grid, experiment_dir, recorder, log)
 
 
-def _sweep_args(study: Study, state: dict[str, Any], storage: str) -> dict[str, Any]:
-    return dict(
-        name=study.name, base_tree=study.base_tree, extra=study.extra, presets=study.presets, uri=state["uri"],
-        experiment=state["experiment"], parent_run_id=state["parent_run_id"], storage=f"{storage}/{state['name']}-trials",
-    )
+def _replace_callbacks(tuner: tune.Tuner, callbacks: list[tune.Callback]) -> None:
+    """A restored Tuner keeps the callbacks pickled with the first run (inert copies of its
+    console); ``Tuner.restore`` takes no new ``RunConfig``, so this sets them on the one it
+    restored. Private attribute: the resume tests fail if a Ray upgrade moves it."""
+    tuner._local_tuner._run_config.callbacks = callbacks  # noqa: SLF001
 
 
-def _finish(study: Study, parent: RunTracker, grid: Any, experiment_dir: str) -> SweepOutcome:
+def _outcomes(spec: TrialSpec, grid: Any) -> list[TrialOutcome]:
     trials = []
     for result in grid:
-        trials.append(dict(
-            trial_id=result.metrics.get("trial_id") if result.metrics else None,
-            params=dict(result.config or {}),
-            metrics=dict(result.metrics or {}),
-            error=str(result.error) if result.error else None,
+        params = {k: v for k, v in (result.config or {}).items()}
+        metrics = dict(result.metrics or {})
+        trials.append(TrialOutcome(
+            trial_id=str(metrics.get("trial_id") or Path(result.path or "").name),
+            label=spec.label(params).display, params=params, metrics=metrics,
+            error=str(result.error).strip().splitlines()[-1][:300] if result.error else None,
         ))
-    objectives = study.config.objectives
-    done = [t for t in trials if t["error"] is None and all(o.metric in t["metrics"] for o in objectives)]
-    best, pareto = None, []
-    if len(objectives) == 1 and done:
-        o = objectives[0]
-        best = (max if o.mode == "max" else min)(done, key=lambda t: t["metrics"][o.metric])
-        parent.log_metrics({f"best/{o.metric}": best["metrics"][o.metric]}, step=0)
-        parent.set_tags({"mjp.best_trial": str(best["trial_id"]), "mjp.best_params": json.dumps(best["params"])})
-    elif done:
-        pareto = pareto_front(done, [(o.metric, o.mode) for o in objectives])
-        parent.log_metrics({"pareto/size": len(pareto)}, step=0)
-        _log_pareto(parent, pareto, objectives)
-    failed = sum(t["error"] is not None for t in trials)
-    parent.log_metrics({"sweep/trials": len(trials), "sweep/failed": failed}, step=0)
-    parent.set_status("FINISHED")
-    return SweepOutcome(parent.run_id, experiment_dir, trials, best, pareto)
+    return trials
 
 
-def pareto_front(trials: list[dict[str, Any]], objectives: list[tuple[str, str]]) -> list[dict[str, Any]]:
+def pareto_front(trials: list[TrialOutcome], objectives: list[tuple[str, str]]) -> list[TrialOutcome]:
     """The trials no other trial dominates (at least as good on every objective, better on one)."""
 
-    def signed(t: dict[str, Any]) -> list[float]:
-        return [t["metrics"][m] if mode == "max" else -t["metrics"][m] for m, mode in objectives]
+    def signed(t: TrialOutcome) -> list[float]:
+        return [t.metrics[m] if mode == "max" else -t.metrics[m] for m, mode in objectives]
 
     values = [signed(t) for t in trials]
     front = []
@@ -243,11 +356,80 @@ def pareto_front(trials: list[dict[str, Any]], objectives: list[tuple[str, str]]
     return front
 
 
-def _log_pareto(parent: RunTracker, pareto: list[dict[str, Any]], objectives: list[Any]) -> None:
-    import tempfile
+def _finish(study: Study, spec: TrialSpec, parent: RunTracker, grid: Any, experiment_dir: str, recorder: SweepRecorder, log: Path) -> SweepOutcome:
+    trials = _outcomes(spec, grid)
+    objectives = study.config.objectives
+    done = [t for t in trials if t.error is None and all(o.metric in t.metrics for o in objectives)]
+    outcome = SweepOutcome(parent.run_id, experiment_dir, trials, interrupted=recorder.interrupted, expected_trials=study.num_trials, log_file=str(log))
+    summary: dict[str, float] = {"sweep/trials": len(trials), "sweep/failed": len(outcome.failed)}
+    if len(objectives) == 1 and done:
+        o = objectives[0]
+        outcome.best = (max if o.mode == "max" else min)(done, key=lambda t: t.metrics[o.metric])
+        summary[f"best/{o.metric}"] = outcome.best.metrics[o.metric]
+        parent.set_tags({keys.TAG_BEST_TRIAL: outcome.best.label, keys.TAG_BEST_PARAMS: json.dumps(outcome.best.params)})
+    elif done:
+        outcome.pareto = pareto_front(done, [(o.metric, o.mode) for o in objectives])
+        summary["pareto/size"] = len(outcome.pareto)
+        rows = [{"trial": t.label, **t.params, **{o.metric: t.metrics[o.metric] for o in objectives}} for t in outcome.pareto]
+        parent.log_text(json.dumps(rows, indent=2), "pareto/pareto_front.json")
+    if outcome.interrupted:
+        parent.set_tags({keys.TAG_INTERRUPTED: f"{len(done)} of {study.num_trials} trials finished; `mjp sweep resume {experiment_dir}` continues"})
+        parent.set_status("KILLED")
+    else:
+        parent.log_new_metrics(summary)
+        parent.client.delete_tag(parent.run_id, keys.TAG_INTERRUPTED) if keys.TAG_INTERRUPTED in parent.client.get_run(parent.run_id).data.tags else None
+        parent.set_status("FINISHED")
+    return outcome
 
-    rows = [{"trial_id": t["trial_id"], **t["params"], **{o.metric: t["metrics"][o.metric] for o in objectives}} for t in pareto]
-    with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / "pareto_front.yaml"
-        path.write_text(yaml.safe_dump(rows, sort_keys=False))
-        parent.log_artifact(path, "pareto")
+
+@dataclass
+class TrainingOutcome:
+    run_id: str
+    metrics: dict[str, Any]
+    error: str | None
+    interrupted: bool = False
+    log_file: str | None = None
+
+
+def run_training(cfg: TrainConfig, *, address: str | None = None, verbose: bool = False, stream: TextIO | None = None) -> TrainingOutcome:
+    """One training run (``mjp train``), as a Tune run of one trial: the same trial function,
+    checkpoints, retries (``runtime.max_failures``) and console as a sweep's trials."""
+    from trainables.preflight import preflight
+
+    preflight(cfg)
+    uri = tracking_uri(cfg.tracking.uri)
+    check_store_writable(uri)
+    label = run_label(cfg)
+    name = cfg.tracking.run_name or label.run_name
+    storage = storage_root(cfg.tracking.storage_path or "runs")
+    stamp = f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    log = _start_logging(f"{storage}/{stamp}", stamp, verbose)
+    _announce(stream, f"train {label.display}: {cfg.optim.epochs} epochs on {cfg.data.name} · logs: {log}")
+    s = cfg.scaling
+    ensure_ray(address, num_cpus=None if address else max(os.cpu_count() or 1, math.ceil(s.cpus_per_worker * s.num_workers + 0.25)), verbose=verbose, dashboard=s.num_workers > 1)
+    tracker = start_run(cfg, uri, run_name=name, tags={keys.TAG_LABEL: label.display})
+    spec = TrialSpec(name=stamp, base_tree=cfg.model_dump(mode="json"), uri=uri, experiment=cfg.tracking.experiment, storage=f"{storage}/{stamp}-train", run_id=tracker.run_id)
+    view = ConsoleView(f"train {label.display}", lambda p: label.display, lambda p: cfg.optim.epochs, [(keys.VAL_TOP1, "max")], 1, per_epoch_lines=True, stream=stream)
+    recorder = SweepRecorder(uri, cfg.tracking.experiment, None, 1, None)
+    in_process = s.num_workers == 1
+    tuner = tune.Tuner(
+        tune.with_resources(tune.with_parameters(tune_trial, spec=spec), TrialResources(spec)),
+        tune_config=tune.TuneConfig(num_samples=1),
+        run_config=tune.RunConfig(
+            name=stamp, storage_path=storage, callbacks=[recorder, view], verbose=2 if verbose else 0,
+            failure_config=tune.FailureConfig(max_failures=cfg.runtime.max_failures if in_process else 0),
+        ),
+    )
+    with _parent_closed_on_error(tracker):
+        result = tuner.fit()[0]
+    if recorder.interrupted and tracker.status == "RUNNING":
+        tracker.set_tags({keys.TAG_INTERRUPTED: "interrupted"})
+        tracker.set_status("KILLED")
+    error = failure_reason_of(result.error) if result.error else None
+    return TrainingOutcome(tracker.run_id, dict(result.metrics or {}), error, recorder.interrupted, str(log))
+
+
+def failure_reason_of(error: BaseException) -> str:
+    from trainables.driver import one_line_reason
+
+    return one_line_reason(error).removeprefix("trainables.driver.TrialFailed: ").removeprefix("TrialFailed: ")

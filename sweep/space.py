@@ -45,11 +45,19 @@ def define_by_run(study: StudyConfig) -> Callable[[optuna.Trial], dict[str, Any]
     return DefineByRun(study)
 
 
+class TuneGridSampler(optuna.samplers.GridSampler):
+    """Optuna's grid sampler without its end-of-grid ``study.stop()``: Tune ends the sweep (its
+    ``num_samples`` is the grid's size), and ``stop()`` raises outside Optuna's own optimize loop."""
+
+    def after_trial(self, study: optuna.Study, trial: optuna.trial.FrozenTrial, state: optuna.trial.TrialState, values: Any) -> None:
+        return None
+
+
 def make_sampler(study: StudyConfig) -> optuna.samplers.BaseSampler:
     seed = study.search.seed
     algo = study.search.algorithm
     if algo == "grid":
-        return optuna.samplers.GridSampler(study.grid, seed=seed)
+        return TuneGridSampler(study.grid, seed=seed)
     if algo == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     if algo == "nsga2":

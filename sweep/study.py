@@ -13,6 +13,7 @@ A study file (YAML in ``sweep/studies/``)::
     budget: {trials: 16, max_concurrent: 4, time_budget_s: null}
     scheduler: {type: asha, grace_period: 5}            # or fifo
     smoke: {base: ..., train: {...}, trials: 2}         # what --smoke runs on one machine
+    paper: [3]                                          # the paper's tables this study measures
 
 Every sampled key is a flat dotted ``TrainConfig`` key; every combination of choices is checked
 against ``TrainConfig`` (and the model pre-flight) before launch.
@@ -27,8 +28,11 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from mjp import metrics as keys
-from trainables.config import ConfigError, TrainConfig, build_config, describe_validation_error, expand_presets, flat_params, read_yaml_mapping
+from mjp import keys
+from trainables.config import TrainConfig, build_config, describe_validation_error, flat_params, known_keys
+from trainables.errors import ConfigError
+from trainables.overrides import did_you_mean, expand_presets, merge
+from trainables.yaml_files import read_yaml_mapping
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 STUDIES_DIR = Path(__file__).resolve().parent / "studies"
@@ -151,6 +155,8 @@ class StudyConfig(_Strict):
     #: repeat every grid point with these ``runtime.seed`` values (error bars); grid search only
     seeds: list[int] | None = None
     smoke: Smoke = Smoke()
+    #: the paper's tables this study measures (``mjp analyze tables --paper`` prints them beside ours)
+    paper: list[Literal[1, 2, 3, 4, 5, 6, "s2", "s4"]] = Field(default_factory=list)
 
     @property
     def objectives(self) -> list[Objective]:
@@ -181,8 +187,8 @@ class StudyConfig(_Strict):
             not_grid = [k for k in sampled if k not in grid]
             if not_grid:
                 raise ValueError(f"search.algorithm='grid' samples only grid entries; space.{not_grid[0]} is not type: grid")
-            if not grid:
-                raise ValueError("search.algorithm='grid' needs at least one space entry of type: grid")
+            if not grid and not (self.seeds or self.smoke.seeds):
+                raise ValueError("search.algorithm='grid' needs at least one space entry of type: grid (or seeds:)")
         elif grid:
             raise ValueError(f"space.{next(iter(grid))} is type: grid, which needs search.algorithm: grid (got {algo!r})")
         multi = len(self.objectives) > 1
@@ -190,11 +196,45 @@ class StudyConfig(_Strict):
             raise ValueError(f"{len(self.objectives)} objectives need search.algorithm 'nsga2' or 'random' (got {algo!r})")
         if multi and self.scheduler.type == "asha" and self.scheduler.metric is None:
             raise ValueError("scheduler.type='asha' with several objectives needs scheduler.metric")
+        if not sampled and algo in ("tpe", "random", "nsga2") and self.budget.trials > 1:
+            raise ValueError(
+                f"search.algorithm={algo!r} with budget.trials={self.budget.trials} but space samples nothing: "
+                "every trial would be identical; add space entries, or use seeds: with search.algorithm: grid for repeats"
+            )
         for key, p in self.space.items():
-            for cond in (p.when or {}):
+            for cond, allowed in (p.when or {}).items():
                 if cond not in self.space or list(self.space).index(cond) > list(self.space).index(key):
                     raise ValueError(f"space.{key}.when refers to {cond!r}, which must be a space entry listed before it")
+                possible = _possible_values(self.space[cond])
+                if possible is not None:
+                    never = [v for v in allowed if v not in possible]
+                    if never:
+                        raise ValueError(
+                            f"space.{key}.when.{cond} lists {never}, which space.{cond} never takes "
+                            f"(its values: {possible}){did_you_mean(never[0], possible)}"
+                        )
+        self._presets_do_not_collide()
         return self
+
+    def _presets_do_not_collide(self) -> None:
+        setters: dict[str, str] = {}
+        for key, p in self.space.items():
+            for label, sets in (getattr(p, "presets", None) or {}).items():
+                for k in sets:
+                    if k in self.space and k != key:
+                        raise ValueError(f"space.{key}.presets.{label} sets {k}, which space.{k} also samples; the preset would silently override the sample: keep one")
+                    if k in setters and setters[k] != key:
+                        raise ValueError(f"space.{setters[k]} and space.{key} both have presets that set {k}; which one wins is ambiguous: keep it in one")
+                    setters[k] = key
+
+
+def _possible_values(param: Any) -> list[Any] | None:
+    """The values a categorical entry can take (None for ranges, whose conditions are not checked)."""
+    if isinstance(param, (Choice, Grid)):
+        return list(param.values)
+    if isinstance(param, Fixed):
+        return [param.value]
+    return None
 
 
 def reported_metrics(cfg: TrainConfig) -> set[str]:
@@ -202,8 +242,7 @@ def reported_metrics(cfg: TrainConfig) -> set[str]:
     final = {keys.VAL_CONSISTENCY, keys.VAL_DIFF_NORM} | {keys.top1_shuffled_key(r) for r in cfg.eval.shuffle_ratios}
     if cfg.eval.privacy is not None:
         final |= {keys.privacy_key(s, m) for s in cfg.eval.privacy.settings for m in ("mse", "psnr", "ssim", "fft2d")}
-    epoch = {keys.TRAIN_LOSS, keys.TRAIN_LOSS_DAL, keys.TRAIN_LR, keys.VAL_LOSS, keys.VAL_TOP1, keys.VAL_TOP5, keys.PERF_IMG_PER_S, keys.PERF_STEP_MS, "epoch"}
-    return final | epoch
+    return final | set(keys.EPOCH_METRICS)
 
 
 class Study:
@@ -278,40 +317,37 @@ def resolve_study_path(name_or_path: str) -> Path:
     if shipped.is_file():
         return shipped
     names = ", ".join(sorted(p.stem for p in STUDIES_DIR.glob("*.yaml")))
-    raise ConfigError(f"study {name_or_path!r} is neither a file nor a shipped study; shipped: {names}")
+    hint = did_you_mean(name_or_path, [p.stem for p in STUDIES_DIR.glob("*.yaml")])
+    raise ConfigError(f"study {name_or_path!r} is neither a file nor a shipped study{hint}; shipped: {names}")
 
 
-def load_study(name_or_path: str, *, smoke: bool = False, overrides: dict[str, Any] | None = None) -> Study:
-    """Read, validate and pre-flight a study: every key, every choice, every objective."""
+def load_study(name_or_path: str, *, smoke: bool = False, overrides: dict[str, Any] | None = None, check: bool = True) -> Study:
+    """Read, validate and (``check``) pre-flight a study: every key, every choice, every objective
+    (the pre-flight builds models on the meta device, which costs a timm import)."""
     path = resolve_study_path(name_or_path)
     tree = read_yaml_mapping(path, "study file")
     try:
         config = StudyConfig.model_validate(tree)
     except ValidationError as err:
-        raise ConfigError(f"invalid study {path}:\n{describe_validation_error(err)}") from None
+        raise ConfigError(f"invalid study {path}:\n{describe_validation_error(err, candidates=known_keys(StudyConfig))}") from None
     base_file = config.smoke.base if smoke and config.smoke.base else config.base
     base_tree = read_yaml_mapping(PROJECT_DIR / base_file, f"study {path}: base") if base_file else {}
-    base_tree = _merge(base_tree, config.train)
+    base_tree = merge(base_tree, config.train)
     if smoke:
-        base_tree = _merge(base_tree, config.smoke.train)
+        base_tree = merge(base_tree, config.smoke.train)
     study = Study(config, base_tree, str(path), smoke, dict(overrides or {}))
-    _validate_space(study, path)
+    if check:
+        _validate_space(study, path)
     return study
-
-
-def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for k, v in over.items():
-        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) and k != "kwargs" else v
-    return out
 
 
 def _validate_space(study: Study, path: Path) -> None:
     base = study.train_config({})
     known = set(flat_params(base)) | {"mjp.variant"}
+
     def check_key(key: str, where: str) -> None:
         if key not in known and key != "model.kwargs" and not key.startswith("model.kwargs."):
-            raise ConfigError(f"{path}: {where} is not a TrainConfig key (e.g. mjp.mask_ratio, optim.base_lr, mjp.dal)")
+            raise ConfigError(f"{path}: {where} is not a TrainConfig key{did_you_mean(key, known)} (e.g. mjp.mask_ratio, optim.base_lr, mjp.dal)")
 
     for key, p in study.config.space.items():
         presets = getattr(p, "presets", None)
@@ -325,7 +361,7 @@ def _validate_space(study: Study, path: Path) -> None:
     for obj in study.config.objectives + ([Objective(metric=study.config.scheduler.metric)] if study.config.scheduler.metric else []):
         if obj.metric not in available:
             raise ConfigError(f"{path}: objective metric {obj.metric!r} is not reported by the trainable; allowed: {', '.join(sorted(available))}")
-    from trainables.engine import preflight
+    from trainables.preflight import preflight
 
     checked: set[str] = set()
     for params in study.combinations():

@@ -1,7 +1,83 @@
-"""The one-way rule: the method package never imports orchestration or tracking."""
+"""The one-way rule, read from the source: ``mjp`` <- ``trainables`` <- ``sweep``, ``analysis``
+reads MLflow and may use ``mjp``; no import cycles between modules; ray, mlflow and optuna only
+where they belong. Imports inside functions count (that is where cycles hide)."""
 
+import ast
 import subprocess
 import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("mjp", "trainables", "sweep", "analysis")
+#: what each package may import of the project
+ALLOWED = {"mjp": {"mjp"}, "trainables": {"mjp", "trainables"}, "analysis": {"mjp", "analysis"}, "sweep": set(PACKAGES)}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path) -> set[str]:
+    """Every module ``path`` imports, at any depth of its code."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.add(node.module)
+            out |= {f"{node.module}.{a.name}" for a in node.names}
+    return out
+
+
+def graph() -> dict[str, set[str]]:
+    files = {module_name(p): p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")}
+    return {name: {m for m in imports(path) if m in files and m != name} for name, path in files.items()}
+
+
+def importers(library: str) -> set[str]:
+    return {name for name, path in ((module_name(p), p) for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py"))
+            if any(m == library or m.startswith(library + ".") for m in imports(path))}
+
+
+def test_no_upward_imports():
+    bad = [(a, b) for a, deps in graph().items() for b in deps if b.split(".")[0] not in ALLOWED[a.split(".")[0]]]
+    assert not bad, f"imports against the layering (importer, imported): {bad}"
+
+
+def test_no_import_cycles():
+    g = graph()
+    state: dict[str, int] = {}
+    cycles = []
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = 1
+        for dep in sorted(g[node]):
+            if state.get(dep) == 1:
+                cycles.append(stack[stack.index(dep):] + [dep])
+            elif dep not in state:
+                visit(dep, stack + [dep])
+        state[node] = 2
+
+    for node in sorted(g):
+        if node not in state:
+            visit(node, [node])
+    # a package's __init__ re-exporting its own submodules is not a cycle of concern
+    cycles = [c for c in cycles if not all(m.split(".")[0] == c[0].split(".")[0] and (m.count(".") == 0 or m.endswith("__init__")) for m in c[:-1])]
+    assert not cycles, f"import cycles: {cycles}"
+
+
+def test_only_the_orchestration_modules_import_ray():
+    allowed = {"trainables.session", "trainables.driver", "trainables.ray_runtime"}
+    assert {m for m in importers("ray") if not m.startswith("sweep.")} <= allowed
+
+
+def test_only_the_tracking_adapter_and_analysis_import_mlflow():
+    assert {m for m in importers("mlflow") if not m.startswith("analysis.")} <= {"trainables.tracking"}
+
+
+def test_optuna_only_in_the_search_and_its_analysis():
+    assert importers("optuna") <= {"sweep.space", "sweep.run", "analysis.optuna_figures"}
 
 
 def test_mjp_imports_without_ray_mlflow_optuna():
@@ -12,7 +88,7 @@ def test_mjp_imports_without_ray_mlflow_optuna():
         "        if name.split('.')[0] in {'ray', 'mlflow', 'optuna'}:\n"
         "            raise ImportError(f'mjp must not import {name}')\n"
         "sys.meta_path.insert(0, Block())\n"
-        "import mjp, mjp.metrics, mjp.dal, mjp.models, mjp.privacy\n"
+        "import mjp, mjp.metrics, mjp.dal, mjp.models, mjp.privacy, mjp.keys\n"
         "print('ok')\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={"HF_HUB_OFFLINE": "1", "PATH": ""})
@@ -20,20 +96,17 @@ def test_mjp_imports_without_ray_mlflow_optuna():
     assert out.stdout.strip() == "ok"
 
 
-def _importers(module: str) -> set[str]:
-    import re
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[1]
-    pattern = re.compile(rf"^\s*(import|from)\s+{module}\b", re.M)
-    return {str(p.relative_to(root)) for pkg in ("mjp", "trainables", "sweep", "analysis") for p in (root / pkg).rglob("*.py") if pattern.search(p.read_text())}
-
-
-def test_only_the_orchestration_modules_import_ray():
-    allowed = {"trainables/worker.py", "trainables/driver.py"}
-    assert {f for f in _importers("ray") if not f.startswith("sweep/")} <= allowed
-
-
-def test_only_the_tracking_adapter_and_analysis_import_mlflow():
-    assert {f for f in _importers("mlflow") if not f.startswith("analysis/")} <= {"trainables/tracking.py"}
-    assert not _importers("optuna") - {"sweep/space.py"}
+def test_the_cli_and_config_validation_import_no_torch():
+    """`mjp --help` and a config error must answer at once: no torch, timm, ray or mlflow."""
+    code = (
+        "import sys\n"
+        "from sweep.cli import build_parser\n"
+        "build_parser()\n"
+        "from trainables.config import build_config\n"
+        "import sweep.listing, sweep.status, trainables.overrides\n"
+        "heavy = sorted(m for m in ('torch', 'timm', 'ray', 'mlflow', 'pandas') if m in sys.modules)\n"
+        "print(heavy)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

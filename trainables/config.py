@@ -1,7 +1,8 @@
 """``TrainConfig``: one training run, validated before anything starts.
 
 Flat dotted keys (``optim.base_lr``, ``mjp.mask_ratio``) are the one spelling used by ``--set``,
-Tune's search spaces, MLflow params and the analysis columns.
+Tune's search spaces, MLflow params and the analysis columns. Pure pydantic: importing this
+module costs no torch, so a bad key is reported in well under a second.
 """
 
 from __future__ import annotations
@@ -9,10 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from mjp.config import TABLE4, TABLE4_NAMES, MJPConfig
+from mjp.keys import CONSISTENCY_RATIO, SHUFFLE_EVAL_RATIOS
+from trainables.errors import ConfigError
+from trainables.overrides import apply_overrides, did_you_mean, flatten, parse_overrides
+from trainables.seeds import derive_seed
+from trainables.yaml_files import read_yaml_mapping
 
 DatasetName = Literal["digits", "fashion_mnist", "imagefolder", "cifar10", "cifar100"]
 
@@ -42,6 +47,8 @@ class DataSection(_Section):
     repeated_aug: int = Field(1, ge=1, description="repeats per sample (DeiT's repeated augmentation: 3)")
     train_limit: int | None = Field(None, ge=1, description="use only the first N training images")
     val_limit: int | None = Field(None, ge=1, description="use only the first N validation images")
+    seed: int | None = Field(None, description="sample order; default: derived from runtime.seed")
+    on_bad_image: Literal["fail", "skip"] = Field("fail", description="imagefolder: an unreadable image fails the run, or is skipped and counted")
 
 
 class OptimSection(_Section):
@@ -68,13 +75,14 @@ class PrivacySection(_Section):
     ratio: float = Field(0.5, ge=0, le=1, description="shuffle ratio of x~ in settings b and c")
     inversion_steps: int = Field(200, ge=1)
     lpips_backbone: str | None = Field(None, description="torchvision AlexNet state dict; without it LPIPS is absent")
+    client_dtype: Literal["float32", "float64"] = Field("float32", description="precision of the simulated client's gradients")
 
 
 class EvalSection(_Section):
-    consistency_ratio: float = Field(0.5, ge=0, le=1)
+    consistency_ratio: float = Field(CONSISTENCY_RATIO, ge=0, le=1)
     privacy: PrivacySection | None = None
-    shuffle_ratios: tuple[float, ...] = (0.0, 0.1, 0.3, 0.5, 0.9)
-    seed: int = 0
+    shuffle_ratios: tuple[float, ...] = SHUFFLE_EVAL_RATIOS
+    seed: int | None = Field(None, description="test-time shuffles, attacks, corruptions; default: derived from runtime.seed")
 
     @field_validator("shuffle_ratios")
     @classmethod
@@ -86,28 +94,33 @@ class EvalSection(_Section):
 
 
 class ScalingSection(_Section):
-    num_workers: int = Field(1, ge=1, description="data-parallel workers (Ray Train)")
+    num_workers: int = Field(1, ge=1, description="data-parallel workers; 1 runs in the trial's own process")
     use_gpu: bool = False
     cpus_per_worker: float = Field(1.0, gt=0)
     gpus_per_worker: float = Field(1.0, ge=0)
 
 
 class RuntimeSection(_Section):
-    seed: int = 0
+    seed: int = Field(0, ge=0, description="drives every random stream of the run (trainables/seeds.py)")
     amp: Literal["none", "bf16", "fp16"] = "none"
     channels_last: bool = False
     compile: bool = False
     log_every: int = Field(50, ge=1, description="steps between host syncs for the running loss")
-    max_failures: int = Field(0, ge=0, description="Ray Train restarts from the last checkpoint")
-    fail_after_epoch: int | None = Field(None, ge=1, description="testing: raise once after this epoch's checkpoint")
+    checkpoint_every: int = Field(10, ge=1, description="epochs between checkpoints (also at the last epoch)")
+    max_failures: int = Field(0, ge=0, description="restarts from the last checkpoint")
+    fail_after_epoch: int | None = Field(None, ge=1, description="testing: raise once after this epoch's report")
 
 
 class TrackingSection(_Section):
-    experiment: str = "mjp"
+    experiment: str = Field("mjp", min_length=1)
     uri: str | None = Field(None, description="MLflow tracking URI; default $MLFLOW_TRACKING_URI or ./mlflow.db")
     run_name: str | None = None
     log_checkpoint: bool = True
-    storage_path: str | None = Field(None, description="Ray results (checkpoints); default ./runs")
+    storage_path: str | None = Field(None, description="Ray results (checkpoints, logs); default ./runs")
+
+
+#: (section, field, stream): the seeds derived from ``runtime.seed`` unless given
+_DERIVED_SEEDS = (("mjp", "seed", "jigsaw"), ("eval", "seed", "eval"), ("data", "seed", "data"))
 
 
 class TrainConfig(_Section):
@@ -124,16 +137,21 @@ class TrainConfig(_Section):
 
     @model_validator(mode="before")
     @classmethod
-    def _expand_variant(cls, data: Any) -> Any:
-        """``mjp: {variant: J, mask_ratio: 0.1}`` = Table 4 row J with one override."""
-        if isinstance(data, dict) and isinstance(data.get("mjp"), dict) and "variant" in data["mjp"]:
+    def _expand(cls, data: Any) -> Any:
+        """``mjp: {variant: J, mask_ratio: 0.1}`` = Table 4 row J with one override; seeds not
+        given are derived from ``runtime.seed``."""
+        if not isinstance(data, dict):
+            return data
+        if isinstance(data.get("mjp"), dict) and "variant" in data["mjp"]:
             mjp = dict(data["mjp"])
-            name = str(mjp.pop("variant"))
-            key = TABLE4_NAMES.get(name.upper(), name) if len(name) == 1 else name
-            if key not in TABLE4:
-                allowed = ", ".join(f"{k}={v}" for k, v in TABLE4_NAMES.items())
-                raise ValueError(f"mjp.variant={name!r} is not a Table 4 row; allowed: {allowed}")
-            data = {**data, "mjp": {**TABLE4[key], **mjp}}
+            data = {**data, "mjp": {**TABLE4[table4_key(mjp.pop("variant"))], **mjp}}
+        runtime = data.get("runtime") if isinstance(data.get("runtime"), dict) else {}
+        seed = runtime.get("seed", 0)
+        if isinstance(seed, int) and not isinstance(seed, bool):
+            for section, field, stream in _DERIVED_SEEDS:
+                part = data.get(section, {})
+                if isinstance(part, dict) and part.get(field) is None:
+                    data = {**data, section: {**part, field: derive_seed(seed, stream)}}
         return data
 
     @property
@@ -145,101 +163,64 @@ class TrainConfig(_Section):
         return "custom"
 
 
-class ConfigError(ValueError):
-    """A config that cannot run: the message names the key, the value and what is allowed."""
+def table4_key(name: object) -> str:
+    """A Table 4 row by letter (``J``) or name (``jp_unk_dal_mlp``); ``ValueError`` otherwise."""
+    text = str(name)
+    key = TABLE4_NAMES.get(text.upper(), text) if len(text) == 1 else text
+    if key not in TABLE4:
+        allowed = ", ".join(f"{k}={v}" for k, v in TABLE4_NAMES.items())
+        raise ValueError(f"mjp.variant={text!r} is not a Table 4 row{did_you_mean(text, TABLE4)}; allowed: {allowed}")
+    return key
 
 
-def describe_validation_error(err: ValidationError, prefix: str = "") -> str:
+def known_keys(model: type[BaseModel] = TrainConfig) -> list[str]:
+    """Every dotted key of a config class (``optim.epochs``, ``eval.privacy.images``, ...)."""
+    keys: list[str] = []
+    for name, field in model.model_fields.items():
+        inner = [a for a in getattr(field.annotation, "__args__", (field.annotation,)) if isinstance(a, type) and issubclass(a, BaseModel)]
+        if inner:
+            keys += [f"{name}.{k}" for k in known_keys(inner[0])]
+        else:
+            keys.append(name)
+    return keys
+
+
+def describe_validation_error(err: ValidationError, prefix: str = "", candidates: list[str] | None = None) -> str:
+    """One line per problem: the dotted key, what is wrong, the value given; a suggestion for a
+    key that does not exist (``optim.epoch`` -> ``optim.epochs``)."""
+    candidates = known_keys() if candidates is None else candidates
     lines = []
     for e in err.errors():
-        key = ".".join(str(p) for p in e["loc"]) or "(config)"
+        loc = [str(p) for p in e["loc"] if not str(p).startswith("function-")]
+        key = ".".join(loc) or "(config)"
         given = e.get("input")
         shown = "" if isinstance(given, dict) or e["type"] == "missing" else f" (got {given!r})"
-        lines.append(f"  {prefix}{key}: {e['msg']}{shown}")
+        hint = ""
+        if e["type"] == "extra_forbidden":
+            parent = ".".join(loc[:-1])
+            hint = did_you_mean(key, [c for c in candidates if c.rsplit(".", 1)[0] == parent or not parent])
+        elif e["type"] == "literal_error" and isinstance(given, str):
+            hint = did_you_mean(given, [s.strip(" '") for s in str(e.get("ctx", {}).get("expected", "")).replace(" or ", ",").split(",")])
+        msg = e["msg"].removeprefix("Value error, ")
+        lines.append(f"  {prefix}{key}: {msg}{shown}{hint}")
     return "\n".join(lines)
-
-
-def parse_override(item: str) -> tuple[str, Any]:
-    """``"optim.base_lr=1e-3"`` -> ``("optim.base_lr", 0.001)`` (the value parsed as YAML)."""
-    if "=" not in item:
-        raise ConfigError(f"--set {item!r}: expected key=value, e.g. --set optim.epochs=3")
-    key, raw = item.split("=", 1)
-    value = yaml.safe_load(raw)
-    if isinstance(value, str):  # YAML 1.1 reads "1e-3" as a string
-        try:
-            value = float(value)
-        except ValueError:
-            pass
-    return key.strip(), value
-
-
-def set_dotted(tree: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
-    """A copy of ``tree`` with ``a.b.c = value`` set (missing levels are created)."""
-    head, _, rest = key.partition(".")
-    out = dict(tree)
-    if rest:
-        child = out.get(head, {})
-        out[head] = set_dotted(child if isinstance(child, dict) else {}, rest, value)
-    else:
-        out[head] = value
-    return out
-
-
-def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested dict -> ``{"a.b": value}``; lists and tuples stay values."""
-    out: dict[str, Any] = {}
-    for key, value in tree.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict) and value:
-            out.update(flatten(value, name + "."))
-        else:
-            out[name] = value
-    return out
-
-
-def unflatten(flat: dict[str, Any]) -> dict[str, Any]:
-    tree: dict[str, Any] = {}
-    for key, value in flat.items():
-        tree = set_dotted(tree, key, value)
-    return tree
-
-
-def expand_presets(params: dict[str, Any], presets: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:
-    """Sampled params with each preset label (``presets[key][label]``) replaced by the keys it sets."""
-    out: dict[str, Any] = {}
-    for key, value in params.items():
-        out.update(presets[key][value] if key in presets else {key: value})
-    return out
 
 
 def build_config(tree: dict[str, Any], overrides: dict[str, Any] | None = None, *, source: str = "config") -> TrainConfig:
     """Validate a nested dict plus dotted overrides; raises ``ConfigError`` naming every bad key."""
-    for key, value in (overrides or {}).items():
-        tree = set_dotted(tree, key, value)
+    tree = apply_overrides(tree, overrides or {})
     try:
         return TrainConfig.model_validate(tree)
     except ValidationError as err:
         raise ConfigError(f"invalid {source}:\n{describe_validation_error(err)}") from None
-
-
-def read_yaml_mapping(path: str | Path, what: str) -> dict[str, Any]:
-    """A YAML file that must hold a mapping; ``ConfigError`` naming ``what`` otherwise."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"{what} {str(path)!r} does not exist")
-    try:
-        tree = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path} is not valid YAML: {err}") from None
-    if not isinstance(tree, dict):
-        raise ConfigError(f"{path}: expected a mapping, got {type(tree).__name__}")
-    return tree
+    except ValueError as err:  # raised by the before-validator (an unknown variant)
+        raise ConfigError(f"invalid {source}: {err}") from None
 
 
 def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainConfig:
     """Read a YAML config and apply ``key=value`` overrides."""
     tree = read_yaml_mapping(path, "config file")
-    return build_config(tree, dict(parse_override(o) for o in overrides or []), source=str(path))
+    return build_config(tree, parse_overrides(overrides or []), source=str(path))
 
 
 def flat_params(cfg: TrainConfig) -> dict[str, Any]:

@@ -1,12 +1,14 @@
 """Datasets: digits (bundled), fashion_mnist (IDX files), imagefolder (ImageNet layout), cifar10/100.
 
-``check_data(cfg)`` runs before Ray starts and fails with a message saying what is missing and how
-to get it; ``load_datasets(cfg)`` builds the train/val datasets with their transforms.
+``check_data(cfg)`` runs before Ray starts and fails with a message saying what is missing or
+broken and how to fix it; ``data_info(cfg)`` gives sizes and image shape without loading;
+``load_datasets(cfg)`` builds the train/val datasets with their transforms.
 """
 
 from __future__ import annotations
 
 import gzip
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +17,7 @@ import torch
 from torch.utils.data import Dataset, Subset
 
 from trainables.config import DataSection, TrainConfig
+from trainables.errors import DataError
 
 FASHION_MNIST_DEFAULT = "/usr/share/datasets/fashion-mnist"
 FASHION_MNIST_FILES = {
@@ -24,10 +27,8 @@ FASHION_MNIST_FILES = {
     "val_labels": "t10k-labels-idx1-ubyte",
 }
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
-
-
-class DataError(ValueError):
-    """The data a config asks for is missing or broken; the message says where and what to do."""
+#: scikit-learn's digits (1,797 images) split 80/20, stratified, fixed
+DIGITS_TRAIN, DIGITS_VAL = 1437, 360
 
 
 @dataclass(frozen=True)
@@ -40,10 +41,28 @@ class DataShape:
 
 
 @dataclass(frozen=True)
+class DataInfo:
+    """What pre-flight needs: the shape and the split sizes (before limits)."""
+
+    shape: DataShape
+    train_size: int
+    val_size: int
+
+
+@dataclass(frozen=True)
 class DatasetBundle:
     train: Dataset
     val: Dataset
     shape: DataShape
+    skipped_log: Path | None = None  # data.on_bad_image=skip: where skipped paths are recorded
+
+
+class UnreadableImage(DataError):
+    """An image file that cannot be decoded; ``path`` names it."""
+
+    def __init__(self, path: str, reason: object):
+        super().__init__(f"cannot read image {path}: {reason}; remove it, or set data.on_bad_image=skip")
+        self.path = path
 
 
 class TensorImages(Dataset):
@@ -83,13 +102,26 @@ def _digits(cfg: DataSection) -> DatasetBundle:
     return DatasetBundle(TensorImages(x_tr, torch.from_numpy(y_tr), aug), TensorImages(x_va, torch.from_numpy(y_va)), DataShape(10, 1, 8))
 
 
-def _read_idx(path: Path) -> np.ndarray:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as fh:
-        data = fh.read()
-    dims = data[3]
-    shape = tuple(int.from_bytes(data[4 + 4 * i : 8 + 4 * i], "big") for i in range(dims))
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape)
+def _idx_header(head: bytes, path: Path, ndim: int) -> tuple[int, ...]:
+    """The shape an IDX file declares; ``DataError`` unless it is unsigned bytes of ``ndim`` dims."""
+    if len(head) < 4 or head[0] != 0 or head[1] != 0 or head[2] != 0x08 or head[3] != ndim:
+        raise DataError(f"{path} is not an IDX file of {ndim}-D unsigned bytes (bad magic number {head[:4].hex() or 'none'}); re-download it")
+    if len(head) < 4 + 4 * ndim:
+        raise DataError(f"{path}: the IDX header is truncated")
+    return tuple(int.from_bytes(head[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim))
+
+
+def _read_idx(path: Path, ndim: int | None = None) -> np.ndarray:
+    try:
+        with (gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")) as fh:
+            data = fh.read()
+    except (OSError, EOFError) as err:  # gzip.BadGzipFile is an OSError
+        raise DataError(f"cannot read {path}: {err}") from None
+    shape = _idx_header(data[:16], path, ndim if ndim is not None else (data[3] if len(data) > 3 else 0))
+    body = len(data) - 4 - 4 * len(shape)
+    if body != int(np.prod(shape)):
+        raise DataError(f"{path} declares {shape} bytes of images/labels but holds {body}; the file is truncated or corrupt")
+    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * len(shape)).reshape(shape)
 
 
 def _idx_file(root: Path, stem: str) -> Path | None:
@@ -101,7 +133,7 @@ def _idx_file(root: Path, stem: str) -> Path | None:
 
 def _fashion_mnist(cfg: DataSection) -> DatasetBundle:
     root = Path(cfg.root or FASHION_MNIST_DEFAULT)
-    arrays = {key: _read_idx(_idx_file(root, stem)) for key, stem in FASHION_MNIST_FILES.items()}
+    arrays = {key: _read_idx(path, 3 if key.endswith("images") else 1) for key, path in _fashion_files(root).items()}
     x_tr, x_va = _standardise(arrays["train_images"][:, None] / 255.0, arrays["val_images"][:, None] / 255.0)
     aug = cfg.augment != "none"
     y_tr, y_va = (torch.from_numpy(arrays[k].astype(np.int64)) for k in ("train_labels", "val_labels"))
@@ -115,7 +147,33 @@ def _readable_loader(path: str):
         with open(path, "rb") as fh:
             return Image.open(fh).convert("RGB")
     except Exception as err:  # PIL raises many kinds; every one means this file is unusable
-        raise DataError(f"cannot read image {path}: {err}") from err
+        raise UnreadableImage(path, err) from err
+
+
+class SkippingImages(Dataset):
+    """``data.on_bad_image: skip``: an unreadable image is replaced by the next readable one, and
+    its path appended to ``log_file`` (shared by the DataLoader's worker processes)."""
+
+    def __init__(self, inner: Dataset, log_file: Path):
+        self.inner, self.log_file = inner, log_file
+        self.samples, self.classes = getattr(inner, "samples", None), getattr(inner, "classes", None)
+
+    def __len__(self) -> int:
+        return len(self.inner)
+
+    def __getitem__(self, i: int):
+        for k in range(len(self.inner)):
+            try:
+                return self.inner[(i + k) % len(self.inner)]
+            except UnreadableImage as err:
+                with open(self.log_file, "a") as fh:
+                    fh.write(err.path + "\n")
+        raise DataError(f"no readable image in {len(self.inner)} files")
+
+
+def skipped_images(log_file: Path) -> list[str]:
+    """The distinct paths ``SkippingImages`` skipped so far."""
+    return sorted(set(log_file.read_text().splitlines())) if log_file.is_file() else []
 
 
 def _image_transforms(cfg: DataSection, img_size: int, train: bool):
@@ -134,7 +192,13 @@ def _imagefolder(cfg: DataSection) -> DatasetBundle:
     root, size = Path(cfg.root), cfg.img_size or 224
     train = ImageFolder(str(root / "train"), transform=_image_transforms(cfg, size, True), loader=_readable_loader)
     val = ImageFolder(str(root / "val"), transform=_image_transforms(cfg, size, False), loader=_readable_loader)
-    return DatasetBundle(train, val, DataShape(len(train.classes), 3, size))
+    log = None
+    if cfg.on_bad_image == "skip":
+        import tempfile
+
+        log = Path(tempfile.mkdtemp(prefix="mjp-skipped-")) / "skipped.txt"
+        train, val = SkippingImages(train, log), SkippingImages(val, log)
+    return DatasetBundle(train, val, DataShape(len(train.classes), 3, size), log)
 
 
 def _cifar(cfg: DataSection) -> DatasetBundle:
@@ -148,8 +212,20 @@ def _cifar(cfg: DataSection) -> DatasetBundle:
     return DatasetBundle(train, val, DataShape(10 if cfg.name == "cifar10" else 100, 3, size))
 
 
-def _check_imagefolder(root: Path) -> None:
-    classes = {}
+@dataclass(frozen=True)
+class FolderScan:
+    """An ImageNet-style folder as seen by a listing (no image is opened)."""
+
+    classes: dict[str, list[str]]  # split -> class names
+    counts: dict[str, int]  # split -> image files
+    empty_files: list[str]  # zero-byte image files
+
+
+def scan_imagefolder(root: Path) -> FolderScan:
+    """List ``root/{train,val}/<class>/*`` with file sizes; ``DataError`` for a broken layout."""
+    classes: dict[str, list[str]] = {}
+    counts: dict[str, int] = {}
+    empty: list[str] = []
     for split in ("train", "val"):
         d = root / split
         if not d.is_dir():
@@ -157,38 +233,88 @@ def _check_imagefolder(root: Path) -> None:
         folders = sorted(p for p in d.iterdir() if p.is_dir())
         if not folders:
             raise DataError(f"{d} has no class folders")
-        empty = [p.name for p in folders if not any(f.suffix.lower() in IMAGE_EXTENSIONS for f in p.iterdir())]
-        if empty:
-            raise DataError(f"{d}: class folders without images: {', '.join(empty[:10])}")
+        without = []
+        counts[split] = 0
+        for folder in folders:
+            n = 0
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.name.lower().endswith(IMAGE_EXTENSIONS) and entry.is_file():
+                        n += 1
+                        if entry.stat().st_size == 0:
+                            empty.append(entry.path)
+            if n == 0:
+                without.append(folder.name)
+            counts[split] += n
+        if without:
+            raise DataError(f"{d}: class folders without images: {', '.join(without[:10])}")
         classes[split] = [p.name for p in folders]
     if classes["train"] != classes["val"]:
         only_train = sorted(set(classes["train"]) - set(classes["val"]))
         only_val = sorted(set(classes["val"]) - set(classes["train"]))
         raise DataError(f"{root}: train and val classes differ (only in train: {only_train[:10]}, only in val: {only_val[:10]})")
+    return FolderScan(classes, counts, sorted(empty))
+
+
+def _fashion_files(root: Path) -> dict[str, Path]:
+    found = {key: _idx_file(root, stem) for key, stem in FASHION_MNIST_FILES.items()}
+    missing = [FASHION_MNIST_FILES[k] for k, p in found.items() if p is None]
+    if missing:
+        raise DataError(
+            f"fashion_mnist: {', '.join(missing)} not found in data.root={str(root)!r}. "
+            "Install Debian's package (apt-get install dataset-fashion-mnist, which puts them in "
+            f"{FASHION_MNIST_DEFAULT}) or point data.root at a directory holding the four IDX files"
+        )
+    return found
+
+
+def _fashion_sizes(root: Path) -> dict[str, int]:
+    """Items per IDX file, read and checked whole (magic number, declared size, labels 0-9);
+    images and labels of a split must agree."""
+    arrays = {key: _read_idx(path, 3 if key.endswith("images") else 1) for key, path in _fashion_files(root).items()}
+    for key, array in arrays.items():
+        path = _idx_file(root, FASHION_MNIST_FILES[key])
+        if key.endswith("images") and array.shape[1:] != (28, 28):
+            raise DataError(f"{path}: images are {array.shape[1]}x{array.shape[2]}; Fashion-MNIST's are 28x28")
+        if key.endswith("labels") and array.max(initial=0) > 9:
+            raise DataError(f"{path}: labels go up to {array.max()}; Fashion-MNIST has 10 classes (0-9)")
+    sizes = {key: len(array) for key, array in arrays.items()}
+    for split in ("train", "val"):
+        if sizes[f"{split}_images"] != sizes[f"{split}_labels"]:
+            raise DataError(f"fashion_mnist in {root}: {sizes[split + '_images']} {split} images but {sizes[split + '_labels']} labels")
+    return sizes
 
 
 def check_data(cfg: TrainConfig) -> None:
-    """Fail early, before Ray starts, when the configured data cannot be found."""
-    data = cfg.data
-    if data.name == "fashion_mnist":
-        root = Path(data.root or FASHION_MNIST_DEFAULT)
-        missing = [stem for stem in FASHION_MNIST_FILES.values() if _idx_file(root, stem) is None]
-        if missing:
-            raise DataError(
-                f"fashion_mnist: {', '.join(missing)} not found in data.root={str(root)!r}. "
-                "Install Debian's package (apt-get install dataset-fashion-mnist, which puts them in "
-                f"{FASHION_MNIST_DEFAULT}) or point data.root at a directory holding the four IDX files"
-            )
-    elif data.name == "imagefolder":
-        if not data.root:
+    """Fail early, before Ray starts, when the configured data is missing or broken."""
+    data_info(cfg)
+
+
+def data_info(cfg: TrainConfig) -> DataInfo:
+    """Shape and split sizes of the configured data, without loading it; ``DataError`` when the
+    data is missing or broken (unreadable headers, zero-byte images, a layout that does not fit)."""
+    d = cfg.data
+    if d.root is not None and d.name == "digits":
+        raise DataError(f"data.root={d.root!r} is given, but data.name='digits' is bundled with scikit-learn and reads no directory; drop data.root or pick fashion_mnist / imagefolder / cifar10")
+    if d.name == "digits":
+        return DataInfo(DataShape(10, 1, 8), DIGITS_TRAIN, DIGITS_VAL)
+    if d.name == "fashion_mnist":
+        sizes = _fashion_sizes(Path(d.root or FASHION_MNIST_DEFAULT))
+        return DataInfo(DataShape(10, 1, 28), sizes["train_images"], sizes["val_images"])
+    if d.name == "imagefolder":
+        if not d.root:
             raise DataError("data.name='imagefolder' needs data.root (a directory with train/ and val/)")
-        _check_imagefolder(Path(data.root))
-    elif data.name in ("cifar10", "cifar100"):
-        if not data.root:
-            raise DataError(f"data.name={data.name!r} needs data.root (where torchvision keeps it)")
-        marker = "cifar-10-batches-py" if data.name == "cifar10" else "cifar-100-python"
-        if not data.download and not (Path(data.root) / marker).is_dir():
-            raise DataError(f"{data.name} not found in {data.root}/{marker}; set data.download=true to fetch it (needs internet)")
+        scan = scan_imagefolder(Path(d.root))
+        if scan.empty_files and d.on_bad_image == "fail":
+            shown = ", ".join(scan.empty_files[:3]) + (f" and {len(scan.empty_files) - 3} more" if len(scan.empty_files) > 3 else "")
+            raise DataError(f"{len(scan.empty_files)} zero-byte image(s) in {d.root}: {shown}; remove them, or set data.on_bad_image=skip (`mjp data check {d.root}` lists every bad file)")
+        return DataInfo(DataShape(len(scan.classes["train"]), 3, d.img_size or 224), scan.counts["train"], scan.counts["val"])
+    if not d.root:
+        raise DataError(f"data.name={d.name!r} needs data.root (where torchvision keeps it)")
+    marker = "cifar-10-batches-py" if d.name == "cifar10" else "cifar-100-python"
+    if not d.download and not (Path(d.root) / marker).is_dir():
+        raise DataError(f"{d.name} not found in {d.root}/{marker}; set data.download=true to fetch it (needs internet)")
+    return DataInfo(DataShape(10 if d.name == "cifar10" else 100, 3, d.img_size or 32), 50_000, 10_000)
 
 
 def _limit(ds: Dataset, n: int | None) -> Dataset:
@@ -199,16 +325,4 @@ def load_datasets(cfg: TrainConfig) -> DatasetBundle:
     """Train and val datasets for ``cfg.data`` (after ``check_data``)."""
     build = {"digits": _digits, "fashion_mnist": _fashion_mnist, "imagefolder": _imagefolder, "cifar10": _cifar, "cifar100": _cifar}
     bundle = build[cfg.data.name](cfg.data)
-    return DatasetBundle(_limit(bundle.train, cfg.data.train_limit), _limit(bundle.val, cfg.data.val_limit), bundle.shape)
-
-
-def data_shape(cfg: TrainConfig) -> DataShape:
-    """The data's shape without loading it (after ``check_data``)."""
-    d = cfg.data
-    if d.name == "digits":
-        return DataShape(10, 1, 8)
-    if d.name == "fashion_mnist":
-        return DataShape(10, 1, 28)
-    if d.name == "imagefolder":
-        return DataShape(sum(p.is_dir() for p in (Path(d.root) / "train").iterdir()), 3, d.img_size or 224)
-    return DataShape(10 if d.name == "cifar10" else 100, 3, d.img_size or 32)
+    return DatasetBundle(_limit(bundle.train, cfg.data.train_limit), _limit(bundle.val, cfg.data.val_limit), bundle.shape, bundle.skipped_log)

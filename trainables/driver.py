@@ -1,67 +1,126 @@
-"""The driver of one training run: Ray start-up, the MLflow run, and the ``TorchTrainer``.
+"""What Ray Tune runs for each trial (of a sweep, or of ``mjp train``): the MLflow run and the training.
 
-``run_training`` is what ``mjp train`` calls; ``tune_trainable`` (Ray Train V2 pattern) is the
-function Ray Tune runs per trial: it builds a ``TorchTrainer`` for the trial and reports back
-to Tune through ``TuneReportCallback``.
+A 1-worker trial trains in the Tune trial's own process (``TuneSession``): no controller, no
+worker group, no second process to start and import torch in. A trial of several workers keeps
+Ray Train (the V2 pattern): the trial function builds a ``TorchTrainer`` with a deterministic
+name and reports back through ``TuneReportCallback``. Either way the trial's MLflow run is found
+by its trial-id tag or created, so a restored sweep re-attaches to it.
 """
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-# Workers run this interpreter, not `uv run` again (see sweep/cli.py); must precede `import ray`.
-os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
-
-import ray  # noqa: E402
-import ray.train  # noqa: E402
-from ray.train.torch import TorchConfig, TorchTrainer  # noqa: E402
-
-from trainables.config import TrainConfig, flat_params
-from trainables.engine import preflight
-from trainables.tracking import TAG_KIND, TAG_VARIANT, RunTracker, tracking_uri
-from trainables.worker import train_loop_per_worker
-
-#: Worker-group start on a 2-core machine can pass Ray's 60 s default.
-os.environ.setdefault("RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S", "300")
+from mjp import keys
+from trainables.config import TrainConfig, build_config, flat_params
+from trainables.labels import RunLabel, run_label
+from trainables.overrides import expand_presets
+from trainables.tracking import RunTracker
 
 
-def ensure_ray(address: str | None = None, *, num_cpus: int | None = None) -> None:
-    """Connect to ``address`` / ``$RAY_ADDRESS``, or start a private local Ray in this process.
+class TrialFailed(RuntimeError):
+    """A trial's training failed; the message is the one-line reason (the traceback is in its log)."""
 
-    A bare ``ray.init()`` would join whatever cluster ``/tmp/ray`` last named, even a dead one.
-    """
-    if ray.is_initialized():
-        return
-    address = address or os.environ.get("RAY_ADDRESS")
-    if address:
-        ray.init(address=address, log_to_driver=True)
+
+@dataclass(frozen=True)
+class TrialSpec:
+    """What every trial of one Tune run shares (passed to ``tune_trial`` with ``tune.with_parameters``)."""
+
+    name: str  # the sweep's (or training's) name; multi-worker trials' Ray Train runs derive from it
+    base_tree: dict[str, Any]
+    uri: str
+    experiment: str
+    storage: str  # where multi-worker trials keep their Ray Train state
+    extra: dict[str, Any] = field(default_factory=dict)  # --set overrides for every trial
+    presets: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    study: str | None = None
+    parent_run_id: str | None = None
+    run_id: str | None = None  # a single training's run, created before launch
+    checkpoint_epochs: tuple[int, ...] = ()  # a scheduler's decision epochs (ASHA rungs)
+    driver_cpus: float = 0.25
+
+    def config(self, params: dict[str, Any]) -> TrainConfig:
+        return build_config(self.base_tree, {**self.extra, **expand_presets(params, self.presets)}, source=f"trial {params}")
+
+    def label(self, params: dict[str, Any]) -> RunLabel:
+        return run_label(self.config(params), params, self.presets)
+
+
+class TrialResources:
+    """Tune's reservation for a trial: the worker itself when it trains in the trial's process,
+    only the trial function otherwise (the ``TorchTrainer`` reserves its own workers)."""
+
+    def __init__(self, spec: TrialSpec):
+        self.spec = spec
+
+    def __call__(self, params: dict[str, Any]) -> Any:
+        from ray.tune import PlacementGroupFactory
+
+        s = self.spec.config(params).scaling
+        if s.num_workers > 1:
+            return PlacementGroupFactory([{"CPU": self.spec.driver_cpus}])
+        return PlacementGroupFactory([{"CPU": s.cpus_per_worker, **({"GPU": s.gpus_per_worker} if s.use_gpu else {})}])
+
+
+def one_line_reason(err: BaseException) -> str:
+    """The innermost ``Type: message`` line of an error (Ray wraps workers' tracebacks in text)."""
+    while err.__cause__ is not None:
+        err = err.__cause__
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    for line in reversed(lines):
+        head = line.split(":", 1)[0]
+        if head.replace(".", "").isidentifier() and head.split(".")[-1][:1].isupper() and ":" in line:
+            return line[:500]
+    return f"{type(err).__name__}: {lines[-1][:500] if lines else ''}".rstrip(": ")
+
+
+def start_run(cfg: TrainConfig, uri: str, *, run_name: str, tags: dict[str, str] | None = None, parent_run_id: str | None = None) -> RunTracker:
+    """Create the MLflow run of a training and log its config."""
+    tracker = RunTracker.create(
+        uri,
+        cfg.tracking.experiment,
+        run_name=run_name,
+        tags={keys.TAG_KIND: "train", keys.TAG_VARIANT: cfg.variant, "mjp.model": cfg.model.name, "mjp.dataset": cfg.data.name, **(tags or {})},
+        parent_run_id=parent_run_id,
+    )
+    tracker.log_params(flat_params(cfg))
+    return tracker
+
+
+def _trial_run(spec: TrialSpec, cfg: TrainConfig, params: dict[str, Any], trial_id: str) -> RunTracker:
+    if spec.run_id:
+        tracker = RunTracker(spec.uri, spec.run_id)
     else:
-        # The dashboard (ray[default]) serves the state API that frees the placement groups of
-        # trials stopped early (ray#54305), so it stays on.
-        ray.init(address="local", num_cpus=num_cpus, log_to_driver=True)
+        tracker = find_child_run(spec.uri, spec.experiment, spec.parent_run_id, trial_id)
+    if tracker is not None:
+        tracker.set_status("RUNNING")
+        return tracker
+    label = run_label(cfg, params, spec.presets)
+    tags = {keys.TAG_TRIAL_ID: trial_id, keys.TAG_LABEL: label.display, **{f"{keys.TAG_SAMPLE_PREFIX}{k}": str(v) for k, v in params.items()}}
+    if spec.study:
+        tags[keys.TAG_STUDY] = spec.study
+    return start_run(cfg, spec.uri, run_name=label.run_name, tags=tags, parent_run_id=spec.parent_run_id)
 
 
-def storage_path(cfg: TrainConfig) -> str:
-    """Where Ray keeps checkpoints: ``tracking.storage_path`` (local dir or s3:// / gs://) or ./runs."""
-    path = cfg.tracking.storage_path or "runs"
-    return path if "://" in path else str(Path(path).resolve())
-
-
-def make_trainer(cfg: TrainConfig, uri: str, run_id: str | None, name: str, callbacks: list | None = None, storage: str | None = None) -> TorchTrainer:
+def make_trainer(cfg: TrainConfig, uri: str, run_id: str, name: str, storage: str, callbacks: list | None = None, checkpoint_epochs: tuple[int, ...] = ()) -> Any:
     """A ``TorchTrainer`` for ``cfg``; ``name`` must be deterministic so a restarted driver finds its state."""
+    import ray.train
+    from ray.train.torch import TorchConfig, TorchTrainer
+
+    from trainables.worker import train_loop_per_worker
+
     s = cfg.scaling
     resources = {"CPU": s.cpus_per_worker, **({"GPU": s.gpus_per_worker} if s.use_gpu else {})}
     return TorchTrainer(
         train_loop_per_worker,
-        train_loop_config={"train_config": cfg.model_dump(mode="json"), "tracking_uri": uri, "mlflow_run_id": run_id},
+        train_loop_config={"train_config": cfg.model_dump(mode="json"), "tracking_uri": uri, "mlflow_run_id": run_id, "checkpoint_epochs": list(checkpoint_epochs)},
         torch_config=TorchConfig(backend="nccl" if s.use_gpu else "gloo"),
         scaling_config=ray.train.ScalingConfig(num_workers=s.num_workers, use_gpu=s.use_gpu, resources_per_worker=resources),
         run_config=ray.train.RunConfig(
             name=name,
-            storage_path=storage or storage_path(cfg),
+            storage_path=storage,
             failure_config=ray.train.FailureConfig(max_failures=cfg.runtime.max_failures),
             checkpoint_config=ray.train.CheckpointConfig(num_to_keep=2),
             callbacks=callbacks,
@@ -69,83 +128,37 @@ def make_trainer(cfg: TrainConfig, uri: str, run_id: str | None, name: str, call
     )
 
 
-def start_run(cfg: TrainConfig, uri: str, *, run_name: str | None = None, tags: dict[str, str] | None = None, parent_run_id: str | None = None) -> RunTracker:
-    """Create the MLflow run of a training and log its config."""
-    tracker = RunTracker.create(
-        uri,
-        cfg.tracking.experiment,
-        run_name=run_name or cfg.tracking.run_name or f"{cfg.model.name}-{cfg.variant}",
-        tags={TAG_KIND: "train", TAG_VARIANT: cfg.variant, "mjp.model": cfg.model.name, "mjp.dataset": cfg.data.name, **(tags or {})},
-        parent_run_id=parent_run_id,
-    )
-    tracker.log_params(flat_params(cfg))
-    return tracker
-
-
-@dataclass
-class TrainingOutcome:
-    run_id: str
-    metrics: dict[str, Any]
-    error: BaseException | None
-
-
-def run_training(cfg: TrainConfig, *, address: str | None = None, name: str | None = None) -> TrainingOutcome:
-    """One training run, distributed per ``cfg.scaling``, logged to MLflow; checked before launch."""
-    preflight(cfg)
-    uri = tracking_uri(cfg.tracking.uri)
-    ensure_ray(address)
-    tracker = start_run(cfg, uri)
-    trainer = make_trainer(cfg, uri, tracker.run_id, name or f"train-{tracker.run_id[:12]}")
-    try:
-        result = trainer.fit()
-        error = result.error
-        metrics = dict(result.metrics or {})
-    except Exception as err:  # Ray raises TrainingFailedError when retries are exhausted
-        error, metrics = err, {}
-    tracker.set_status("FAILED" if error else "FINISHED")
-    if error:
-        tracker.set_tags({"mjp.error": str(error)[:5000]})
-    return TrainingOutcome(tracker.run_id, metrics, error)
-
-
-def tune_trainable(params: dict[str, Any], sweep: dict[str, Any]) -> None:
-    """One Tune trial (Ray Train V2 pattern): a ``TorchTrainer`` for the sampled ``params``.
-
-    ``sweep`` (passed with ``tune.with_parameters``): ``name``, ``base_tree``, ``extra`` (--set
-    overrides), ``presets`` (labels -> keys), ``uri``, ``experiment``, ``parent_run_id``, ``storage``. The trial's MLflow child
-    run is found by its trial-id tag or created, so a restored sweep re-attaches to it.
-    """
+def tune_trial(params: dict[str, Any], spec: TrialSpec) -> None:
+    """One trial: ``params`` is what the searcher sampled (empty for ``mjp train``)."""
     from ray import tune
-    from ray.tune.integration.ray_train import TuneReportCallback
-
-    from trainables.config import build_config, expand_presets
-    from trainables.tracking import TAG_SAMPLE_PREFIX, TAG_STUDY, TAG_TRIAL_ID
 
     trial_id = tune.get_context().get_trial_id()
-    cfg = build_config(sweep["base_tree"], {**sweep["extra"], **expand_presets(params, sweep["presets"])}, source=f"trial {trial_id}")
-    tracker = find_child_run(sweep["uri"], sweep["experiment"], sweep["parent_run_id"], trial_id)
-    if tracker is None:
-        tracker = start_run(
-            cfg, sweep["uri"], run_name=f"{sweep['name']}-{trial_id}",
-            tags={TAG_TRIAL_ID: trial_id, TAG_STUDY: sweep["name"], **{f"{TAG_SAMPLE_PREFIX}{k}": str(v) for k, v in params.items()}},
-            parent_run_id=sweep["parent_run_id"],
-        )
-    else:
-        tracker.set_status("RUNNING")
-    trainer = make_trainer(cfg, sweep["uri"], tracker.run_id, f"{sweep['name']}-{trial_id}", [TuneReportCallback()], sweep["storage"])
+    cfg = spec.config(params)
+    tracker = _trial_run(spec, cfg, params, trial_id)
     try:
-        error = trainer.fit().error
-    except Exception as err:  # TrainingFailedError once retries are exhausted
-        error = err
-    if error is not None:
-        tracker.set_tags({"mjp.error": str(error)[:5000]})
+        if cfg.scaling.num_workers == 1:
+            import torch
+
+            from trainables.session import TuneSession
+            from trainables.worker import train_loop
+
+            torch.set_num_threads(max(1, int(cfg.scaling.cpus_per_worker)))
+            train_loop(cfg, TuneSession(cfg.scaling.use_gpu), tracking_uri=spec.uri, run_id=tracker.run_id, extra_checkpoints=spec.checkpoint_epochs)
+        else:
+            from ray.tune.integration.ray_train import TuneReportCallback
+
+            trainer = make_trainer(cfg, spec.uri, tracker.run_id, f"{spec.name}-{trial_id}", str(Path(spec.storage)), [TuneReportCallback()], spec.checkpoint_epochs)
+            trainer.fit()  # raises TrainingFailedError once Ray Train's retries are exhausted
+    except Exception as err:  # not BaseException: Tune stops a trial (ASHA) with SystemExit
+        reason = one_line_reason(err)
+        tracker.set_tags({keys.TAG_ERROR: reason})
         tracker.set_status("FAILED")
-        raise RuntimeError(f"trial {trial_id} failed: {error}")
+        raise TrialFailed(reason) from err
     tracker.set_status("FINISHED")
 
 
-def find_child_run(uri: str, experiment: str, parent_run_id: str, trial_id: str) -> RunTracker | None:
+def find_child_run(uri: str, experiment: str, parent_run_id: str | None, trial_id: str) -> RunTracker | None:
     """The MLflow run of trial ``trial_id`` under sweep run ``parent_run_id``, if it exists."""
-    from trainables.tracking import TAG_PARENT, TAG_TRIAL_ID
-
-    return RunTracker.find(uri, experiment, {TAG_TRIAL_ID: trial_id, TAG_PARENT: parent_run_id})
+    if parent_run_id is None:
+        return None
+    return RunTracker.find(uri, experiment, {keys.TAG_TRIAL_ID: trial_id, keys.TAG_PARENT: parent_run_id})

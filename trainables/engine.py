@@ -1,17 +1,17 @@
-"""The training engine: model, DeiT recipe, one epoch, evaluation, checkpoints. Plain torch, no Ray.
+"""The training engine: model, DeiT recipe, one epoch, evaluation. Plain torch, no Ray.
 
 Distributed callers pass an ``all_reduce`` for the evaluation sums; the engine itself never
 talks to a process group. The step holds no host sync: losses accumulate on the device and are
-read once every ``runtime.log_every`` steps and at the end of the epoch.
+read once every ``runtime.log_every`` steps and at the end of the epoch. The engine samples
+each batch's jigsaw shuffle itself and hands it to the model, so a compiled model sees tensors,
+not a random generator.
 """
 
 from __future__ import annotations
 
 import math
 import random
-from pathlib import Path
 import time
-from dataclasses import dataclass
 from typing import Callable, Iterable
 
 import numpy as np
@@ -22,11 +22,15 @@ from timm.optim import param_groups_weight_decay
 from torch import nn
 
 import mjp
-from mjp import metrics as keys
+from mjp import keys
 from mjp.dal import dal_weight_at
+from mjp.metrics import consistency_per_image, shuffled_correct
 from mjp.models import MJPOutput
-from trainables.config import ConfigError, TrainConfig
-from trainables.data import DataShape, check_data, data_shape
+from mjp.models.factory import takes_image_size
+from trainables.config import TrainConfig
+from trainables.data import DataShape
+from trainables.seeds import derive_seed
+from trainables.train_state import TrainState, unwrap
 
 Reduce = Callable[[torch.Tensor], torch.Tensor]
 
@@ -36,71 +40,21 @@ class NonFiniteLossError(RuntimeError):
 
 
 def seed_everything(seed: int) -> None:
+    """Seed the process-global generators (weight init, augmentation, mixup) of one worker."""
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
 
 
-def unwrap(model: nn.Module) -> nn.Module:
-    """The model inside a DDP / compile wrapper."""
-    while hasattr(model, "module") or hasattr(model, "_orig_mod"):
-        model = getattr(model, "module", None) or model._orig_mod
-    return model
-
-
 def build_model(cfg: TrainConfig, shape: DataShape) -> nn.Module:
     """The configured timm model with MJP, sized for the data (``model.kwargs`` win)."""
     kwargs = dict(num_classes=shape.num_classes, in_chans=shape.in_chans)
-    if not cfg.model.name.startswith("resnet"):
+    if takes_image_size(cfg.model.name):
         kwargs["img_size"] = shape.img_size
     kwargs.update(cfg.model.kwargs)
     if cfg.model.pretrained_file:
         kwargs.update(pretrained=True, pretrained_cfg_overlay=dict(file=cfg.model.pretrained_file))
     return mjp.create_model(cfg.model.name, mjp=cfg.mjp, april_block=cfg.model.april_block, **kwargs)
-
-
-@dataclass
-class TrainState:
-    """Everything a checkpoint restores."""
-
-    model: nn.Module
-    optimizer: torch.optim.Optimizer
-    scheduler: torch.optim.lr_scheduler.LambdaLR
-    scaler: torch.amp.GradScaler
-    total_steps: int
-    epoch: int = 0  # epochs completed
-
-    def state_dict(self) -> dict:
-        raw = unwrap(self.model)
-        return dict(
-            model=raw.state_dict(),
-            optimizer=self.optimizer.state_dict(),
-            scheduler=self.scheduler.state_dict(),
-            scaler=self.scaler.state_dict(),
-            epoch=self.epoch,
-            rng=dict(
-                torch=torch.get_rng_state(),
-                cuda=torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-                numpy=np.random.get_state(),
-                python=random.getstate(),
-                mjp=raw.mjp_generator.get_state(),
-            ),
-        )
-
-    def load_state_dict(self, state: dict) -> None:
-        raw = unwrap(self.model)
-        raw.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.scheduler.load_state_dict(state["scheduler"])
-        self.scaler.load_state_dict(state["scaler"])
-        self.epoch = state["epoch"]
-        rng = state["rng"]
-        torch.set_rng_state(rng["torch"])
-        if rng["cuda"] and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(rng["cuda"])
-        np.random.set_state(rng["numpy"])
-        random.setstate(rng["python"])
-        raw.mjp_generator.set_state(rng["mjp"])
 
 
 def lr_factor(step: int, total: int, warmup: int, min_ratio: float) -> float:
@@ -124,30 +78,6 @@ def build_state(cfg: TrainConfig, model: nn.Module, steps_per_epoch: int, world_
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, total, warmup, min_ratio))
     scaler = torch.amp.GradScaler(enabled=cfg.runtime.amp == "fp16" and torch.cuda.is_available())
     return TrainState(model, optimizer, scheduler, scaler, total)
-
-
-def preflight(cfg: TrainConfig) -> None:
-    """Everything that can be checked before launch: the data is there, and the model builds
-    (timm name and arguments, MJP against the patch grid) on the meta device, costing nothing."""
-    check_data(cfg)
-    shape = data_shape(cfg)
-    try:
-        with torch.device("meta"):
-            model = build_model(cfg, shape)
-    except ValueError as err:
-        raise ConfigError(str(err)) from None
-    patch = keys.model_patch_size(model)
-    if shape.img_size % patch[0] or shape.img_size % patch[1]:
-        raise ConfigError(f"{shape.img_size}x{shape.img_size} images do not split into {patch[0]}x{patch[1]} jigsaw patches; set mjp.patch_size (ResNet) or model.kwargs.patch_size to a divisor")
-    privacy = cfg.eval.privacy
-    if privacy is not None and privacy.attack == "april":
-        from mjp.privacy import april_requirements
-
-        why = april_requirements(model)
-        if why:
-            raise ConfigError(f"eval.privacy.attack='april' cannot attack {cfg.model.name}: {why} (model.april_block=true, or eval.privacy.attack=inversion)")
-    if privacy is not None and privacy.lpips_backbone and not Path(privacy.lpips_backbone).is_file():
-        raise ConfigError(f"eval.privacy.lpips_backbone={privacy.lpips_backbone!r} does not exist")
 
 
 def make_mixup(cfg: TrainConfig, num_classes: int) -> Mixup | None:
@@ -198,8 +128,9 @@ def train_one_epoch(
         if mixup is not None:
             x, y = mixup(x, y)
         step = state.epoch * steps_per_epoch + seen
+        shuffle = raw.mjp_sample_shuffle(x)
         with _autocast(cfg, device):
-            out = model(x)
+            out = model(x, shuffle=shuffle)
             logits, dal = (out.logits, out.loss_dal) if isinstance(out, MJPOutput) else (out, None)
             loss = criterion(logits, y)
             total = loss if dal is None else loss + dal_weight_at(cfg.mjp, step / max(state.total_steps, 1), dal_warmup) * dal
@@ -255,13 +186,13 @@ def evaluate_shuffles(cfg: TrainConfig, model: nn.Module, loader: Iterable, devi
     ``val/top1_shuffled_<r>`` for every ``eval.shuffle_ratios``; seeded per worker."""
     raw = unwrap(model)
     raw.eval()
-    gen = torch.Generator().manual_seed(cfg.eval.seed * 1000 + rank)
+    gen = torch.Generator().manual_seed(derive_seed(cfg.eval.seed, "eval", rank))
     ratios = cfg.eval.shuffle_ratios
     sums = torch.zeros(3 + len(ratios), dtype=torch.float64, device=device)  # agree, diff, n, correct per ratio
     for x, y in loader:
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-        agree, diff = keys.consistency_per_image(raw, x, cfg.eval.consistency_ratio, generator=gen)
-        correct = [keys.shuffled_correct(raw, x, y, r, generator=gen).sum() for r in ratios]
+        agree, diff = consistency_per_image(raw, x, cfg.eval.consistency_ratio, generator=gen)
+        correct = [shuffled_correct(raw, x, y, r, generator=gen).sum() for r in ratios]
         sums += torch.stack([agree.sum(), diff.sum(), torch.tensor(len(y), device=device), *correct]).double()
     if reduce is not None:
         sums = reduce(sums)

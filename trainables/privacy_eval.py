@@ -3,18 +3,14 @@ and draw originals above reconstructions. Used at the end of training and by ``m
 
 from __future__ import annotations
 
-import matplotlib
+import torch
+from matplotlib.figure import Figure
+from torch import nn
+from torch.utils.data import Dataset
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import torch  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from torch import nn  # noqa: E402
-from torch.utils.data import Dataset  # noqa: E402
-
-from mjp.metrics import privacy_key  # noqa: E402
-from mjp.privacy import LPIPS, LPIPS_MISSING, AttackResult, attack_images  # noqa: E402
-from trainables.config import PrivacySection  # noqa: E402
+from mjp.keys import privacy_key
+from mjp.privacy import LPIPS, LPIPS_MISSING, AttackResult, attack_images
+from trainables.config import PrivacySection, TrainConfig
 
 
 def fixed_images(dataset: Dataset, n: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -38,17 +34,27 @@ def run_privacy_eval(model: nn.Module, images: torch.Tensor, labels: torch.Tenso
     return metrics, results, notes
 
 
+def privacy_step(cfg: TrainConfig, model: nn.Module, val_set: Dataset, device: torch.device, title: str) -> tuple[dict[str, float], Figure, list[str]]:
+    """The configured attacks on the first ``eval.privacy.images`` val images; scores, grid, notes."""
+    privacy = cfg.eval.privacy
+    images, labels = fixed_images(val_set, privacy.images)
+    metrics, results, notes = run_privacy_eval(model, images.to(device), labels.to(device), privacy, seed=cfg.eval.seed)
+    return metrics, reconstruction_grid(results, f"{title}: {privacy.attack} attack"), notes
+
+
 def reconstruction_grid(results: dict[str, AttackResult], title: str) -> Figure:
-    """Per setting, targets above reconstructions."""
+    """Per setting, targets above reconstructions (tensors on any device)."""
     settings = list(results)
     n = results[settings[0]].targets.shape[0]
-    fig, axes = plt.subplots(2 * len(settings), n, figsize=(1.3 * n, 2.7 * len(settings)), squeeze=False)
+    fig = Figure(figsize=(1.3 * n, 2.7 * len(settings)))
+    axes = fig.subplots(2 * len(settings), n, squeeze=False)
     for row, setting in enumerate(settings):
         r = results[setting]
         for i in range(n):
             for k, (img, what) in enumerate([(r.targets[i], "target"), (r.reconstructions[i], "recon")]):
                 ax = axes[2 * row + k, i]
-                ax.imshow(img.permute(1, 2, 0).squeeze(-1).numpy(), cmap="gray" if img.shape[0] == 1 else None, vmin=0, vmax=1)
+                pixels = img.detach().float().cpu().permute(1, 2, 0).squeeze(-1).numpy()
+                ax.imshow(pixels, cmap="gray" if img.shape[0] == 1 else None, vmin=0, vmax=1)
                 ax.set_xticks([]), ax.set_yticks([])
                 if i == 0:
                     ax.set_ylabel(f"({setting}) {what}", fontsize=8)

@@ -1,13 +1,15 @@
 """MLflow adapter: the only module of the training side that imports mlflow.
 
 Runs are addressed by id through ``MlflowClient`` (no global active run, so Ray workers and Tune
-drivers can share a process safely). A resumed run re-attaches to its id; params already logged
-are not logged again.
+drivers can share a process safely). A resumed run re-attaches to its id: params already logged
+are not logged again, and ``EpochLogger`` skips the steps logged before the interruption.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import sqlite3
 import subprocess
 import tempfile
 import time
@@ -15,16 +17,15 @@ from pathlib import Path
 from typing import Any
 
 import mlflow
-from mlflow.entities import Metric, Param, RunTag
+from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
-#: MLflow tag names used across the platform.
-TAG_PARENT = "mlflow.parentRunId"
-TAG_TRIAL_ID = "mjp.trial_id"
-TAG_STUDY = "mjp.study"
-TAG_VARIANT = "mjp.variant"
-TAG_KIND = "mjp.kind"  # "train" | "sweep"
-TAG_SAMPLE_PREFIX = "mjp.sample."  # + sampled key: the value a sweep chose for this trial
+from mjp import keys
+from trainables.errors import UserError
+
+
+class TrackingError(UserError):
+    """The MLflow store cannot be used (missing, read-only, unreachable); the message says which and why."""
 
 
 def tracking_uri(configured: str | None = None, base_dir: str | Path | None = None) -> str:
@@ -40,11 +41,41 @@ def tracking_uri(configured: str | None = None, base_dir: str | Path | None = No
     return uri
 
 
+def sqlite_path(uri: str) -> Path | None:
+    return Path(uri[len("sqlite:///") :]) if uri.startswith("sqlite:///") else None
+
+
 def _artifact_root(uri: str) -> str | None:
     """Artifacts next to a SQLite store (absolute); a server decides its own."""
-    if uri.startswith("sqlite:///"):
-        return (Path(uri[len("sqlite:///") :]).parent / "mlartifacts").resolve().as_uri()
-    return None
+    path = sqlite_path(uri)
+    return (path.parent / "mlartifacts").resolve().as_uri() if path else None
+
+
+def check_store_readable(uri: str) -> None:
+    """Reading commands never create a store: a SQLite file that does not exist is an error."""
+    path = sqlite_path(uri)
+    if path is not None and not path.is_file():
+        raise TrackingError(f"no MLflow store at {path} (nothing has been run with this tracking URI); give --uri or run a sweep first")
+
+
+def check_store_writable(uri: str) -> None:
+    """Before launch: a SQLite store (and its artifact folder) must be creatable and writable."""
+    path = sqlite_path(uri)
+    if path is None:
+        return
+    parent = path.parent
+    if not parent.is_dir():
+        raise TrackingError(f"cannot create the MLflow store {path}: the directory {parent} does not exist")
+    for target in (path if path.exists() else parent, parent / "mlartifacts"):
+        if target.exists() and not os.access(target, os.W_OK):
+            raise TrackingError(f"the MLflow store is read-only: cannot write {target} (check its permissions or give tracking.uri)")
+    if path.exists():
+        try:
+            with sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=30) as db:
+                db.execute("BEGIN IMMEDIATE")
+                db.rollback()
+        except sqlite3.DatabaseError as err:
+            raise TrackingError(f"the MLflow store {path} cannot be written: {err}") from None
 
 
 def experiment_id(client: MlflowClient, name: str) -> str:
@@ -53,8 +84,17 @@ def experiment_id(client: MlflowClient, name: str) -> str:
         return exp.experiment_id
     try:
         return client.create_experiment(name, artifact_location=_artifact_root(client.tracking_uri))
-    except mlflow.exceptions.MlflowException:  # created concurrently by another process
-        return client.get_experiment_by_name(name).experiment_id
+    except mlflow.exceptions.MlflowException as err:
+        exp = client.get_experiment_by_name(name)  # created meanwhile by another process?
+        if exp is None:
+            raise TrackingError(f"cannot create MLflow experiment {name!r} in {client.tracking_uri}: {str(err).splitlines()[0][:300]}") from None
+        return exp.experiment_id
+
+
+def set_experiment_note(uri: str, name: str, text: str) -> None:
+    """The experiment's description in the MLflow UI (``mlflow.note.content``)."""
+    client = MlflowClient(uri)
+    client.set_experiment_tag(experiment_id(client, name), keys.TAG_NOTE, text)
 
 
 def git_commit(path: str | Path | None = None) -> str | None:
@@ -63,6 +103,15 @@ def git_commit(path: str | Path | None = None) -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def _param_value(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= 6000 else text[:5997] + "..."
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 class RunTracker:
@@ -77,7 +126,7 @@ class RunTracker:
         client = MlflowClient(uri)
         all_tags = dict(tags or {})
         if parent_run_id:
-            all_tags[TAG_PARENT] = parent_run_id
+            all_tags[keys.TAG_PARENT] = parent_run_id
         commit = git_commit()
         if commit:
             all_tags.setdefault("mlflow.source.git.commit", commit)
@@ -106,22 +155,52 @@ class RunTracker:
         for i in range(0, len(items), 100):
             self.client.log_batch(self.run_id, params=items[i : i + 100])
 
-    def set_tags(self, tags: dict[str, str]) -> None:
+    def set_tags(self, tags: dict[str, Any]) -> None:
         self.client.log_batch(self.run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
 
-    def log_metrics(self, metrics: dict[str, float], step: int) -> None:
+    def set_note(self, text: str) -> None:
+        """The run's description in the MLflow UI (Markdown)."""
+        self.set_tags({keys.TAG_NOTE: text})
+
+    def log_metrics(self, metrics: dict[str, float], step: int = 0) -> None:
         ts = _now_ms()
         self.client.log_batch(self.run_id, metrics=[Metric(k, float(v), ts, step) for k, v in metrics.items()])
+
+    def log_new_metrics(self, metrics: dict[str, float]) -> None:
+        """Summary values, logged once: a key already holding the same value is not logged again;
+        a changed value (a resumed sweep) is logged as the key's next step."""
+        have = self.client.get_run(self.run_id).data.metrics
+        for key, value in metrics.items():
+            if key in have and have[key] == float(value):
+                continue
+            step = self.last_step(key) + 1 if key in have else 0
+            self.log_metrics({key: value}, step)
+
+    def last_step(self, key: str) -> int:
+        """The largest step logged for ``key``; -1 when none is."""
+        return max((m.step for m in self.client.get_metric_history(self.run_id, key)), default=-1)
+
+    def log_dataset(self, name: str, digest: str, source: str, profile: dict[str, Any], context: str) -> None:
+        """A dataset in the run's Dataset column (``mlflow.log_input``), once per context."""
+        have = self.client.get_run(self.run_id).inputs
+        for existing in (have.dataset_inputs if have else []):
+            if any(t.key == "mlflow.data.context" and t.value == context for t in existing.tags):
+                return
+        dataset = Dataset(name=name, digest=digest, source_type="local", source=json.dumps({"uri": source}), profile=json.dumps(profile))
+        self.client.log_inputs(self.run_id, datasets=[DatasetInput(dataset, tags=[InputTag("mlflow.data.context", context)])])
 
     def log_artifact(self, path: str | Path, artifact_path: str | None = None) -> None:
         self.client.log_artifact(self.run_id, str(path), artifact_path)
 
-    def log_figure(self, figure: Any, name: str) -> None:
-        """Save a matplotlib figure as ``figures/<name>``."""
+    def log_text(self, text: str, artifact_file: str) -> None:
+        self.client.log_text(self.run_id, text, artifact_file)
+
+    def log_figure(self, figure: Any, name: str, artifact_dir: str = "figures") -> None:
+        """Save a matplotlib figure as ``<artifact_dir>/<name>``."""
         with tempfile.TemporaryDirectory() as d:
             path = Path(d) / name
             figure.savefig(path, dpi=120, bbox_inches="tight")
-            self.log_artifact(path, "figures")
+            self.log_artifact(path, artifact_dir)
 
     def set_status(self, status: str) -> None:
         """``RUNNING`` (re-attach), or a terminal ``FINISHED`` / ``FAILED`` / ``KILLED``."""
@@ -131,25 +210,49 @@ class RunTracker:
             self.client.set_terminated(self.run_id, status=status)
 
 
-def _param_value(value: Any) -> str:
-    text = str(value)
-    return text if len(text) <= 6000 else text[:5997] + "..."
+class EpochLogger:
+    """Rank 0's per-epoch, running and final metrics, skipping steps a previous attempt logged."""
 
+    def __init__(self, tracker: RunTracker):
+        self.tracker = tracker
+        self.last_epoch = tracker.last_step(keys.VAL_TOP1)
+        self.last_running = tracker.last_step(keys.TRAIN_LOSS + keys.RUNNING_SUFFIX)
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
+    def running(self, metrics: dict[str, float], step: int) -> None:
+        if step > self.last_running:
+            self.tracker.log_metrics({f"{k}{keys.RUNNING_SUFFIX}": v for k, v in metrics.items() if k.startswith("train/loss")}, step)
+
+    def epoch(self, metrics: dict[str, float], epoch: int) -> None:
+        if epoch > self.last_epoch:
+            self.tracker.log_metrics(metrics, step=epoch)
+
+    def final(self, metrics: dict[str, float]) -> None:
+        """End-of-training evaluation: one value per key (no epoch axis)."""
+        self.tracker.log_new_metrics(metrics)
 
 
 def run_config_tree(uri: str, run_id: str) -> dict[str, Any]:
     """The nested TrainConfig dict a run logged as flat params."""
-    from trainables.config import unflatten
-
     import yaml
+
+    from trainables.overrides import unflatten
 
     params = MlflowClient(uri).get_run(run_id).data.params
     return unflatten({k: yaml.safe_load(v) if v not in ("", "None") else None for k, v in params.items()})
 
 
+def get_run_or_fail(uri: str, run_id: str) -> Any:
+    """The MLflow run ``run_id``; ``TrackingError`` naming the id and the store when there is none."""
+    check_store_readable(uri)
+    try:
+        return MlflowClient(uri).get_run(run_id)
+    except mlflow.exceptions.MlflowException:
+        raise TrackingError(f"no MLflow run with id {run_id!r} in {uri}; `mjp sweep status` lists the sweeps and their runs") from None
+
+
 def download_run_checkpoint(uri: str, run_id: str, into: str) -> Path:
     """The model weights a run logged (``checkpoint/model.pt``), downloaded into ``into``."""
-    return Path(MlflowClient(uri).download_artifacts(run_id, "checkpoint/model.pt", into))
+    try:
+        return Path(MlflowClient(uri).download_artifacts(run_id, "checkpoint/model.pt", into))
+    except (mlflow.exceptions.MlflowException, OSError):
+        raise TrackingError(f"MLflow run {run_id} has no checkpoint/model.pt artifact (was it trained with tracking.log_checkpoint=false, or did it fail?)") from None

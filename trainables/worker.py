@@ -1,153 +1,117 @@
-"""The Ray Train worker loop: one data-parallel worker of a training run.
+"""The training loop of one worker, behind a session (``trainables.session``).
 
-Every epoch all workers report metrics; rank 0 attaches a checkpoint (model, optimiser,
-scheduler, scaler, RNG states, epoch) and alone writes to MLflow. A restarted worker group
-resumes from ``ray.train.get_checkpoint()``; MLflow steps are epochs, so a re-run epoch
-overwrites nothing and adds no second run.
+Every epoch all workers report metrics; at checkpoint epochs rank 0 attaches the training state.
+Checkpoints are written every ``runtime.checkpoint_every`` epochs, at the last epoch, at the
+epochs a scheduler decides at (ASHA's rungs, passed in as ``checkpoint_epochs``) and at an
+injected failure; a restart resumes from the latest one. Rank 0 alone writes to MLflow; MLflow
+steps are epochs, and a resumed run does not log again the epochs (or running-loss steps) that
+were logged before it stopped.
 """
 
 from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
-import ray.train
-import ray.train.torch
 import torch
 import torch.distributed as dist
 from timm.data.distributed_sampler import RepeatAugSampler
 from torch.utils.data import DataLoader, DistributedSampler, Subset
 
 from trainables.config import TrainConfig
-from trainables.data import load_datasets
-from trainables.engine import (
-    TrainState,
-    build_model,
-    build_state,
-    evaluate,
-    evaluate_shuffles,
-    make_mixup,
-    seed_everything,
-    train_one_epoch,
-    unwrap,
-)
-from trainables.figures import shuffle_accuracy_figure
-from trainables.tracking import RunTracker
-
-CHECKPOINT_FILE = "state.pt"
+from trainables.data import DatasetBundle, load_datasets
+from trainables.engine import build_model, build_state, evaluate, make_mixup, seed_everything, train_one_epoch
+from trainables.final_eval import final_evaluation
+from trainables.seeds import derive_seed
+from trainables.train_state import TrainState
+from trainables.tracking import EpochLogger, RunTracker
 
 
 class InjectedFailure(RuntimeError):
     """Raised by ``runtime.fail_after_epoch`` to test recovery."""
 
 
-def _all_reduce(t: torch.Tensor) -> torch.Tensor:
+def all_reduce(t: torch.Tensor) -> torch.Tensor:
+    """Sum over the data-parallel workers (identity for one worker)."""
     if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
         t = t.clone()
         dist.all_reduce(t)
     return t
 
 
-def _loaders(cfg: TrainConfig, rank: int, world: int):
-    bundle = load_datasets(cfg)
-    d = cfg.data
+def checkpoint_epochs(cfg: TrainConfig, extra: Iterable[int] = ()) -> set[int]:
+    """The epochs (1-based) after which a checkpoint is saved."""
+    epochs, every = cfg.optim.epochs, cfg.runtime.checkpoint_every
+    chosen = set(range(every, epochs + 1, every)) | {epochs} | {e for e in extra if 1 <= e <= epochs}
+    if cfg.runtime.fail_after_epoch:
+        chosen.add(cfg.runtime.fail_after_epoch)
+    return chosen
+
+
+def make_loaders(cfg: TrainConfig, bundle: DatasetBundle, session: Any) -> tuple[Any, DataLoader, DataLoader]:
+    """Sharded train loader (per-epoch shuffled, seeded by ``data.seed``) and val loader."""
+    d, rank, world = cfg.data, session.rank, session.world
     if d.repeated_aug > 1:
         sampler = RepeatAugSampler(bundle.train, num_replicas=world, rank=rank, shuffle=True, num_repeats=d.repeated_aug)
     else:
-        sampler = DistributedSampler(bundle.train, num_replicas=world, rank=rank, shuffle=True, seed=cfg.runtime.seed)
+        sampler = DistributedSampler(bundle.train, num_replicas=world, rank=rank, shuffle=True, seed=cfg.data.seed % 2**63)
     common = dict(batch_size=d.batch_size, num_workers=d.loader_workers, pin_memory=cfg.scaling.use_gpu, persistent_workers=d.loader_workers > 0)
     train = DataLoader(bundle.train, sampler=sampler, drop_last=True, **common)
     # Validation: a disjoint shard per worker (no padding duplicates); sums are all-reduced.
     val = DataLoader(Subset(bundle.val, range(rank, len(bundle.val), world)), shuffle=False, **common)
-    if len(train) == 0:
-        raise ValueError(f"data.batch_size={d.batch_size} x {world} workers exceeds the {len(bundle.train)} training images; lower it")
-    # Our samplers already shard; Ray moves the batches to the worker's device.
-    train = ray.train.torch.prepare_data_loader(train, add_dist_sampler=False)
-    val = ray.train.torch.prepare_data_loader(val, add_dist_sampler=False)
-    return bundle, sampler, train, val
+    return sampler, session.prepare_loader(train), session.prepare_loader(val)
 
 
-def train_loop_per_worker(config: dict[str, Any]) -> None:
-    """Ray Train entry point. ``config``: ``train_config`` (dict), ``tracking_uri``, ``mlflow_run_id``."""
-    cfg = TrainConfig.model_validate(config["train_config"])
-    ctx = ray.train.get_context()
-    rank, world = ctx.get_world_rank(), ctx.get_world_size()
-    seed_everything(cfg.runtime.seed * 1000 + rank)
-    bundle, sampler, train_loader, val_loader = _loaders(cfg, rank, world)
-    device = ray.train.torch.get_device()
-
+def train_loop(cfg: TrainConfig, session: Any, *, tracking_uri: str | None, run_id: str | None, extra_checkpoints: Iterable[int] = ()) -> None:
+    """Train ``cfg`` to its last epoch (or from its latest checkpoint), reporting through ``session``."""
+    rank = session.rank
+    seed_everything(derive_seed(cfg.runtime.seed, "process", rank))
+    bundle = load_datasets(cfg)
+    sampler, train_loader, val_loader = make_loaders(cfg, bundle, session)
     model = build_model(cfg, bundle.shape)
-    model.mjp_reseed(cfg.mjp.seed * 1000 + rank)
+    model.mjp_reseed(derive_seed(cfg.mjp.seed, "jigsaw", rank), device=session.device if session.device.type == "cuda" else "cpu")
     if cfg.runtime.channels_last:
         model = model.to(memory_format=torch.channels_last)
     # E_unk / DAL head sit out of the graph while the jigsaw is warming up.
-    unused = cfg.optim.jigsaw_warmup_epochs > 0
-    model = ray.train.torch.prepare_model(model, parallel_strategy_kwargs={"find_unused_parameters": unused} if world > 1 else None)
+    model = session.prepare_model(model, find_unused_parameters=cfg.optim.jigsaw_warmup_epochs > 0)
     if cfg.runtime.compile:
         model = torch.compile(model)
-    state: TrainState = build_state(cfg, model, len(train_loader), world)
+    state: TrainState = build_state(cfg, model, len(train_loader), session.world)
     mixup = make_mixup(cfg, bundle.shape.num_classes)
-
-    checkpoint = ray.train.get_checkpoint()
-    resumed = checkpoint is not None
-    if resumed:
-        with checkpoint.as_directory() as d:
-            state.load_state_dict(torch.load(Path(d) / CHECKPOINT_FILE, map_location="cpu", weights_only=False))
-    tracker = RunTracker(config["tracking_uri"], config["mlflow_run_id"]) if rank == 0 and config.get("mlflow_run_id") else None
-
-    def log_running(m: dict[str, float], step: int) -> None:  # every runtime.log_every steps, by global step
-        tracker.log_metrics({f"{k}_running": v for k, v in m.items() if k.startswith("train/loss")}, step)
+    with session.restored() as directory:
+        resumed = directory is not None
+        if resumed:
+            state.restore(directory)
+    tracker = RunTracker(tracking_uri, run_id) if rank == 0 and run_id and tracking_uri else None
+    log = EpochLogger(tracker) if tracker else None
+    saves = checkpoint_epochs(cfg, extra_checkpoints)
 
     while state.epoch < cfg.optim.epochs:
         sampler.set_epoch(state.epoch)
-        metrics = train_one_epoch(cfg, state, train_loader, device, mixup, log_running if tracker else None)
+        metrics = train_one_epoch(cfg, state, train_loader, session.device, mixup, log.running if log else None)
         state.epoch += 1
-        metrics.update(evaluate(model, val_loader, device, _all_reduce))
-        final = state.epoch == cfg.optim.epochs
-        if final:
-            metrics.update(evaluate_shuffles(cfg, model, val_loader, device, rank, _all_reduce))
-            if rank == 0 and cfg.eval.privacy is not None:
-                metrics.update(_privacy(cfg, state, bundle.val, device, tracker))
-        metrics["epoch"] = state.epoch
-        if tracker is not None:
-            tracker.log_metrics(metrics, step=state.epoch)
-            if final:
-                _log_final_artifacts(cfg, tracker, state, metrics)
+        metrics.update(evaluate(model, val_loader, session.device, all_reduce))
+        if log:
+            log.epoch(metrics, state.epoch)
+        if state.epoch == cfg.optim.epochs:
+            final = final_evaluation(cfg, state, bundle, val_loader, session, tracker, all_reduce)
+            metrics.update(final)
+            if log:
+                log.final(final)
         with tempfile.TemporaryDirectory() as d:
-            ckpt = None
-            if rank == 0:
-                torch.save(state.state_dict(), Path(d) / CHECKPOINT_FILE)
-                ckpt = ray.train.Checkpoint.from_directory(d)
-            ray.train.report(metrics, checkpoint=ckpt)
+            save = rank == 0 and state.epoch in saves
+            if save:
+                state.save(d)
+            session.report({**metrics, "epoch": state.epoch}, Path(d) if save else None)
         if cfg.runtime.fail_after_epoch == state.epoch and not resumed:
             raise InjectedFailure(f"runtime.fail_after_epoch={state.epoch}: injected failure after the checkpoint")
 
 
-def _privacy(cfg: TrainConfig, state: TrainState, val_set, device: torch.device, tracker: RunTracker | None) -> dict[str, float]:
-    import matplotlib.pyplot as plt
+def train_loop_per_worker(config: dict[str, Any]) -> None:
+    """Ray Train entry point. ``config``: ``train_config`` (dict), ``tracking_uri``, ``mlflow_run_id``,
+    ``checkpoint_epochs``."""
+    from trainables.session import RayTrainSession
 
-    from trainables.privacy_eval import fixed_images, reconstruction_grid, run_privacy_eval
-
-    images, labels = fixed_images(val_set, cfg.eval.privacy.images)
-    metrics, results, notes = run_privacy_eval(unwrap(state.model), images.to(device), labels.to(device), cfg.eval.privacy, seed=cfg.eval.seed)
-    if tracker is not None:
-        fig = reconstruction_grid(results, f"{cfg.model.name} / {cfg.variant}: {cfg.eval.privacy.attack} attack")
-        tracker.log_figure(fig, "privacy_reconstructions.png")
-        plt.close(fig)
-        if notes:
-            tracker.set_tags({"mjp.privacy.notes": "; ".join(notes)})
-    return metrics
-
-
-def _log_final_artifacts(cfg: TrainConfig, tracker: RunTracker, state: TrainState, metrics: dict[str, float]) -> None:
-    import matplotlib.pyplot as plt
-
-    fig = shuffle_accuracy_figure(metrics, cfg.eval.shuffle_ratios, f"{cfg.model.name} / {cfg.variant}")
-    tracker.log_figure(fig, "top1_vs_shuffle_ratio.png")
-    plt.close(fig)
-    if cfg.tracking.log_checkpoint:
-        with tempfile.TemporaryDirectory() as d:
-            path = Path(d) / "model.pt"
-            torch.save(unwrap(state.model).state_dict(), path)
-            tracker.log_artifact(path, "checkpoint")
+    cfg = TrainConfig.model_validate(config["train_config"])
+    train_loop(cfg, RayTrainSession(), tracking_uri=config.get("tracking_uri"), run_id=config.get("mlflow_run_id"), extra_checkpoints=config.get("checkpoint_epochs", ()))

@@ -7,9 +7,12 @@ so with MJP off the model is timm's, bit for bit, and every timm checkpoint load
 
 from __future__ import annotations
 
+import difflib
+import functools
 from typing import Any
 
 import timm
+import torch
 from torch import nn
 from timm.models.resnet import ResNet
 from timm.models.swin_transformer import SwinTransformer
@@ -32,10 +35,43 @@ FAMILIES: dict[type[nn.Module], type[nn.Module]] = {
 
 
 def _build_timm(name: str, timm_kwargs: dict[str, Any]) -> nn.Module:
+    if not timm.is_model(name):
+        close = difflib.get_close_matches(name, timm.list_models(), n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise ValueError(f"model.name={name!r} is not a timm model{hint}; see timm.list_models()")
     try:
         return timm.create_model(name, **timm_kwargs)
-    except (TypeError, RuntimeError) as err:
-        raise ValueError(f"timm could not build model {name!r} with arguments {timm_kwargs}: {err}") from err
+    except (TypeError, RuntimeError, AssertionError, ValueError, ZeroDivisionError) as err:
+        shown = ", ".join(f"{k}={v!r}" for k, v in timm_kwargs.items()) or "no arguments"
+        raise ValueError(f"timm could not build {name!r} with {shown}: {type(err).__name__}: {err}") from err
+
+
+@functools.lru_cache(maxsize=None)
+def _default_model(name: str) -> nn.Module:
+    with torch.device("meta"):  # no memory, no initialisation
+        return _build_timm(name, {})
+
+
+def timm_class(name: str) -> type[nn.Module]:
+    """The class timm builds for ``name``; ``ValueError`` for an unknown name."""
+    return type(_default_model(name))
+
+
+def default_architecture(name: str) -> dict[str, Any]:
+    """``embed_dim`` and ``num_heads`` of timm model ``name`` with its default arguments (ViTs)."""
+    model = _default_model(name)
+    out: dict[str, Any] = {}
+    if isinstance(getattr(model, "embed_dim", None), int):
+        out["embed_dim"] = model.embed_dim
+    blocks = getattr(model, "blocks", None)
+    if blocks is not None and len(blocks) and hasattr(blocks[0], "attn"):
+        out["num_heads"] = blocks[0].attn.num_heads
+    return out
+
+
+def takes_image_size(name: str) -> bool:
+    """Whether timm model ``name`` is built for an input size (ViT, Swin) or takes any (CNNs)."""
+    return issubclass(timm_class(name), (VisionTransformer, SwinTransformer))
 
 
 def _check_grid(cfg: MJPConfig, grid: tuple[int, int], name: str) -> None:
@@ -67,7 +103,7 @@ def create_model(name: str, mjp: MJPConfig | None = None, *, april_block: bool =
     if mjp is None:
         model = _build_timm(name, timm_kwargs)
         return use_april_block(model) if april_block else model
-    if mjp.pos_embed == "none" and "pos_embed" not in timm_kwargs and not name.startswith(("swin", "resnet")):
+    if mjp.pos_embed == "none" and "pos_embed" not in timm_kwargs and issubclass(timm_class(name), VisionTransformer):
         timm_kwargs = {**timm_kwargs, "pos_embed": "none"}
     model = _build_timm(name, timm_kwargs)
     mjp_class = FAMILIES.get(type(model))

@@ -46,6 +46,10 @@ def test_top1_under_shuffle_at_ratio_zero_is_plain_top1():
 
 
 def test_metric_keys():
-    assert metrics.top1_shuffled_key(0.9) == "val/top1_shuffled_0.9"
-    assert metrics.top1_shuffled_key(0.0) == "val/top1_shuffled_0"
-    assert metrics.privacy_key("c", "psnr") == "privacy/c_psnr"
+    from mjp import keys
+
+    assert keys.top1_shuffled_key(0.9) == "val/top1_shuffled_0.9"
+    assert keys.top1_shuffled_key(0.0) == "val/top1_shuffled_0"
+    assert keys.privacy_key("c", "psnr") == "privacy/c_psnr"
+    assert keys.robust_err_key("fog") == "robust/fog_err" and keys.pe_ev_key(3) == "pe/ev_3"
+    assert keys.format_value(keys.VAL_TOP1, 0.9725) == "97.2%" and keys.format_value(keys.VAL_DIFF_NORM, 4.951) == "4.95"

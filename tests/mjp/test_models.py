@@ -150,9 +150,9 @@ def test_grid_too_small_for_the_ratio_is_an_error():
 
 
 def test_unknown_model_and_bad_timm_argument_are_clear():
-    with pytest.raises(ValueError, match="could not build model 'no_such_net'"):
-        create_model("no_such_net", mjp=MJPConfig())
-    with pytest.raises(ValueError, match="could not build model"):
+    with pytest.raises(ValueError, match="model.name='deit_smal_patch16_224' is not a timm model \\(did you mean deit_small_patch16_224\\?\\)"):
+        create_model("deit_smal_patch16_224", mjp=MJPConfig())
+    with pytest.raises(ValueError, match="timm could not build 'vit_tiny_patch16_224' with not_an_argument=3: TypeError"):
         create_model(VIT, mjp=MJPConfig(), not_an_argument=3)
 
 

@@ -12,7 +12,7 @@ from sweep.study import STUDIES_DIR, load_study, resolve_study_path
 from trainables.config import ConfigError
 
 SHIPPED = sorted(p.stem for p in STUDIES_DIR.glob("*.yaml"))
-BASE = {"base": "trainables/configs/digits_vit_tiny.yaml", "objective": {"metric": "val/top1"}}
+BASE = {"base": "trainables/configs/digits_vit_tiny.yaml", "objective": {"metric": "val/top1"}, "budget": {"trials": 1}}
 
 
 def write(tmp_path, **study):
@@ -28,6 +28,8 @@ def fake_imagenet(tmp_path_factory):
         for c in ("n01", "n02"):
             (root / split / c).mkdir(parents=True)
             Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(root / split / c / "0.png")
+            for i in range(1, 600):  # enough for a batch of 128 x 8 workers (hard links: no copies)
+                (root / split / c / f"{i}.png").hardlink_to(root / split / c / "0.png")
     return root
 
 
@@ -44,14 +46,14 @@ def fake_fashion(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("fashion")
     for split in ("train", "t10k"):
-        write_idx(root / f"{split}-images-idx3-ubyte.gz", np.zeros((4, 28, 28)))
-        write_idx(root / f"{split}-labels-idx1-ubyte.gz", np.arange(4))
+        write_idx(root / f"{split}-images-idx3-ubyte.gz", np.zeros((256, 28, 28)))
+        write_idx(root / f"{split}-labels-idx1-ubyte.gz", np.arange(256) % 10)
     return root
 
 
 def test_every_shipped_study_validates_at_full_size(fake_imagenet, fake_fashion):
-    roots = {"fashion": fake_fashion}
-    sizes = {name: load_study(name, overrides={"data.root": str(roots.get(name, fake_imagenet))}).num_trials for name in SHIPPED}
+    roots = {"fashion": {"data.root": str(fake_fashion)}, "quickstart": {}, "privacy": {}}  # digits reads no directory
+    sizes = {name: load_study(name, overrides=roots.get(name, {"data.root": str(fake_imagenet)})).num_trials for name in SHIPPED}
     assert sizes["mask_ratio"] == 18 and sizes["variants"] == 30 and sizes["backbones"] == 6
 
 

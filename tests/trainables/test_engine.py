@@ -4,7 +4,7 @@ import math
 import torch
 from torch.utils.data import DataLoader
 
-from mjp import metrics as keys
+from mjp import keys
 from trainables.config import build_config
 from trainables.data import load_datasets
 from trainables.engine import build_model, build_state, evaluate, evaluate_shuffles, lr_factor, seed_everything, train_one_epoch

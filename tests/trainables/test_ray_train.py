@@ -1,10 +1,16 @@
-"""Ray Train on CPU (gloo) end to end: real workers, a real SQLite MLflow store, read back."""
+"""One training through Ray on CPU: in the trial's own process (1 worker) or through Ray Train's
+``TorchTrainer`` (2 gloo workers), a real SQLite MLflow store, read back."""
+
+import io
 
 import mlflow
 import pytest
 
+from mjp import keys
+from sweep.run import run_training
 from trainables.config import build_config
-from trainables.driver import run_training
+
+pytestmark = pytest.mark.slow
 
 TINY_RUN = {
     "model": {"kwargs": {"patch_size": 2, "embed_dim": 32, "depth": 2, "num_heads": 2}},
@@ -21,43 +27,49 @@ def config(tmp_path, **overrides):
     )
 
 
-
-def test_two_workers_log_one_run_to_mlflow(tmp_path, local_ray):
-    cfg = config(tmp_path, **{"scaling.num_workers": 2})
-    outcome = run_training(cfg)
-    assert outcome.error is None
+def only_run(tmp_path):
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
     df = mlflow.search_runs(experiment_names=["t"])
-    assert len(df) == 1 and df.run_id[0] == outcome.run_id and df.status[0] == "FINISHED"
-    row = df.iloc[0]
+    assert len(df) == 1
+    return df.iloc[0], mlflow.MlflowClient()
+
+
+def test_two_gloo_workers_train_through_ray_train_and_recover_from_a_failure(tmp_path, local_ray):
+    cfg = config(tmp_path, **{"scaling.num_workers": 2, "runtime.max_failures": 1, "runtime.fail_after_epoch": 1})
+    outcome = run_training(cfg, stream=io.StringIO())
+    assert outcome.error is None
+    row, client = only_run(tmp_path)
+    assert row.run_id == outcome.run_id and row.status == "FINISHED"
     assert row["params.scaling.num_workers"] == "2" and row["params.mjp.mask_ratio"] == "0.27"
-    assert row["tags.mjp.variant"] == "jp_unk_dal_mlp"
+    assert row["tags.mjp.variant"] == "jp_unk_dal_mlp" and row["tags.mlflow.runName"] == "vit_tiny_patch16_224-J-jp_unk_dal_mlp-s0"
     for key in ("val/top1", "val/top5", "val/consistency", "val/diff_norm", "val/top1_shuffled_0.5", "train/loss_dal"):
         assert 0 <= row[f"metrics.{key}"] < 100, key
-    client = mlflow.MlflowClient()
-    assert [m.step for m in client.get_metric_history(outcome.run_id, "val/top1")] == [1, 2]
+    assert [m.step for m in client.get_metric_history(outcome.run_id, keys.VAL_TOP1)] == [1, 2]  # the re-run logs nothing twice
     assert {a.path for a in client.list_artifacts(outcome.run_id)} == {"checkpoint", "figures"}
     assert outcome.metrics["val/top1"] == pytest.approx(row["metrics.val/top1"])
+    assert list((tmp_path / "runs").glob("*-train/*/checkpoint_*")), "the TorchTrainer kept its checkpoints"
 
 
-def test_failure_after_a_checkpoint_resumes_into_the_same_run(tmp_path, local_ray):
-    cfg = config(tmp_path, **{"optim.epochs": 3, "runtime.max_failures": 1, "runtime.fail_after_epoch": 2})
-    outcome = run_training(cfg)
+def test_in_process_failure_resumes_from_the_checkpoint_into_the_same_run(tmp_path, local_ray):
+    cfg = config(tmp_path, **{"optim.epochs": 3, "runtime.max_failures": 1, "runtime.fail_after_epoch": 2, "runtime.log_every": 2})
+    console = io.StringIO()
+    outcome = run_training(cfg, stream=console)
     assert outcome.error is None and outcome.metrics["epoch"] == 3
-    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
-    df = mlflow.search_runs(experiment_names=["t"])
-    assert len(df) == 1 and df.run_id[0] == outcome.run_id and df.status[0] == "FINISHED"
-    steps = [m.step for m in mlflow.MlflowClient().get_metric_history(outcome.run_id, "epoch")]
-    assert sorted(set(steps)) == [1, 2, 3]  # an epoch after the last registered checkpoint may repeat
+    row, client = only_run(tmp_path)
+    assert row.run_id == outcome.run_id and row.status == "FINISHED"
+    assert [m.step for m in client.get_metric_history(outcome.run_id, keys.VAL_TOP1)] == [1, 2, 3]
+    running = [m.step for m in client.get_metric_history(outcome.run_id, keys.TRAIN_LOSS + keys.RUNNING_SUFFIX)]
+    assert running == sorted(set(running)) and running  # no step logged twice
+    text = console.getvalue()
+    assert "retrying" in text and "epoch 3/3" in text and "\x1b[" not in text
 
 
-def test_exhausted_retries_mark_the_run_failed(tmp_path, local_ray):
+def test_exhausted_retries_mark_the_run_failed_with_one_line(tmp_path, local_ray):
     cfg = config(tmp_path, **{"optim.epochs": 2, "runtime.fail_after_epoch": 1})
-    outcome = run_training(cfg)
-    assert outcome.error is not None and "injected failure" in str(outcome.error)
-    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
-    df = mlflow.search_runs(experiment_names=["t"])
-    assert list(df.status) == ["FAILED"] and "injected failure" in df["tags.mjp.error"][0]
+    outcome = run_training(cfg, stream=io.StringIO())
+    assert outcome.error == "InjectedFailure: runtime.fail_after_epoch=1: injected failure after the checkpoint"
+    row, _ = only_run(tmp_path)
+    assert row.status == "FAILED" and row["tags.mjp.error"] == outcome.error
 
 
 def test_privacy_step_logs_scores_and_figure_and_mjp_attack_reads_the_run(tmp_path, local_ray, capsys, monkeypatch):
@@ -67,7 +79,7 @@ def test_privacy_step_logs_scores_and_figure_and_mjp_attack_reads_the_run(tmp_pa
         "optim.epochs": 1, "model.april_block": True, "model.kwargs.embed_dim": 32,
         "eval.privacy": {"settings": ["a", "c"], "images": 2},
     })
-    outcome = run_training(cfg)
+    outcome = run_training(cfg, stream=io.StringIO())
     assert outcome.error is None
     assert {"privacy/a_psnr", "privacy/c_psnr", "privacy/a_ssim", "privacy/c_fft2d"} <= outcome.metrics.keys()
     client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
@@ -81,7 +93,7 @@ def test_privacy_step_logs_scores_and_figure_and_mjp_attack_reads_the_run(tmp_pa
 
 
 def test_april_attack_on_a_model_without_the_block_fails_before_launch(tmp_path):
-    from trainables.config import ConfigError
+    from trainables.errors import ConfigError
 
     cfg = config(tmp_path, **{"eval.privacy": {"settings": ["a"]}})
     with pytest.raises(ConfigError, match="model.april_block=true, or eval.privacy.attack=inversion"):

@@ -1,0 +1,104 @@
+"""Metric keys and run tags: the one spelling used by Ray reports, MLflow and the analysis.
+
+Pure Python (no torch), so the CLI and the analysis can import it without paying for torch.
+Accuracies, consistency and error rates are fractions in [0, 1] under these keys; tables print
+percentages like the paper.
+"""
+
+from __future__ import annotations
+
+# --- per epoch ---------------------------------------------------------------------------------
+TRAIN_LOSS = "train/loss"
+TRAIN_LOSS_DAL = "train/loss_dal"
+TRAIN_LR = "train/lr"
+VAL_LOSS = "val/loss"
+VAL_TOP1 = "val/top1"
+VAL_TOP5 = "val/top5"
+PERF_IMG_PER_S = "perf/img_per_s"
+PERF_STEP_MS = "perf/step_ms"
+#: what ``train_one_epoch`` logs every ``runtime.log_every`` steps, by global step
+RUNNING_SUFFIX = "_running"
+EPOCH_METRICS: tuple[str, ...] = (TRAIN_LOSS, TRAIN_LOSS_DAL, TRAIN_LR, VAL_LOSS, VAL_TOP1, VAL_TOP5, PERF_IMG_PER_S, PERF_STEP_MS)
+
+# --- once, at the end of training (the paper's evaluation) --------------------------------------
+VAL_CONSISTENCY = "val/consistency"
+VAL_DIFF_NORM = "val/diff_norm"
+#: The paper's protocol for consistency and Diff. Norm (Table 1): a test-time shuffle at ratio 0.5.
+CONSISTENCY_RATIO = 0.5
+#: Test-time shuffle ratios reported by default (Fig. 3).
+SHUFFLE_EVAL_RATIOS: tuple[float, ...] = (0.0, 0.1, 0.3, 0.5, 0.9)
+
+PRIVACY_SETTINGS: tuple[str, ...] = ("a", "b", "c")
+#: image scores of an attack; ``lpips`` only with a local backbone, ``cond`` is the analytic
+#: attack's condition number of the PE-gradient matrix (how solvable its linear system was)
+PRIVACY_METRICS: tuple[str, ...] = ("mse", "psnr", "ssim", "fft2d", "lpips", "cond")
+
+ROBUST_MCE = "robust/mce"
+ROBUST_MCE_UNNORMALIZED = "robust/mce_unnormalized"
+ROBUST_MCE_RELATIVE = "robust/mce_relative"
+ROBUST_CLEAN_ERR = "robust/clean_err"
+ROBUST_IMAGENET_A_TOP1 = "robust/imagenet_a_top1"
+ROBUST_IMAGENET_A_AURRA = "robust/imagenet_a_aurra"
+ROBUST_IMAGENET_O_AUPR = "robust/imagenet_o_aupr"
+ROBUST_IMAGENET_R_TOP1 = "robust/imagenet_r_top1"
+
+PE_MAE_1D = "pe/mae_1d"
+PE_MAE_2D = "pe/mae_2d"
+#: projection dimensions of the explained variance reported by default (Table 6: 3..7)
+PE_EV_DIMS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7)
+
+
+def top1_shuffled_key(ratio: float) -> str:
+    """``val/top1_shuffled_<ratio>``, e.g. ``val/top1_shuffled_0.9``."""
+    return f"val/top1_shuffled_{ratio:g}"
+
+
+def privacy_key(setting: str, metric: str) -> str:
+    """``privacy/<setting>_<metric>`` (settings a, b, c; metrics in ``PRIVACY_METRICS``)."""
+    return f"privacy/{setting}_{metric}"
+
+
+def robust_err_key(corruption: str) -> str:
+    """``robust/<corruption>_err``: error averaged over the 5 severities."""
+    return f"robust/{corruption}_err"
+
+
+def pe_ev_key(dims: int) -> str:
+    """``pe/ev_<k>``: explained variance of the PE at k PCA dimensions."""
+    return f"pe/ev_{dims}"
+
+
+# --- MLflow run tags ---------------------------------------------------------------------------
+TAG_PARENT = "mlflow.parentRunId"
+TAG_RUN_NAME = "mlflow.runName"
+TAG_NOTE = "mlflow.note.content"
+TAG_TRIAL_ID = "mjp.trial_id"
+TAG_STUDY = "mjp.study"
+TAG_VARIANT = "mjp.variant"
+TAG_LABEL = "mjp.label"
+TAG_KIND = "mjp.kind"  # "train" | "sweep" | "evaluation"
+TAG_SMOKE = "mjp.smoke"
+TAG_ERROR = "mjp.error"
+TAG_STOPPED = "mjp.stopped"
+TAG_INTERRUPTED = "mjp.interrupted"
+TAG_NOTES = "mjp.notes"
+TAG_BEST_TRIAL = "mjp.best_trial"
+TAG_BEST_PARAMS = "mjp.best_params"
+TAG_SAMPLE_PREFIX = "mjp.sample."  # + sampled key: the value a sweep chose for this trial
+
+
+def is_fraction(key: str) -> bool:
+    """Whether ``key`` holds a fraction that tables and the console show as a percentage."""
+    name = key.split("/", 1)[-1]
+    return (
+        key.startswith(("val/top1", "val/top5", "pe/ev_"))
+        or key in (VAL_CONSISTENCY, ROBUST_IMAGENET_A_TOP1, ROBUST_IMAGENET_A_AURRA, ROBUST_IMAGENET_O_AUPR, ROBUST_IMAGENET_R_TOP1, ROBUST_CLEAN_ERR)
+        or (key.startswith("robust/") and name.endswith("_err"))
+    )
+
+
+def format_value(key: str, value: float | None) -> str:
+    """``97.2%`` for fractions, ``4.95`` otherwise, ``-`` when missing."""
+    if value is None or value != value:
+        return "-"
+    return f"{100 * value:.1f}%" if is_fraction(key) else f"{value:.3g}"

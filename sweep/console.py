@@ -1,0 +1,223 @@
+"""The console of a Tune run: one live view instead of Ray's logs.
+
+In a terminal: a table that redraws in place, a row per trial labelled by what it is, with its
+state, epochs done, the objective (latest and best), its time, and the run's elapsed time and
+ETA. Not in a terminal (CI, a pipe, a file): plain lines, no ANSI codes: one when a trial starts,
+one when it ends (``mjp train``: one per epoch), and the table once at the end. A trial that
+fails prints one line with its reason and the path of its full error.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, TextIO
+
+from ray import tune
+
+from mjp.keys import format_value
+
+FINAL_STATES = ("done", "failed", "stopped")
+
+
+@dataclass
+class Row:
+    label: str
+    epochs: int
+    state: str = "pending"
+    epoch: int = 0
+    started: float = field(default_factory=time.monotonic)
+    ended: float | None = None
+    latest: dict[str, float] = field(default_factory=dict)
+    best: dict[str, float] = field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def elapsed(self) -> float:
+        return (self.ended or time.monotonic()) - self.started
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(max(0, seconds))
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}" if seconds >= 3600 else f"{seconds // 60}:{seconds % 60:02d}"
+
+
+class ConsoleView(tune.Callback):
+    """A Tune callback that is the whole console of a sweep or a training.
+
+    ``label_of(params)`` and ``epochs_of(params)`` describe a trial from what was sampled;
+    ``objectives`` are ``(metric, mode)`` pairs; ``per_epoch_lines``: print every epoch when not
+    in a terminal (one training), else only starts and ends.
+    """
+
+    def __init__(
+        self,
+        title: str,
+        label_of: Callable[[dict[str, Any]], str],
+        epochs_of: Callable[[dict[str, Any]], int],
+        objectives: list[tuple[str, str]],
+        total_trials: int,
+        *,
+        per_epoch_lines: bool = False,
+        stream: TextIO | None = None,
+    ):
+        self.title, self.label_of, self.epochs_of = title, label_of, epochs_of
+        self.objectives, self.total_trials, self.per_epoch_lines = objectives, total_trials, per_epoch_lines
+        self.stream = stream or sys.stdout
+        self.rows: dict[str, Row] = {}
+        self.started = time.monotonic()
+        self.finished_trials: list[Any] = []
+        self._live = None
+        if self.stream.isatty():
+            from rich.console import Console
+            from rich.live import Live
+
+            self._console = Console(file=self.stream)
+            self._live = Live(console=self._console, get_renderable=self._table, refresh_per_second=2, transient=False)
+            self._live.start()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Tune pickles its callbacks with the experiment; a restored copy draws nothing."""
+        state = {k: v for k, v in self.__dict__.items() if k not in ("stream", "_live", "_console", "label_of", "epochs_of")}
+        return {**state, "_live": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.stream, self.label_of, self.epochs_of = sys.stdout, (lambda p: str(p)), (lambda p: 0)
+
+    # --- Tune's hooks --------------------------------------------------------------------------
+    def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        row = self.rows.get(trial.trial_id)
+        if row is None:
+            row = self.rows[trial.trial_id] = Row(self.label_of(trial.config), self.epochs_of(trial.config))
+        row.state, row.ended = "running", None
+        self._line(f"started   {row.label}")
+
+    def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info: Any) -> None:
+        row = self.rows.get(trial.trial_id)
+        if row is None:
+            return
+        row.epoch = int(result.get("epoch", row.epoch))
+        for metric, mode in self.objectives:
+            if metric in result:
+                value = float(result[metric])
+                row.latest[metric] = value
+                better = max if mode == "max" else min
+                row.best[metric] = better(row.best.get(metric, value), value)
+        if self.per_epoch_lines:
+            self._line(f"epoch {row.epoch}/{row.epochs}  {self._objective_text(row)}")
+
+    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        row = self.rows.get(trial.trial_id)
+        if row is None:
+            return
+        row.state = "done" if row.epoch >= row.epochs else "stopped"
+        row.ended = time.monotonic()
+        what = "finished" if row.state == "done" else f"stopped early at epoch {row.epoch}/{row.epochs} by the scheduler"
+        self._line(f"{what}  {row.label}: {self._objective_text(row)} in {_clock(row.elapsed)}")
+
+    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        row = self.rows.get(trial.trial_id)
+        if row is None:
+            return
+        row.state, row.ended = "failed", time.monotonic()
+        row.error = failure_reason(trial)
+        self._line(f"FAILED    {row.label}: {row.error} (full error: {error_file(trial)})")
+
+    def on_trial_recover(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        row = self.rows.get(trial.trial_id)
+        if row is not None:
+            row.state = "retrying"
+            self._line(f"retrying  {row.label} from its last checkpoint: {failure_reason(trial)}")
+
+    def on_experiment_end(self, trials: list, **info: Any) -> None:
+        self.finished_trials = list(trials)
+        self.close()
+
+    # --- output ----------------------------------------------------------------------------------
+    def close(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+        elif self.rows and not self.per_epoch_lines:
+            print(self.plain_table(), file=self.stream, flush=True)
+
+    def _objective_text(self, row: Row) -> str:
+        parts = []
+        for metric, _ in self.objectives:
+            if metric in row.latest:
+                parts.append(f"{metric} {format_value(metric, row.latest[metric])} (best {format_value(metric, row.best[metric])})")
+        return ", ".join(parts) or "no result yet"
+
+    def _line(self, text: str) -> None:
+        stamp = f"[{_clock(time.monotonic() - self.started)}]"
+        if self._live is not None:
+            self._live.console.print(f"{stamp} {text}", highlight=False, markup=False)
+        else:
+            print(f"{stamp} {text}", file=self.stream, flush=True)
+
+    def eta(self) -> float | None:
+        """Seconds left for the whole run, from the epochs done so far (None before the first)."""
+        done = sum(r.epoch if r.state not in FINAL_STATES else r.epochs for r in self.rows.values())
+        per_trial = max((r.epochs for r in self.rows.values()), default=0)
+        total = sum(r.epochs for r in self.rows.values()) + per_trial * max(0, self.total_trials - len(self.rows))
+        elapsed = time.monotonic() - self.started
+        return None if done == 0 else elapsed / done * max(0, total - done)
+
+    def _cells(self, row: Row) -> list[str]:
+        cells = [row.label, row.state, f"{row.epoch}/{row.epochs}"]
+        for metric, _ in self.objectives:
+            cells += [format_value(metric, row.latest.get(metric)), format_value(metric, row.best.get(metric))]
+        return cells + [_clock(row.elapsed)]
+
+    def _headers(self) -> list[str]:
+        headers = ["trial", "state", "epoch"]
+        for metric, _ in self.objectives:
+            headers += [metric, "best"]
+        return headers + ["time"]
+
+    def _summary(self) -> str:
+        states = [r.state for r in self.rows.values()]
+        counts = ", ".join(f"{states.count(s)} {s}" for s in ("running", "done", "stopped", "failed", "retrying") if states.count(s))
+        eta = self.eta()
+        left = f" · ETA {_clock(eta)}" if eta is not None and any(s not in FINAL_STATES for s in states) else ""
+        return f"{self.title} · {len(self.rows)}/{self.total_trials} trials started ({counts or 'starting'}) · {_clock(time.monotonic() - self.started)}{left}"
+
+    def _table(self) -> Any:
+        from rich.table import Table
+
+        table = Table(title=self._summary(), title_justify="left", expand=False)
+        for i, header in enumerate(self._headers()):
+            table.add_column(header, justify="left" if i < 2 else "right", no_wrap=i == 0)
+        for row in self.rows.values():
+            table.add_row(*self._cells(row))
+        return table
+
+    def plain_table(self) -> str:
+        """The view as plain text (no ANSI codes)."""
+        rows = [self._headers()] + [self._cells(r) for r in self.rows.values()]
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        lines = ["  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
+        return "\n".join([self._summary(), *lines])
+
+
+def error_file(trial: Any) -> str:
+    """Where Tune keeps a failed trial's whole error (traceback included)."""
+    return str(getattr(trial, "error_file", None) or getattr(trial, "path", ""))
+
+
+def failure_reason(trial: Any) -> str:
+    """The last line of a trial's error (the ``TrialFailed`` message), without Ray's wrapping."""
+    from trainables.driver import one_line_reason
+
+    error = getattr(trial, "get_pickled_error", lambda: None)()
+    if error is not None:
+        return one_line_reason(error).removeprefix("trainables.driver.TrialFailed: ").removeprefix("TrialFailed: ")
+    try:
+        with open(error_file(trial)) as fh:
+            text = fh.read()
+    except OSError:
+        return "failed (no error recorded)"
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "failed"

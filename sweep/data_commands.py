@@ -1,0 +1,21 @@
+"""``mjp data check`` and ``mjp data prepare``."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def cmd_data_check(args: argparse.Namespace) -> int:
+    from trainables.data_check import check_folder, describe
+
+    report = check_folder(args.root, args.workers)
+    print(describe(report))
+    return 0 if report.ok else 1
+
+
+def cmd_data_prepare(args: argparse.Namespace) -> int:
+    from trainables.data_prepare import prepare_shards
+
+    summary = prepare_shards(args.root, args.out, images_per_shard=args.images_per_shard, workers=args.workers)
+    print(summary)
+    return 0

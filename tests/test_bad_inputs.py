@@ -1,0 +1,220 @@
+"""Bad input, as a careless or hostile user gives it: every case ends with one ``error:`` line
+that names the key or file, the value and what is allowed; exit status 2; no traceback; Ray
+never started; nothing created that was not there. One table: configs, studies, CLI arguments,
+data, checkpoints, MLflow stores and cluster files."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import pickle
+import struct
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import ray
+import torch
+import yaml
+from PIL import Image
+
+from sweep.cli import main
+
+CONFIG = "trainables/configs/digits_vit_tiny.yaml"
+TRAIN = ["train", CONFIG]
+RESNET = ["--set", "model.name=resnet18", "--set", "model.kwargs={}"]
+
+
+def write(path: Path, text: str) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return str(path)
+
+
+def study(tmp: Path, **fields) -> str:
+    body = {"name": "s", "base": CONFIG, "objective": {"metric": "val/top1"}, "budget": {"trials": 1}, **fields}
+    return write(tmp / "study.yaml", yaml.safe_dump(body))
+
+
+def idx(path: Path, array: np.ndarray, magic: int = 0x08, truncate: int = 0) -> None:
+    header = struct.pack(">BBBB", 0, 0, magic, array.ndim) + b"".join(struct.pack(">I", d) for d in array.shape)
+    body = array.astype(np.uint8).tobytes()
+    with gzip.open(path, "wb") as fh:
+        fh.write(header + body[: len(body) - truncate])
+
+
+def fashion(tmp: Path, **broken) -> str:
+    root = tmp / "fashion"
+    root.mkdir()
+    for split in ("train", "t10k"):
+        idx(root / f"{split}-images-idx3-ubyte.gz", np.zeros((256, 28, 28)), **(broken if split == "train" else {}))
+        idx(root / f"{split}-labels-idx1-ubyte.gz", np.arange(256) % 10)
+    return str(root)
+
+
+def imagefolder(tmp: Path, empty_file: bool = False) -> str:
+    root = tmp / "images"
+    for split in ("train", "val"):
+        for c in ("cat", "dog"):
+            (root / split / c).mkdir(parents=True)
+            Image.fromarray(np.zeros((16, 16, 3), np.uint8)).save(root / split / c / "0.png")
+    if empty_file:
+        (root / "train" / "cat" / "1.png").write_bytes(b"")
+    return str(root)
+
+
+class Evil:
+    """Unpickling this would create a directory: proof that code ran."""
+
+    def __init__(self, target: str):
+        self.target = target
+
+    def __reduce__(self):
+        return (os.makedirs, (self.target,))
+
+
+def evil_checkpoint(tmp: Path) -> str:
+    path = tmp / "evil.pt"
+    torch.save({"model": Evil(str(tmp / "pwned"))}, path)
+    return str(path)
+
+
+def mlflow_store(tmp: Path) -> str:
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{tmp}/mlflow.db"
+    MlflowClient(uri).search_experiments()  # creates the schema
+    return uri
+
+
+#: (id, argv: tmp -> list, message fragment)
+CASES = [
+    # --- configs ------------------------------------------------------------------------------
+    ("unknown key", lambda t: TRAIN + ["--set", "optim.lrr=1"], "optim.lrr: Extra inputs are not permitted"),
+    ("typo with suggestion", lambda t: TRAIN + ["--set", "optim.epoch=3"], "did you mean optim.epochs?"),
+    ("workers zero", lambda t: TRAIN + ["--set", "scaling.num_workers=0"], "scaling.num_workers: Input should be greater than or equal to 1 (got 0)"),
+    ("dataset typo", lambda t: TRAIN + ["--set", "data.name=fashion"], "did you mean fashion_mnist?"),
+    ("ratio above 1", lambda t: TRAIN + ["--set", "mjp.mask_ratio=2"], "mjp.mask_ratio: Input should be less than or equal to 1 (got 2)"),
+    ("ratio selects 1 patch", lambda t: TRAIN + ["--set", "mjp.mask_ratio=0.07"], "mjp.mask_ratio=0.07 selects 1 of the 16 patches"),
+    ("ratio selects no patch", lambda t: TRAIN + ["--set", "mjp.mask_ratio=0.01"], "selects round(16 x 0.01) = 0 of the 16 patches, so mjp.shuffle='patches' would never shuffle anything; allowed: 0 (jigsaw off) or >= 0.0938"),
+    ("eval ratio selects no patch", lambda t: TRAIN + ["--set", "eval.shuffle_ratios=[0.03]"], "eval.shuffle_ratios: ratio 0.03 shuffles 0 of the 16 patches"),
+    ("bad variant", lambda t: TRAIN + ["--set", "mjp.variant=K"], "mjp.variant='K' is not a Table 4 row"),
+    ("unk without shuffle", lambda t: TRAIN + ["--set", "mjp.shuffle=none"], "pos_embed='unk' marks shuffled positions, but shuffle='none' never shuffles"),
+    ("missing config", lambda t: ["train", "no/such/config.yaml"], "config file 'no/such/config.yaml' does not exist"),
+    ("directory as config", lambda t: ["train", str(t)], "is a directory; give a YAML file"),
+    ("empty config", lambda t: ["train", write(t / "empty.yaml", "")], "is empty; it must hold a YAML mapping"),
+    ("duplicate key", lambda t: ["train", write(t / "dup.yaml", "optim:\n  epochs: 30\n  epochs: 3\n")], "duplicate key 'epochs' on lines 2 and 3"),
+    ("python tag in yaml", lambda t: ["train", write(t / "evil.yaml", "optim: !!python/object/apply:os.system ['true']\n")], "is not valid YAML"),
+    ("list as config", lambda t: ["train", write(t / "list.yaml", "- a\n- b\n")], "expected a YAML mapping, got a list"),
+    ("set without equals", lambda t: TRAIN + ["--set", "noequals"], "expected key=value"),
+    ("set given twice", lambda t: TRAIN + ["--set", "optim.epochs=1", "--set", "optim.epochs=2"], "--set optim.epochs is given twice"),
+    ("set bad yaml value", lambda t: TRAIN + ["--set", "optim={epochs: [1}"], "the value is not valid YAML"),
+    # --- models -------------------------------------------------------------------------------
+    ("unknown model", lambda t: TRAIN + ["--set", "model.name=no_such_net"], "model.name='no_such_net' is not a timm model"),
+    ("model typo", lambda t: TRAIN + ["--set", "model.name=deit_smal_patch16_224"], "did you mean deit_small_patch16_224?"),
+    ("vit kwargs on a resnet", lambda t: TRAIN + ["--set", "model.name=resnet18"], "model.kwargs {depth, embed_dim, num_heads, patch_size} are not arguments of 'resnet18' (a timm ResNet)"),
+    ("pe variant on a resnet", lambda t: TRAIN + RESNET, "has no absolute position embedding, so mjp.pos_embed='unk'"),
+    ("resnet patch too big", lambda t: TRAIN + RESNET + ["--set", "mjp.variant=A"], "8x8 images do not split into 16x16 jigsaw patches; set mjp.patch_size"),
+    ("patch size zero", lambda t: TRAIN + ["--set", "model.kwargs.patch_size=0"], "model.kwargs.patch_size=0: allowed is a positive integer"),
+    ("width not divisible by heads", lambda t: TRAIN + ["--set", "model.kwargs.embed_dim=30"], "model.kwargs.embed_dim=30 is not divisible by model.kwargs.num_heads=4"),
+    ("patches larger than images", lambda t: TRAIN + ["--set", "model.kwargs={embed_dim: 64, depth: 2, num_heads: 4}"], "cuts images into 16x16 patches, which do not tile the 8x8 images"),
+    ("missing pretrained file", lambda t: TRAIN + ["--set", "model.pretrained_file=/no/such/weights.pth"], "model.pretrained_file='/no/such/weights.pth' does not exist"),
+    # --- data ---------------------------------------------------------------------------------
+    ("batch larger than the data", lambda t: TRAIN + ["--set", "data.batch_size=5000"], "data.batch_size=5000 x scaling.num_workers=1 = 5000 images per step, but the training set has 1437"),
+    ("root for bundled digits", lambda t: TRAIN + ["--set", "data.root=/tmp"], "data.name='digits' is bundled with scikit-learn and reads no directory"),
+    ("fashion missing", lambda t: TRAIN + ["--set", "data.name=fashion_mnist", "--set", f"data.root={t}"], "apt-get install dataset-fashion-mnist"),
+    ("fashion garbage", lambda t: TRAIN + ["--set", "data.name=fashion_mnist", "--set", f"data.root={fashion(t, magic=0x0D)}"], "is not an IDX file of 3-D unsigned bytes"),
+    ("fashion truncated", lambda t: TRAIN + ["--set", "data.name=fashion_mnist", "--set", f"data.root={fashion(t, truncate=100)}"], "the file is truncated or corrupt"),
+    ("imagefolder missing split", lambda t: TRAIN + ["--set", "data.name=imagefolder", "--set", f"data.root={t}"], "missing train/"),
+    ("imagefolder zero-byte image", lambda t: TRAIN + ["--set", "data.name=imagefolder", "--set", f"data.root={imagefolder(t, empty_file=True)}", "--set", "model.kwargs.patch_size=8", "--set", "data.img_size=16", "--set", "data.batch_size=2"], "1 zero-byte image(s)"),
+    ("cifar without download", lambda t: TRAIN + ["--set", "data.name=cifar10", "--set", f"data.root={t}"], "set data.download=true"),
+    # --- evaluation ---------------------------------------------------------------------------
+    ("april without its block", lambda t: TRAIN + ["--set", "eval.privacy={settings: [a]}"], "model.april_block=true, or eval.privacy.attack=inversion"),
+    ("missing lpips backbone", lambda t: TRAIN + ["--set", "model.april_block=true", "--set", "eval.privacy={lpips_backbone: /nope.pth}"], "eval.privacy.lpips_backbone='/nope.pth' does not exist"),
+    # --- MLflow stores ------------------------------------------------------------------------
+    ("store in a missing directory", lambda t: TRAIN + ["--set", f"tracking.uri=sqlite:///{t}/missing/x.db"], "cannot create the MLflow store"),
+    ("status of a missing store", lambda t: ["sweep", "status", "--uri", f"sqlite:///{t}/missing/x.db"], "no MLflow store at"),
+    ("tables of a study never run", lambda t: ["analyze", "tables", "--study", "quickstart", "--uri", mlflow_store(t)], "no sweep of study 'quickstart'"),
+    ("attack an unknown run", lambda t: ["attack", "--run", "0123456789abcdef", "--uri", mlflow_store(t)], "no MLflow run with id '0123456789abcdef'"),
+    # --- checkpoints --------------------------------------------------------------------------
+    ("checkpoint without config", lambda t: ["attack", "--checkpoint", write(t / "x.pt", "x")], "give the TrainConfig it was trained with as --config"),
+    ("checkpoint that is not one", lambda t: ["attack", "--checkpoint", write(t / "x.pt", "not a checkpoint"), "--config", CONFIG], "is not a PyTorch checkpoint"),
+    ("checkpoint that runs code", lambda t: ["attack", "--checkpoint", evil_checkpoint(t), "--config", CONFIG], "is not a safe checkpoint: it would call os.makedirs; refusing to load it"),
+    ("checkpoint of another model", lambda t: ["attack", "--checkpoint", str(weights(t)), "--config", CONFIG], "does not fit vit_tiny_patch16_224 as configured"),
+    # --- studies ------------------------------------------------------------------------------
+    ("study typo", lambda t: ["sweep", "run", "quickstrat"], "did you mean quickstart?"),
+    ("study low above high", lambda t: ["sweep", "run", study(t, space={"mjp.mask_ratio": {"type": "uniform", "low": 0.5, "high": 0.1}})], "low=0.5 > high=0.1"),
+    ("study unknown key", lambda t: ["sweep", "run", study(t, space={"optim.epoch": {"type": "choice", "values": [1]}})], "space.optim.epoch is not a TrainConfig key (did you mean optim.epochs?)"),
+    ("study unknown objective", lambda t: ["sweep", "run", study(t, objective={"metric": "val/top3"})], "objective metric 'val/top3' is not reported by the trainable"),
+    ("study field typo", lambda t: ["sweep", "run", study(t, budget={"trials": 2, "max_concurent": 2})], "budget.max_concurent: Extra inputs are not permitted (got 2) (did you mean budget.max_concurrent?)"),
+    ("study samples nothing", lambda t: ["sweep", "run", study(t, budget={"trials": 4})], "every trial would be identical"),
+    ("preset overrides a sample", lambda t: ["sweep", "run", study(t, space={
+        "mjp.mask_ratio": {"type": "choice", "values": [0.3, 0.5]},
+        "setup": {"type": "choice", "values": ["x"], "presets": {"x": {"mjp.mask_ratio": 0.5}}}})], "space.setup.presets.x sets mjp.mask_ratio, which space.mjp.mask_ratio also samples"),
+    ("two presets set one key", lambda t: ["sweep", "run", study(t, space={
+        "a": {"type": "choice", "values": ["x"], "presets": {"x": {"optim.base_lr": 0.1}}},
+        "b": {"type": "choice", "values": ["y"], "presets": {"y": {"optim.base_lr": 0.2}}}})], "space.a and space.b both have presets that set optim.base_lr"),
+    ("when value never taken", lambda t: ["sweep", "run", study(t, space={
+        "mjp.dal": {"type": "choice", "values": ["none", "mlp"]},
+        "mjp.dal_weight": {"type": "uniform", "low": 0.001, "high": 0.1, "when": {"mjp.dal": ["mpl"]}}})], "space.mjp.dal_weight.when.mjp.dal lists ['mpl'], which space.mjp.dal never takes (its values: ['none', 'mlp']) (did you mean mlp?)"),
+    ("data for a bundled study", lambda t: ["sweep", "run", "quickstart", "--data", "/data"], "data.name='digits' is bundled"),
+    ("data given twice", lambda t: ["sweep", "run", "fashion", "--data", "/a", "--set", "data.root=/b"], "both give the data root"),
+    ("resume of a non-sweep", lambda t: ["sweep", "resume", str(t)], "is not a sweep directory"),
+    # --- cluster ------------------------------------------------------------------------------
+    ("cluster top-level typo", lambda t: ["cluster", "check", write(t / "c.yaml", Path("cluster.yaml").read_text().replace("max_workers:", "max_worker:", 1))], "max_worker"),
+    ("cluster provider typo", lambda t: ["cluster", "check", write(t / "c.yaml", Path("cluster.yaml").read_text().replace("region:", "regoin:", 1))], "provider.regoin is not a key of Ray's AWS provider (did you mean region?)"),
+    ("cluster missing", lambda t: ["cluster", "check", str(t / "none.yaml")], "does not exist"),
+    # --- other commands -----------------------------------------------------------------------
+    ("config show missing", lambda t: ["config", "show", "nope.yaml"], "neither a file nor a shipped study"),
+    ("data check not a folder", lambda t: ["data", "check", str(t / "nothing")], "is not a directory"),
+]
+
+
+def no_ray(*args, **kwargs):
+    raise AssertionError("Ray was started for bad input")
+
+
+def weights(tmp: Path) -> Path:
+    from mjp import create_model
+
+    path = tmp / "other.pt"
+    torch.save(create_model("vit_tiny_patch16_224", num_classes=3, img_size=32, patch_size=4, embed_dim=32, depth=1, num_heads=2).state_dict(), path)
+    return path
+
+
+@pytest.mark.parametrize("name, argv, message", CASES, ids=[c[0] for c in CASES])
+def test_bad_input_is_one_clear_line_before_ray_starts(name, argv, message, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    monkeypatch.setattr(ray, "init", no_ray)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/unused/mlflow.db")
+    args = argv(tmp_path)
+    capsys.readouterr()  # what setting the case up printed (MLflow creating a store)
+    before = set(tmp_path.rglob("*"))
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "Traceback" not in err, err
+    assert message in err, err
+    assert not (tmp_path / "pwned").exists(), "a checkpoint ran code"
+    assert not (tmp_path / "unused").exists() and not (tmp_path / "missing").exists(), "a store was created"
+    assert set(tmp_path.rglob("*")) == before, "the command wrote files"
+
+
+def test_the_corpus_is_large():
+    assert len(CASES) >= 40
+
+
+def test_a_read_only_store_is_named_before_launch(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    monkeypatch.setattr(ray, "init", no_ray)
+    uri = mlflow_store(tmp_path)
+    capsys.readouterr()
+    db = tmp_path / "mlflow.db"
+    if subprocess.run(["chattr", "+i", str(db)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not available here (root ignores file permissions, so nothing else makes the store read-only)")
+    try:
+        assert main(TRAIN + ["--set", f"tracking.uri={uri}"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: the MLflow store is read-only") and str(db) in err and "Traceback" not in err, err
+    finally:
+        subprocess.run(["chattr", "-i", str(db)])

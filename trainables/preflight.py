@@ -1,0 +1,159 @@
+"""Everything that can be checked before launch, each failure one ``ConfigError`` line naming
+the key, the value and what is allowed: the data is there and readable, the model builds (on the
+meta device: no memory, no initialisation), its patch grid fits the images, MJP's ratios select
+patches on that grid, and the end-of-training evaluations can run on it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from pathlib import Path
+from typing import Any
+
+from trainables.config import TrainConfig
+from trainables.data import DataInfo, check_data, data_info
+from trainables.errors import ConfigError
+
+
+def _timm_signature_check(name: str, kwargs: dict[str, Any]) -> None:
+    """``model.kwargs`` that the timm class does not take, named before timm raises a TypeError."""
+    from mjp.models.factory import timm_class
+
+    cls = timm_class(name)
+    params = inspect.signature(cls.__init__).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    unknown = sorted(set(kwargs) - set(params))
+    if unknown:
+        shown = ", ".join(unknown)
+        raise ConfigError(
+            f"model.kwargs {{{shown}}} are not arguments of {name!r} (a timm {cls.__name__}); "
+            f"remove them (--set model.kwargs={{}} clears all) or pick a model that takes them"
+        )
+
+
+def _positive_int_kwargs(kwargs: dict[str, Any]) -> None:
+    """Sizes timm divides by: a zero or a negative one fails deep inside timm (ZeroDivisionError)."""
+    for key in ("patch_size", "embed_dim", "depth", "num_heads", "window_size", "depths"):
+        value = kwargs.get(key)
+        values = value if isinstance(value, (list, tuple)) else [value]  # Swin: one per stage
+        if value is not None and any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in values):
+            raise ConfigError(f"model.kwargs.{key}={value!r}: allowed is a positive integer" + (" per stage" if isinstance(value, (list, tuple)) else ""))
+
+
+def _heads_divide_width(name: str, kwargs: dict[str, Any]) -> None:
+    from mjp.models.factory import default_architecture
+
+    arch = default_architecture(name)
+    dim, heads = kwargs.get("embed_dim", arch.get("embed_dim")), kwargs.get("num_heads", arch.get("num_heads"))
+    if isinstance(dim, int) and isinstance(heads, int) and dim % heads:
+        raise ConfigError(
+            f"model.kwargs.embed_dim={dim} is not divisible by model.kwargs.num_heads={heads}; "
+            f"allowed: an embed_dim that is a multiple of {heads} (e.g. {heads * max(1, dim // heads)}), or num_heads dividing {dim}"
+        )
+
+
+def _build_on_meta(cfg: TrainConfig, info: DataInfo, *, with_mjp: bool):
+    import torch
+
+    from trainables.engine import build_model
+
+    c = cfg if with_mjp else cfg.model_copy(update={"mjp": None})
+    try:
+        with torch.device("meta"):
+            return build_model(c, info.shape)
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+
+
+def _patch_grid_fits(cfg: TrainConfig, info: DataInfo, model: Any) -> None:
+    embed = getattr(model, "patch_embed", None)
+    size = info.shape.img_size
+    if embed is None or getattr(embed, "patch_size", None) is None:
+        return
+    ph, pw = tuple(embed.patch_size)
+    if size % ph or size % pw or size < ph:
+        divisors = [d for d in range(1, size + 1) if size % d == 0 and d < size]
+        raise ConfigError(
+            f"{cfg.model.name} cuts images into {ph}x{pw} patches, which do not tile the {size}x{size} images of "
+            f"data.name={cfg.data.name!r}; set model.kwargs.patch_size to a divisor of {size} ({', '.join(map(str, divisors[-4:]))})"
+        )
+
+
+def _min_ratio(n: int, count: int = 2) -> float:
+    """The smallest ratio r (4 decimals, rounded up) with ``round(n * r) >= count``."""
+    from mjp.masking import target_count
+
+    r = math.ceil((count - 0.5) / n * 1e4) / 1e4
+    while target_count(n, r) < count:
+        r += 1e-4
+    return round(r, 4)
+
+
+def _ratios_select_patches(cfg: TrainConfig, n: int) -> None:
+    from mjp.masking import target_count
+
+    m = cfg.mjp
+    if m.shuffle != "none" and m.jigsaw_prob > 0 and m.mask_ratio > 0 and target_count(n, m.mask_ratio) == 0:
+        raise ConfigError(
+            f"mjp.mask_ratio={m.mask_ratio} selects round({n} x {m.mask_ratio}) = 0 of the {n} patches, so "
+            f"mjp.shuffle={m.shuffle!r} would never shuffle anything; allowed: 0 (jigsaw off) or >= {_min_ratio(n)} (2 patches)"
+        )
+    ratios = [("eval.consistency_ratio", cfg.eval.consistency_ratio)] + [("eval.shuffle_ratios", r) for r in cfg.eval.shuffle_ratios]
+    if cfg.eval.privacy is not None:
+        ratios.append(("eval.privacy.ratio", cfg.eval.privacy.ratio))
+    for key, r in ratios:
+        if r > 0 and target_count(n, r) < 2:
+            raise ConfigError(f"{key}: ratio {r} shuffles {target_count(n, r)} of the {n} patches, which leaves the image unchanged; allowed: 0 or >= {_min_ratio(n)}")
+
+
+def _batch_fits(cfg: TrainConfig, info: DataInfo) -> None:
+    n = info.train_size if cfg.data.train_limit is None else min(info.train_size, cfg.data.train_limit)
+    per_step = cfg.data.batch_size * cfg.scaling.num_workers
+    if per_step > n:
+        raise ConfigError(
+            f"data.batch_size={cfg.data.batch_size} x scaling.num_workers={cfg.scaling.num_workers} = {per_step} images per step, "
+            f"but the training set has {n}; allowed: data.batch_size <= {max(1, n // cfg.scaling.num_workers)}"
+        )
+
+
+def _evaluations_apply(cfg: TrainConfig, model: Any) -> None:
+    privacy = cfg.eval.privacy
+    if privacy is not None and privacy.attack == "april":
+        from mjp.privacy import april_requirements
+
+        why = april_requirements(model)
+        if why:
+            raise ConfigError(f"eval.privacy.attack='april' cannot attack {cfg.model.name}: {why} (model.april_block=true, or eval.privacy.attack=inversion)")
+    if privacy is not None and privacy.lpips_backbone and not Path(privacy.lpips_backbone).is_file():
+        raise ConfigError(f"eval.privacy.lpips_backbone={privacy.lpips_backbone!r} does not exist")
+
+
+def preflight(cfg: TrainConfig) -> DataInfo:
+    """Check ``cfg`` end to end without training; returns what was learnt about the data."""
+    check_data(cfg)
+    info = data_info(cfg)
+    _batch_fits(cfg, info)
+    from mjp.models.factory import timm_class
+
+    try:
+        timm_class(cfg.model.name)
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+    _positive_int_kwargs(cfg.model.kwargs)
+    _timm_signature_check(cfg.model.name, cfg.model.kwargs)
+    _heads_divide_width(cfg.model.name, cfg.model.kwargs)
+    if cfg.model.pretrained_file and not Path(cfg.model.pretrained_file).is_file():
+        raise ConfigError(f"model.pretrained_file={cfg.model.pretrained_file!r} does not exist; give a local timm checkpoint (nothing is downloaded)")
+    _patch_grid_fits(cfg, info, _build_on_meta(cfg, info, with_mjp=False))
+    model = _build_on_meta(cfg, info, with_mjp=True)
+    from mjp.metrics import model_patch_size
+
+    patch = model_patch_size(model)
+    size = info.shape.img_size
+    if size % patch[0] or size % patch[1]:
+        raise ConfigError(f"{size}x{size} images do not split into {patch[0]}x{patch[1]} jigsaw patches; set mjp.patch_size (ResNet) or model.kwargs.patch_size to a divisor of {size}")
+    _ratios_select_patches(cfg, (size // patch[0]) * (size // patch[1]))
+    _evaluations_apply(cfg, model)
+    return info
