@@ -1,14 +1,19 @@
-"""Wall time of a sweep of N tiny trials (Ray Tune + Optuna + Ray Train + MLflow) against the same
-trials run one after another in a plain loop, for several N: the per-trial orchestration cost.
+"""Per-trial start-up of a sweep, before and after running 1-worker trials in the Tune trial's
+process, measured in one run: N tiny trials (a) in a plain loop, (b) as a sweep whose trials go
+through Ray Train's TorchTrainer (``scaling.trainer=ray_train``, the old path) and (c) as a sweep
+whose trials train in the reused Tune trial process (``scaling.trainer=auto``). Ray's own start is
+timed apart and taken out: start-up per trial = (sweep - Ray start - plain loop) / N.
+``--demo`` also times ``mjp demo`` (4 trials x 30 epochs) both ways, each in a fresh process.
 
-The sweep runs one trial at a time (max_concurrent 1) so both sides do the same work in sequence.
-
-    python benchmarks/bench_sweep.py [--trials 2 4] [--out BENCHMARKS.md]
+    python benchmarks/bench_sweep.py [--trials 2 4] [--demo] [--out BENCHMARKS.md]
 """
 
 from __future__ import annotations
 
 import argparse
+import io
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -24,7 +29,9 @@ from sweep.run import run_sweep
 from sweep.study import load_study
 from trainables.data import load_datasets
 from trainables.engine import build_model, build_state, evaluate, evaluate_shuffles, seed_everything, train_one_epoch
+from trainables.ray_runtime import ensure_ray
 
+PROJECT = Path(__file__).resolve().parent.parent
 TINY = {
     "model": {"kwargs": {"patch_size": 2, "embed_dim": 32, "depth": 2, "num_heads": 2}},
     "data": {"batch_size": 64, "train_limit": 512, "val_limit": 128},
@@ -33,15 +40,15 @@ TINY = {
 }
 
 
-def study(tmp: str, n: int):
-    path = Path(tmp) / f"bench{n}.yaml"
+def study(tmp: str, n: int, trainer: str):
+    path = Path(tmp) / f"bench{n}{trainer}.yaml"
     path.write_text(yaml.safe_dump({
-        "name": f"bench{n}", "base": "trainables/configs/digits_vit_tiny.yaml", "train": TINY,
+        "name": f"bench{n}-{trainer}", "base": "trainables/configs/digits_vit_tiny.yaml", "train": TINY,
         "space": {"mjp.mask_ratio": {"type": "uniform", "low": 0.25, "high": 0.5}},
         "objective": {"metric": "val/top1"}, "search": {"algorithm": "random", "seed": 0},
         "budget": {"trials": n, "max_concurrent": 1},
     }))
-    return load_study(str(path), overrides={"tracking.uri": f"sqlite:///{tmp}/mlflow.db"})
+    return load_study(str(path), overrides={"tracking.uri": f"sqlite:///{tmp}/mlflow.db", "scaling.trainer": trainer})
 
 
 def plain(s, n: int) -> float:
@@ -62,31 +69,68 @@ def plain(s, n: int) -> float:
     return time.perf_counter() - start
 
 
+def sweep(s, tmp: str) -> tuple[float, float]:
+    """(Ray start, sweep wall) in seconds, from a stopped Ray."""
+    ray.shutdown()
+    start = time.perf_counter()
+    ensure_ray(num_cpus=2)
+    ray_start = time.perf_counter() - start
+    outcome = run_sweep(s, storage=f"{tmp}/ray", stream=io.StringIO())
+    assert not outcome.failed and not outcome.interrupted, outcome.failed
+    return ray_start, time.perf_counter() - start
+
+
+def demo(trainer: str) -> float:
+    with tempfile.TemporaryDirectory() as cwd:
+        start = time.perf_counter()
+        out = subprocess.run([sys.executable, "-m", "sweep.cli", "demo", "--set", f"scaling.trainer={trainer}"], cwd=cwd,
+                             env={**__import__("os").environ, "PYTHONPATH": str(PROJECT)}, capture_output=True, text=True)
+        wall = time.perf_counter() - start
+    if out.returncode != 0:
+        raise RuntimeError(f"mjp demo ({trainer}) failed: {out.stderr[-2000:]}")
+    return wall
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trials", type=int, nargs="+", default=[2, 4])
+    parser.add_argument("--demo", action="store_true", help="also time `mjp demo` both ways (about 8 minutes)")
     parser.add_argument("--out")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.trials:
-            s = study(tmp, n)
-            t_plain = plain(s, n)
-            start = time.perf_counter()
-            outcome = run_sweep(s, storage=f"{tmp}/ray")
-            t_sweep = time.perf_counter() - start
-            ray.shutdown()
-            assert not any(t["error"] for t in outcome.trials)
-            rows.append(f"| {n} | {t_plain:.1f} | {t_sweep:.1f} | {t_sweep / t_plain:.1f} | {(t_sweep - t_plain) / n:.1f} |")
-    append(args.out, "\n".join([
-        "### bench_sweep: N tiny digits trials (2 epochs each), one at a time",
+            t_plain = plain(study(tmp, n, "auto"), n)
+            cells = [f"{n}", f"{t_plain:.1f}"]
+            per_trial = {}
+            for trainer in ("ray_train", "auto"):
+                t_ray, t_sweep = sweep(study(tmp, n, trainer), tmp)
+                per_trial[trainer] = (t_sweep - t_ray - t_plain) / n
+                cells += [f"{t_sweep:.1f} (Ray {t_ray:.1f})", f"{per_trial[trainer]:.1f}"]
+            cells.append(f"{per_trial['ray_train'] / per_trial['auto']:.1f}x")
+            rows.append("| " + " | ".join(cells) + " |")
+    ray.shutdown()
+    lines = [
+        "### bench_sweep: start-up per trial, N tiny digits trials (2 epochs each), one at a time",
         environment(),
         "",
-        "| N trials | plain loop (s) | sweep (s, incl. Ray start) | sweep / plain | overhead per trial (s) |",
-        "| ---: | ---: | ---: | ---: | ---: |",
+        "| N | plain loop (s) | sweep via TorchTrainer (s) | start-up per trial (s) | sweep in the trial process (s) | start-up per trial (s) | before / after |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
         *rows,
         "",
-    ]))
+    ]
+    if args.demo:
+        before, after = demo("ray_train"), demo("auto")
+        lines += [
+            "`mjp demo` (quickstart: 4 trials x 30 epochs, 2 at a time), wall time of the whole command in a fresh process:",
+            "",
+            "| trials through | wall (s) |",
+            "| --- | ---: |",
+            f"| Ray Train's TorchTrainer (before) | {before:.0f} |",
+            f"| the Tune trial's process (after) | {after:.0f} |",
+            "",
+        ]
+    append(args.out, "\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -1,15 +1,17 @@
-"""Shared by the benchmarks: the environment line every result table starts with."""
+"""Shared by the benchmarks: the process environment, and the line every result table starts with."""
 
 from __future__ import annotations
 
 import os
 import platform
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+from trainables.ray_runtime import prepare_environment
 
-import ray
-import timm
-import torch
+prepare_environment()  # before ray is imported (benchmarks run under `uv run`)
+
+import ray  # noqa: E402
+import timm  # noqa: E402
+import torch  # noqa: E402
 
 
 def environment(device: str = "cpu") -> str:

@@ -82,6 +82,7 @@ TAG_ERROR = "mjp.error"
 TAG_STOPPED = "mjp.stopped"
 TAG_INTERRUPTED = "mjp.interrupted"
 TAG_NOTES = "mjp.notes"
+TAG_PROCESS = "mjp.process"  # host:pid of the trial process (its latest attempt)
 TAG_BEST_TRIAL = "mjp.best_trial"
 TAG_BEST_PARAMS = "mjp.best_params"
 TAG_SAMPLE_PREFIX = "mjp.sample."  # + sampled key: the value a sweep chose for this trial

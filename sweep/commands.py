@@ -34,9 +34,6 @@ def cmd_train(args: argparse.Namespace) -> int:
     from trainables.config import load_config
 
     cfg = load_config(args.config, args.set)
-    from trainables.preflight import preflight
-
-    preflight(cfg)
     from sweep.run import run_training
     from trainables.tracking import tracking_uri
 

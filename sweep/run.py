@@ -150,12 +150,12 @@ def asha_rungs(study: Study) -> tuple[int, ...]:
 def _uses_ray_train(study: Study) -> bool:
     """Whether trials run as multi-worker ``TorchTrainer`` runs (checked on the base config and
     every combination the pre-flight checks)."""
-    return any(study.train_config(p).scaling.num_workers > 1 for p in [{}, *study.combinations()])
+    return any(not study.train_config(p).scaling.in_process for p in [{}, *study.combinations()])
 
 
 def _cpus_needed(study: Study) -> int:
     s = study.train_config({}).scaling
-    per_trial = s.cpus_per_worker if s.num_workers == 1 else study.config.driver_cpus + s.num_workers * s.cpus_per_worker
+    per_trial = s.cpus_per_worker if s.in_process else study.config.driver_cpus + s.num_workers * s.cpus_per_worker
     return max(os.cpu_count() or 1, math.ceil(study.max_concurrent * per_trial))
 
 
@@ -167,25 +167,29 @@ def _spec(study: Study, state: dict[str, Any], storage: str) -> TrialSpec:
     )
 
 
-def _searcher(study: Study, state: dict[str, Any]) -> Any:
-    import optuna
-
+def _searcher(study: Study) -> Any:
+    """Optuna's sampler behind Tune; its state is pickled with the experiment (see optuna_mirror)."""
     c = study.config
     objectives = c.objectives
-    url = state.get("optuna_storage")
-    storage = optuna.storages.RDBStorage(url) if url else None
     searcher = OptunaSearch(
         space=define_by_run(c),
         metric=[o.metric for o in objectives] if len(objectives) > 1 else objectives[0].metric,
         mode=[o.mode for o in objectives] if len(objectives) > 1 else objectives[0].mode,
         sampler=make_sampler(c),
-        storage=storage,
-        study_name=state["name"] if storage else None,
     )
     return ConcurrencyLimiter(searcher, max_concurrent=study.max_concurrent)
 
 
-def _tuner_parts(study: Study, spec: TrialSpec, state: dict[str, Any]) -> tuple[Any, tune.TuneConfig]:
+def _callbacks(study: Study, spec: TrialSpec, state: dict[str, Any], recorder: "SweepRecorder", stream: TextIO | None) -> list[tune.Callback]:
+    callbacks: list[tune.Callback] = [recorder]
+    if state.get("optuna_storage"):
+        from sweep.optuna_mirror import OptunaMirror
+
+        callbacks.append(OptunaMirror(state["optuna_storage"], state["name"], study.config, study.train_config({}).optim.epochs))
+    return callbacks + [_view(study, spec, stream)]
+
+
+def _tuner_parts(study: Study, spec: TrialSpec) -> tuple[Any, tune.TuneConfig]:
     c = study.config
     objectives = c.objectives
     if c.scheduler.type == "asha":
@@ -199,12 +203,18 @@ def _tuner_parts(study: Study, spec: TrialSpec, state: dict[str, Any]) -> tuple[
     # Tune refuses a metric given to both the scheduler and the TuneConfig: ASHA keeps its own.
     single = len(objectives) == 1 and c.scheduler.type != "asha"
     tune_config = tune.TuneConfig(
-        search_alg=_searcher(study, state), scheduler=scheduler, num_samples=study.num_trials,
+        search_alg=_searcher(study), scheduler=scheduler, num_samples=study.num_trials,
         time_budget_s=c.budget.time_budget_s, reuse_actors=True,
         metric=objectives[0].metric if single else None, mode=objectives[0].mode if single else None,
     )
     trainable = tune.with_resources(tune.with_parameters(tune_trial, spec=spec), TrialResources(spec))
     return trainable, tune_config
+
+
+def _failure_config(study: Study) -> tune.FailureConfig:
+    """Retries of in-process trials are Tune's; a TorchTrainer retries its own workers."""
+    base = study.train_config({})
+    return tune.FailureConfig(max_failures=base.runtime.max_failures if base.scaling.in_process else 0)
 
 
 def _view(study: Study, spec: TrialSpec, stream: TextIO | None) -> ConsoleView:
@@ -241,6 +251,10 @@ def run_sweep(study: Study, *, storage: str | None = None, address: str | None =
     experiment = base.tracking.experiment
     run_name = f"{study.name}{'-smoke' if study.smoke else ''}-{time.strftime('%Y%m%d-%H%M%S')}"
     storage = storage_root(storage)
+    if study.max_parameters:
+        from trainables.preflight import check_disk_space
+
+        check_disk_space(storage, 12 * study.max_parameters, f"the study's largest model ({study.max_parameters / 1e6:.1f}M parameters)")
     experiment_dir = f"{storage}/{run_name}"
     log = _start_logging(experiment_dir, run_name, verbose)
     _announce(stream, f"sweep {run_name}: {study.num_trials} trials, {study.max_concurrent} at a time · logs: {log}")
@@ -263,11 +277,11 @@ def run_sweep(study: Study, *, storage: str | None = None, address: str | None =
         ensure_ray(address, num_cpus=None if address else _cpus_needed(study), verbose=verbose, dashboard=_uses_ray_train(study))
         _link_ray_logs(experiment_dir)
         spec = _spec(study, state, storage)
-        trainable, tune_config = _tuner_parts(study, spec, state)
-        view = _view(study, spec, stream)
+        trainable, tune_config = _tuner_parts(study, spec)
         recorder = SweepRecorder(uri, experiment, parent.run_id, study.num_trials, c.budget.time_budget_s)
         tuner = tune.Tuner(trainable, tune_config=tune_config, run_config=tune.RunConfig(
-            name=run_name, storage_path=storage, callbacks=[recorder, view], verbose=2 if verbose else 0,
+            name=run_name, storage_path=storage, callbacks=_callbacks(study, spec, state, recorder, stream), verbose=2 if verbose else 0,
+            failure_config=_failure_config(study),
         ))
         grid = tuner.fit()
         return _finish(study, spec, parent, grid, experiment_dir, recorder, log)
@@ -312,11 +326,10 @@ def resume_sweep(experiment_dir: str, *, address: str | None = None, verbose: bo
         ensure_ray(address, num_cpus=None if address else _cpus_needed(study), verbose=verbose, dashboard=_uses_ray_train(study))
         _link_ray_logs(experiment_dir)
         spec = _spec(study, state, storage)
-        trainable, _ = _tuner_parts(study, spec, state)
-        view = _view(study, spec, stream)
+        trainable, _ = _tuner_parts(study, spec)
         recorder = SweepRecorder(state["uri"], state["experiment"], parent.run_id, study.num_trials, study.config.budget.time_budget_s)
         tuner = tune.Tuner.restore(experiment_dir, trainable=trainable, resume_unfinished=True, resume_errored=True)
-        _replace_callbacks(tuner, [recorder, view])
+        _replace_callbacks(tuner, _callbacks(study, spec, state, recorder, stream))
         grid = tuner.fit()
         return _finish(study, spec, parent, grid, experiment_dir, recorder, log)
 
@@ -394,30 +407,30 @@ class TrainingOutcome:
 def run_training(cfg: TrainConfig, *, address: str | None = None, verbose: bool = False, stream: TextIO | None = None) -> TrainingOutcome:
     """One training run (``mjp train``), as a Tune run of one trial: the same trial function,
     checkpoints, retries (``runtime.max_failures``) and console as a sweep's trials."""
-    from trainables.preflight import preflight
+    from trainables.preflight import check_disk_space, preflight
 
-    preflight(cfg)
+    checked = preflight(cfg)
     uri = tracking_uri(cfg.tracking.uri)
     check_store_writable(uri)
     label = run_label(cfg)
     name = cfg.tracking.run_name or label.run_name
     storage = storage_root(cfg.tracking.storage_path or "runs")
+    check_disk_space(storage, checked.checkpoint_bytes, f"{cfg.model.name} ({checked.parameters / 1e6:.1f}M parameters)")
     stamp = f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
     log = _start_logging(f"{storage}/{stamp}", stamp, verbose)
     _announce(stream, f"train {label.display}: {cfg.optim.epochs} epochs on {cfg.data.name} · logs: {log}")
     s = cfg.scaling
-    ensure_ray(address, num_cpus=None if address else max(os.cpu_count() or 1, math.ceil(s.cpus_per_worker * s.num_workers + 0.25)), verbose=verbose, dashboard=s.num_workers > 1)
+    ensure_ray(address, num_cpus=None if address else max(os.cpu_count() or 1, math.ceil(s.cpus_per_worker * s.num_workers + 0.25)), verbose=verbose, dashboard=not s.in_process)
     tracker = start_run(cfg, uri, run_name=name, tags={keys.TAG_LABEL: label.display})
     spec = TrialSpec(name=stamp, base_tree=cfg.model_dump(mode="json"), uri=uri, experiment=cfg.tracking.experiment, storage=f"{storage}/{stamp}-train", run_id=tracker.run_id)
     view = ConsoleView(f"train {label.display}", lambda p: label.display, lambda p: cfg.optim.epochs, [(keys.VAL_TOP1, "max")], 1, per_epoch_lines=True, stream=stream)
     recorder = SweepRecorder(uri, cfg.tracking.experiment, None, 1, None)
-    in_process = s.num_workers == 1
     tuner = tune.Tuner(
         tune.with_resources(tune.with_parameters(tune_trial, spec=spec), TrialResources(spec)),
         tune_config=tune.TuneConfig(num_samples=1),
         run_config=tune.RunConfig(
             name=stamp, storage_path=storage, callbacks=[recorder, view], verbose=2 if verbose else 0,
-            failure_config=tune.FailureConfig(max_failures=cfg.runtime.max_failures if in_process else 0),
+            failure_config=tune.FailureConfig(max_failures=cfg.runtime.max_failures if s.in_process else 0),
         ),
     )
     with _parent_closed_on_error(tracker):

@@ -256,6 +256,8 @@ class Study:
         if seeds:
             config = config.model_copy(update={"space": {**config.space, "runtime.seed": Grid(type="grid", values=seeds)}})
         self.config, self.base_tree, self.source, self.smoke, self.extra = config, base_tree, source, smoke, extra
+        #: the largest model among the pre-flighted trials (parameters); None until checked
+        self.max_parameters: int | None = None
 
     @property
     def name(self) -> str:
@@ -369,4 +371,4 @@ def _validate_space(study: Study, path: Path) -> None:
         fingerprint = cfg.model_dump_json(include={"model", "mjp", "data"})
         if fingerprint not in checked:
             checked.add(fingerprint)
-            preflight(cfg)
+            study.max_parameters = max(study.max_parameters or 0, preflight(cfg).parameters)

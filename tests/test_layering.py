@@ -77,7 +77,7 @@ def test_only_the_tracking_adapter_and_analysis_import_mlflow():
 
 
 def test_optuna_only_in_the_search_and_its_analysis():
-    assert importers("optuna") <= {"sweep.space", "sweep.run", "analysis.optuna_figures"}
+    assert importers("optuna") <= {"sweep.space", "sweep.run", "sweep.optuna_mirror", "analysis.optuna_figures"}
 
 
 def test_mjp_imports_without_ray_mlflow_optuna():

@@ -94,10 +94,18 @@ class EvalSection(_Section):
 
 
 class ScalingSection(_Section):
-    num_workers: int = Field(1, ge=1, description="data-parallel workers; 1 runs in the trial's own process")
+    num_workers: int = Field(1, ge=1, description="data-parallel workers")
+    #: ``auto``: one worker trains in the trial's own process, several through Ray Train's
+    #: TorchTrainer; ``ray_train``: always through TorchTrainer (its worker group and controller)
+    trainer: Literal["auto", "ray_train"] = "auto"
     use_gpu: bool = False
     cpus_per_worker: float = Field(1.0, gt=0)
     gpus_per_worker: float = Field(1.0, ge=0)
+
+    @property
+    def in_process(self) -> bool:
+        """Whether the training runs in the trial's own process (no Ray Train worker group)."""
+        return self.num_workers == 1 and self.trainer == "auto"
 
 
 class RuntimeSection(_Section):

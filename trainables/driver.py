@@ -9,6 +9,8 @@ by its trial-id tag or created, so a restored sweep re-attaches to it.
 
 from __future__ import annotations
 
+import os
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,7 +61,7 @@ class TrialResources:
         from ray.tune import PlacementGroupFactory
 
         s = self.spec.config(params).scaling
-        if s.num_workers > 1:
+        if not s.in_process:
             return PlacementGroupFactory([{"CPU": self.spec.driver_cpus}])
         return PlacementGroupFactory([{"CPU": s.cpus_per_worker, **({"GPU": s.gpus_per_worker} if s.use_gpu else {})}])
 
@@ -135,8 +137,9 @@ def tune_trial(params: dict[str, Any], spec: TrialSpec) -> None:
     trial_id = tune.get_context().get_trial_id()
     cfg = spec.config(params)
     tracker = _trial_run(spec, cfg, params, trial_id)
+    tracker.set_tags({keys.TAG_PROCESS: f"{socket.gethostname()}:{os.getpid()}"})  # this attempt's trial process
     try:
-        if cfg.scaling.num_workers == 1:
+        if cfg.scaling.in_process:
             import torch
 
             from trainables.session import TuneSession

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import inspect
 import math
+import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -130,8 +132,36 @@ def _evaluations_apply(cfg: TrainConfig, model: Any) -> None:
         raise ConfigError(f"eval.privacy.lpips_backbone={privacy.lpips_backbone!r} does not exist")
 
 
-def preflight(cfg: TrainConfig) -> DataInfo:
-    """Check ``cfg`` end to end without training; returns what was learnt about the data."""
+@dataclass(frozen=True)
+class Preflight:
+    """What the pre-flight learnt: the data, and the model's size."""
+
+    info: DataInfo
+    parameters: int
+
+    @property
+    def checkpoint_bytes(self) -> int:
+        """A training checkpoint: float32 weights and AdamW's two moments (plus RNG states, small)."""
+        return 12 * self.parameters
+
+
+def check_disk_space(storage: str, checkpoint_bytes: int, what: str) -> None:
+    """A local storage folder must hold a few checkpoints (Tune keeps two, one is being written)."""
+    if "://" in storage:
+        return
+    folder = Path(storage)
+    while not folder.exists():
+        folder = folder.parent
+    free, needed = shutil.disk_usage(folder).free, 3 * checkpoint_bytes
+    if free < needed:
+        raise ConfigError(
+            f"{free / 2**20:.0f} MiB free in {folder}, but checkpoints of {what} need about {needed / 2**20:.0f} MiB "
+            f"({checkpoint_bytes / 2**20:.0f} MiB each); free some space or give --storage / tracking.storage_path elsewhere"
+        )
+
+
+def preflight(cfg: TrainConfig) -> Preflight:
+    """Check ``cfg`` end to end without training; returns what was learnt about data and model."""
     check_data(cfg)
     info = data_info(cfg)
     _batch_fits(cfg, info)
@@ -156,4 +186,4 @@ def preflight(cfg: TrainConfig) -> DataInfo:
         raise ConfigError(f"{size}x{size} images do not split into {patch[0]}x{patch[1]} jigsaw patches; set mjp.patch_size (ResNet) or model.kwargs.patch_size to a divisor of {size}")
     _ratios_select_patches(cfg, (size // patch[0]) * (size // patch[1]))
     _evaluations_apply(cfg, model)
-    return info
+    return Preflight(info, sum(p.numel() for p in model.parameters()))

@@ -7,6 +7,7 @@ would run code, a file that is no checkpoint) is refused with one line naming th
 
 from __future__ import annotations
 
+import io
 import pickle
 import random
 import re
@@ -26,6 +27,10 @@ CHECKPOINT_FILE = "state.pt"
 
 class CheckpointError(UserError):
     """A file that is not a checkpoint this platform wrote, or one that would run code."""
+
+
+class CheckpointWriteError(RuntimeError):
+    """A checkpoint could not be written (a full disk, a missing or read-only folder)."""
 
 
 def unwrap(model: nn.Module) -> nn.Module:
@@ -114,8 +119,16 @@ class TrainState:
         raw.mjp_generator.set_state(rng["mjp"])
 
     def save(self, directory: str | Path) -> Path:
+        """Serialise in memory, then write: torch's own file writer reports a full disk as
+        "unexpected pos 64 vs 0"; Python's names the cause (``No space left on device``)."""
         path = Path(directory) / CHECKPOINT_FILE
-        torch.save(self.state_dict(), path)
+        buffer = io.BytesIO()
+        torch.save(self.state_dict(), buffer)
+        try:
+            with open(path, "wb") as fh:
+                fh.write(buffer.getbuffer())
+        except OSError as err:
+            raise CheckpointWriteError(f"cannot write the checkpoint {path} (epoch {self.epoch}): {err.strerror or err}") from None
         return path
 
     def restore(self, directory: str | Path) -> None:

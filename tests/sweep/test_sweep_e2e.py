@@ -69,6 +69,12 @@ def test_two_trial_sweep_makes_one_parent_and_two_children(tmp_path, local_ray):
     assert not client.get_metric_history(child, "epoch")
     assert list(paper_table(runs)["mjp.variant"]) == ["A: baseline", "J: jp_unk_dal_mlp"]
 
+    import optuna  # the sweep as an Optuna study beside the MLflow store, for optuna-dashboard
+
+    mirrored = optuna.load_study(study_name=parent.params["experiment_dir"].rsplit("/", 1)[1], storage=f"sqlite:///{tmp_path}/optuna.db")
+    assert sorted(t.params["mjp.variant"] for t in mirrored.trials) == ["A", "J"]
+    assert {t.state.name for t in mirrored.trials} == {"COMPLETE"} and all(sorted(t.intermediate_values) == [1, 2] for t in mirrored.trials)
+
 
 def test_interrupted_sweep_resumes_every_trial_once(tmp_path, local_ray):
     uri = f"sqlite:///{tmp_path}/mlflow.db"

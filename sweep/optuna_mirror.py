@@ -1,0 +1,90 @@
+"""A sweep's trials in an Optuna study on disk (``optuna.db`` beside the MLflow store), one study
+per sweep named after it, so ``optuna-dashboard`` shows the sweep live and the report can draw
+Optuna's optimisation history and parameter importances.
+
+The searcher itself keeps its state in memory, pickled with Tune's experiment: after a SIGKILL,
+Tune restores the searcher from its last checkpoint, which may be older than a database the
+searcher wrote to directly (Optuna then refuses to update a trial it already closed). So the
+database is a mirror: each trial is added once, when it ends, with its per-epoch values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import optuna
+from ray import tune
+
+from sweep.study import Choice, Fixed, Grid, IntRange, LogUniform, StudyConfig, Uniform
+
+MIRROR_ATTR = "tune_trial_id"
+
+
+def distributions(study: StudyConfig) -> dict[str, optuna.distributions.BaseDistribution]:
+    """Optuna's distribution of every sampled entry of the space (seeds are categorical)."""
+    out: dict[str, optuna.distributions.BaseDistribution] = {}
+    for key, p in study.space.items():
+        if isinstance(p, (Choice, Grid)):
+            out[key] = optuna.distributions.CategoricalDistribution(p.values)
+        elif isinstance(p, LogUniform):
+            out[key] = optuna.distributions.FloatDistribution(p.low, p.high, log=True)
+        elif isinstance(p, Uniform):
+            out[key] = optuna.distributions.FloatDistribution(p.low, p.high)
+        elif isinstance(p, IntRange):
+            out[key] = optuna.distributions.IntDistribution(int(p.low), int(p.high), step=p.step)
+        elif not isinstance(p, Fixed):
+            raise TypeError(f"no Optuna distribution for {type(p).__name__}")
+    return out
+
+
+def open_study(url: str, name: str, study: StudyConfig) -> optuna.Study:
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    directions = ["maximize" if o.mode == "max" else "minimize" for o in study.objectives]
+    return optuna.create_study(storage=url, study_name=name, directions=directions, load_if_exists=True)
+
+
+class OptunaMirror(tune.Callback):
+    """Adds every ended trial to the Optuna study ``name`` at ``url`` (once, keyed by Tune's trial id)."""
+
+    def __init__(self, url: str, name: str, study: StudyConfig, epochs: int):
+        self.url, self.name, self.config, self.epochs = url, name, study, epochs
+        self.objectives = [o.metric for o in study.objectives]
+        self.values: dict[str, dict[int, float]] = {}
+        self._study: optuna.Study | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_study": None}
+
+    @property
+    def study(self) -> optuna.Study:
+        if self._study is None:
+            self._study = open_study(self.url, self.name, self.config)
+        return self._study
+
+    def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info: Any) -> None:
+        first = self.objectives[0]
+        if first in result and "epoch" in result:
+            self.values.setdefault(trial.trial_id, {})[int(result["epoch"])] = float(result[first])
+
+    def _add(self, trial: Any, state: optuna.trial.TrialState) -> None:
+        if any(t.user_attrs.get(MIRROR_ATTR) == trial.trial_id for t in self.study.get_trials(deepcopy=False)):
+            return
+        dists = distributions(self.config)
+        params = {k: v for k, v in (trial.config or {}).items() if k in dists}
+        result = trial.last_result or {}
+        values = [float(result[m]) for m in self.objectives] if all(m in result for m in self.objectives) else None
+        if state == optuna.trial.TrialState.COMPLETE and int(result.get("epoch", 0)) < self.epochs:
+            state = optuna.trial.TrialState.PRUNED  # stopped early by the scheduler
+        elif values is None and state == optuna.trial.TrialState.COMPLETE:
+            state = optuna.trial.TrialState.FAIL
+        frozen = optuna.trial.create_trial(
+            params=params, distributions={k: dists[k] for k in params}, values=values if state == optuna.trial.TrialState.COMPLETE else None,
+            state=state, intermediate_values=self.values.get(trial.trial_id, {}), user_attrs={MIRROR_ATTR: trial.trial_id},
+        )
+        self.study.add_trial(frozen)
+
+    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self._add(trial, optuna.trial.TrialState.COMPLETE)
+
+    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self._add(trial, optuna.trial.TrialState.FAIL)

@@ -1,0 +1,198 @@
+"""Faults, as they happen to a sweep: Ctrl-C and SIGKILL of the driver, a trial process killed
+mid-epoch, a full disk under a checkpoint. The interrupted sweep says so and resumes with every
+trial exactly once; nothing is logged twice; what the local default started is cleaned up."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import mlflow
+import pytest
+import yaml
+
+from mjp import keys
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = {
+    "model": {"kwargs": {"patch_size": 2, "embed_dim": 32, "depth": 2, "num_heads": 2}},
+    "data": {"batch_size": 32, "train_limit": 256, "val_limit": 64},
+    "eval": {"shuffle_ratios": [0.0, 0.9]},
+    "tracking": {"experiment": "faults"},
+}
+
+
+def study(tmp: Path, epochs: int = 3) -> str:
+    path = tmp / "study.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": "faults", "base": "trainables/configs/digits_vit_tiny.yaml", "train": {**TINY, "optim": {"epochs": epochs}},
+        "space": {"mjp.variant": {"type": "grid", "values": ["A", "E", "G", "J"]}},
+        "objective": {"metric": "val/top1"}, "search": {"algorithm": "grid"}, "budget": {"max_concurrent": 1},
+    }))
+    return str(path)
+
+
+def mjp(tmp: Path, *args: str) -> subprocess.Popen:
+    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp}/mlflow.db", "MJP_SWEEP_STORAGE": str(tmp / "ray"), "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen([sys.executable, "-m", "sweep.cli", *args], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def read_until(proc: subprocess.Popen, marker: str) -> list[str]:
+    """stdout lines up to and including the first that contains ``marker`` (blocking reads)."""
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if marker in line:
+            return lines
+    raise AssertionError(f"{marker!r} never printed; stdout: {''.join(lines)}; stderr: {proc.stderr.read()}")
+
+
+def children(uri: str) -> list:
+    client = mlflow.MlflowClient(uri)
+    parent = client.search_runs([client.get_experiment_by_name("faults").experiment_id], f"tags.`{keys.TAG_KIND}` = 'sweep'")
+    assert len(parent) == 1
+    kids = client.search_runs([parent[0].info.experiment_id], f"tags.`{keys.TAG_PARENT}` = '{parent[0].info.run_id}'")
+    return parent[0], kids
+
+
+def experiment_dir(tmp: Path) -> str:
+    (found,) = [p for p in (tmp / "ray").iterdir() if (p / "mjp_sweep.json").is_file()]
+    return str(found)
+
+
+def assert_each_trial_once(uri: str) -> None:
+    parent, kids = children(uri)
+    assert parent.info.status == "FINISHED" and keys.TAG_INTERRUPTED not in parent.data.tags
+    assert sorted(k.data.tags[keys.TAG_VARIANT] for k in kids) == ["baseline", "jp", "jp_unk", "jp_unk_dal_mlp"]
+    assert {k.info.status for k in kids} == {"FINISHED"}
+    client = mlflow.MlflowClient(uri)
+    for k in kids:
+        steps = [m.step for m in client.get_metric_history(k.info.run_id, keys.VAL_TOP1)]
+        assert steps == sorted(set(steps)) == [1, 2, 3], (k.info.run_name, steps)
+    assert [m.value for m in client.get_metric_history(parent.info.run_id, "sweep/trials")] == [4.0]
+
+
+@pytest.mark.slow
+def test_ctrl_c_says_interrupted_and_resume_finishes_every_trial_once(tmp_path):
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    proc = mjp(tmp_path, "sweep", "run", study(tmp_path))
+    read_until(proc, "finished ")  # the first trial is done, the second is running
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err
+    assert "interrupted: the parent run is marked KILLED; continue with `mjp sweep resume" in err and "Traceback" not in err + out
+    parent, kids = children(uri)
+    assert parent.info.status == "KILLED" and "of 4 trials finished" in parent.data.tags[keys.TAG_INTERRUPTED]
+    assert "RUNNING" not in {k.info.status for k in kids}
+
+    resumed = mjp(tmp_path, "sweep", "resume", experiment_dir(tmp_path))
+    out, err = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, err
+    assert_each_trial_once(uri)
+
+
+@pytest.mark.slow
+def test_sigkill_of_the_driver_leaves_no_process_and_resume_finishes(tmp_path):
+    from trainables.ray_cleanup import descendants
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    proc = mjp(tmp_path, "sweep", "run", study(tmp_path))
+    read_until(proc, "finished ")
+    left = {p: s for p, s in descendants(proc.pid).items() if "ray_cleanup" not in Path(f"/proc/{p}/cmdline").read_text()}
+    assert left, "the driver started no process"
+    proc.kill()
+    proc.communicate()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in left):
+        time.sleep(0.5)  # the watcher ends them (SIGTERM, then SIGKILL after 5 s)
+    assert not [p for p in left if Path(f"/proc/{p}").exists()], "processes of the killed driver still run"
+
+    status = subprocess.run([sys.executable, "-m", "sweep.cli", "sweep", "status", "--uri", uri], cwd=ROOT, capture_output=True, text=True)
+    assert "driver gone (killed?)" in status.stdout, status.stdout + status.stderr
+    resumed = mjp(tmp_path, "sweep", "resume", experiment_dir(tmp_path))
+    out, err = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, err
+    assert_each_trial_once(uri)
+
+
+class KillAt:
+    """A console stream that SIGKILLs the trial's process when ``marker`` is printed: mid-epoch,
+    since the marker is the previous epoch's line."""
+
+    def __init__(self, uri: str, marker: str):
+        self.uri, self.marker, self.text, self.killed = uri, marker, "", None
+
+    def isatty(self) -> bool:
+        return False
+
+    def flush(self) -> None:
+        pass
+
+    def write(self, text: str) -> int:
+        self.text += text
+        if self.killed is None and self.marker in text:
+            (run,) = mlflow.MlflowClient(self.uri).search_runs([mlflow.MlflowClient(self.uri).get_experiment_by_name("faults").experiment_id])
+            self.killed = int(run.data.tags[keys.TAG_PROCESS].rsplit(":", 1)[1])
+            os.kill(self.killed, signal.SIGKILL)
+        return len(text)
+
+
+@pytest.mark.slow
+def test_a_trial_process_killed_mid_epoch_resumes_from_its_checkpoint_logging_nothing_twice(tmp_path, local_ray):
+    from sweep.run import run_training
+    from trainables.config import build_config
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    cfg = build_config({**TINY, "optim": {"epochs": 4}}, {
+        "tracking.uri": uri, "tracking.storage_path": str(tmp_path / "runs"), "runtime.checkpoint_every": 2,
+        "runtime.max_failures": 1, "runtime.log_every": 2, "data.train_limit": 512,
+    })
+    stream = KillAt(uri, "epoch 2/4")
+    outcome = run_training(cfg, stream=stream)
+    assert stream.killed and outcome.error is None, (outcome.error, stream.text)
+    client = mlflow.MlflowClient(uri)
+    assert client.get_run(outcome.run_id).info.status == "FINISHED"
+    assert [m.step for m in client.get_metric_history(outcome.run_id, keys.VAL_TOP1)] == [1, 2, 3, 4]
+    running = [m.step for m in client.get_metric_history(outcome.run_id, keys.TRAIN_LOSS + keys.RUNNING_SUFFIX)]
+    assert running == sorted(set(running)) and len(running) == 4 * 8, running  # 16 steps an epoch, logged every 2
+    assert "retrying" in stream.text
+
+
+def test_a_full_disk_under_a_checkpoint_is_one_line_naming_the_file(tmp_path):
+    import torch
+
+    from trainables.train_state import CheckpointWriteError, TrainState
+    from mjp import MJPConfig, create_model
+
+    model = create_model("vit_tiny_patch16_224", mjp=MJPConfig(), num_classes=3, img_size=16, patch_size=4, embed_dim=32, depth=1, num_heads=2)
+    opt = torch.optim.AdamW(model.parameters())
+    state = TrainState(model, opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0), torch.amp.GradScaler(enabled=False), 10, epoch=3)
+    (tmp_path / "state.pt").symlink_to("/dev/full")  # every write: ENOSPC, as on a full disk
+    with pytest.raises(CheckpointWriteError) as err:
+        state.save(tmp_path)
+    assert str(err.value) == f"cannot write the checkpoint {tmp_path / 'state.pt'} (epoch 3): No space left on device"
+
+
+def test_one_line_reason_finds_the_cause_in_ray_s_wrapping():
+    from trainables.driver import one_line_reason
+
+    class Wrapped(RuntimeError):
+        pass
+
+    text = (
+        "Training failed due to worker errors:\n[Rank 0 Error Snippet]:\nTraceback (most recent call last):\n"
+        '  File "/x/worker.py", line 95, in train_loop\n    raise NonFiniteLossError(msg)\n'
+        "trainables.engine.NonFiniteLossError: train/loss is nan in epoch 3\n"
+    )
+    assert one_line_reason(Wrapped(text)) == "trainables.engine.NonFiniteLossError: train/loss is nan in epoch 3"
+    try:
+        try:
+            raise ValueError("inner cause")
+        except ValueError as inner:
+            raise RuntimeError("outer") from inner
+    except RuntimeError as err:
+        assert one_line_reason(err) == "ValueError: inner cause"
