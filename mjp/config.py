@@ -32,8 +32,8 @@ class MJPConfig(BaseModel):
     shuffle: what the jigsaw moves: ``none``; ``patches`` (JP, in token space); ``patches_and_pixels``
         (SPP: selected patches are shuffled and so are the pixels inside them).
     pos_embed: what sits at a shuffled slot: ``standard`` (the slot's own PE: JP's mismatch), ``unk``
-        (one shared learnable E_unk), ``idx`` (our reading of the paper's IDX: a second learnable
-        table indexed by slot, used at shuffled slots), ``none`` (no PE anywhere, Table 4 B).
+        (one shared learnable E_unk), ``idx`` (a second learnable table indexed by slot: see
+        ``idx_mode``), ``none`` (no PE anywhere, Table 4 B). See ``mjp.pos_embed``.
     dal: Dense Absolute Localization head on PE rows of unshuffled positions.
     """
 
@@ -41,6 +41,13 @@ class MJPConfig(BaseModel):
 
     shuffle: Shuffle = "patches"
     pos_embed: PosEmbed = "unk"
+    #: SPP (row C): ``masked`` (ours): the selected patches move and each gets its own pixel order;
+    #: ``reference`` (the reference code, which produced the paper's row C): every patch moves and
+    #: one pixel order is shared by all patches of the batch
+    spp_mode: Literal["masked", "reference"] = "masked"
+    #: IDX (row F): ``shuffled_slots`` (ours): E_idx replaces the PE at shuffled slots;
+    #: ``reference``: E_idx is added to every slot (the reference code's, the paper's row F)
+    idx_mode: Literal["shuffled_slots", "reference"] = "shuffled_slots"
     mask_ratio: float = Field(0.27, ge=0.0, le=1.0)
     mask_mode: Literal["per_sample", "per_batch"] = "per_sample"
     min_block_patches: int = Field(4, ge=1)

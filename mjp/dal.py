@@ -1,14 +1,20 @@
 """Dense Absolute Localization (DAL, paper Eq. 1-2): regress each PE row to its (row, col) on the grid.
 
 ``L_DAL = mean over unshuffled positions of |(i, j) - g(E_pos[i, j])|_1`` with raw integer targets,
-as the paper and the reference code. Heads ``g``:
+as the paper and the reference code. Rows are weighted by their share of the batch's unshuffled
+(sample, position) pairs (``position_weights``), so a position shuffled in every sample of the
+batch is left out and gets no DAL gradient. Heads ``g``:
 
 - ``linear``: ``Linear(D, 2)``; ``mlp``: ``Linear(D, D) - ReLU - Linear(D, 2)`` (the paper's NLN);
-- ``pca``: no parameters. The PE rows are projected on their top-2 principal directions and a
-  closed-form least-squares affine map takes the projection to (row, col); the loss is the L1
-  residual, i.e. how far the PE is from laying out its grid in a 2-D linear subspace. The
-  directions come from an exact SVD of the detached, centred rows (the reference uses
-  ``torch.pca_lowrank``, which draws from the global RNG); gradients flow through the projection.
+- ``pca``: no parameters. The weighted PE rows are projected on their top-2 principal directions
+  and a closed-form weighted least-squares affine map takes the projection to (row, col); the loss
+  is the L1 residual, i.e. how far the PE is from laying out its grid in a 2-D linear subspace.
+  The directions come from a subspace iteration on the detached, weighted, centred rows, started
+  from their projection on the grid coordinates: no random draws (the reference's
+  ``torch.pca_lowrank`` uses the global RNG) and no host synchronisation (``torch.linalg.svd``
+  and ``solve`` check their results on the host under CUDA). When the rows span exactly two
+  dimensions, the first iteration already gives that span, so the loss is 0 for a PE that lays
+  out its grid linearly. Gradients flow through the projection, the mean and the affine fit.
 """
 
 from __future__ import annotations
@@ -20,12 +26,35 @@ from torch import nn
 
 from mjp.config import MJPConfig
 
+#: iterations of the pca head's subspace iteration (each: two [N, D] x [D, 2] products)
+PCA_ITERATIONS = 16
+
 
 def grid_targets(grid: tuple[int, int], device: torch.device | None = None) -> torch.Tensor:
     """(row, col) of every position of a row-major ``H x W`` grid: float ``[H * W, 2]``."""
     h, w = grid
     idx = torch.arange(h * w, device=device)
     return torch.stack([idx // w, idx % w], dim=1).float()
+
+
+def _orthonormal(q: torch.Tensor) -> torch.Tensor:
+    """Gram-Schmidt on the two columns of ``q [D, 2]`` (no host sync; degenerate columns stay ~0)."""
+    a = q[:, 0] / q[:, 0].norm().clamp_min(1e-12)
+    b = q[:, 1] - (a @ q[:, 1]) * a
+    return torch.stack([a, b / b.norm().clamp_min(1e-12)], dim=1)
+
+
+def top2_subspace(rows: torch.Tensor, weights: torch.Tensor, start: torch.Tensor, iterations: int = PCA_ITERATIONS) -> torch.Tensor:
+    """An orthonormal basis ``[D, 2]`` of the top-2 principal subspace of the weighted rows.
+
+    ``rows [N, D]`` (centred), ``weights [N]`` (>= 0), ``start [N, 2]``: the iteration starts from
+    ``rows^T W start``. Subspace iteration: ``Q <- orth(X^T W X Q)``.
+    """
+    xw = rows * weights.unsqueeze(1)
+    q = _orthonormal(xw.T @ start)
+    for _ in range(iterations):
+        q = _orthonormal(rows.T @ (xw @ q))
+    return q
 
 
 class DALHead(nn.Module):
@@ -41,15 +70,18 @@ class DALHead(nn.Module):
         elif kind == "mlp":
             self.proj = nn.Sequential(nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, 2))
 
-    def forward(self, rows: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    def forward(self, rows: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        """``rows [N, D]``, ``targets [N, 2]``, ``weights [N]`` (summing to 1) -> ``[N, 2]``."""
         if self.kind != "pca":
             return self.proj(rows)
-        centred = rows - rows.mean(0, keepdim=True)
-        directions = torch.linalg.svd(centred.detach().float(), full_matrices=False).Vh[:2]
-        z = centred.float() @ directions.T
+        rows, w = rows.float(), weights.float()
+        centred = rows - (w.unsqueeze(1) * rows).sum(0, keepdim=True)
+        t = targets - (w.unsqueeze(1) * targets).sum(0, keepdim=True)
+        directions = top2_subspace(centred.detach(), w, t)
+        z = centred @ directions
         design = torch.cat([z, torch.ones_like(z[:, :1])], dim=1)
-        gram = design.T @ design + 1e-6 * torch.eye(3, device=z.device)
-        coef = torch.linalg.solve(gram, design.T @ targets)
+        gram = design.T @ (w.unsqueeze(1) * design) + 1e-6 * torch.eye(3, device=z.device)
+        coef, _ = torch.linalg.solve_ex(gram, design.T @ (w.unsqueeze(1) * targets))
         return design @ coef
 
 
@@ -71,9 +103,10 @@ def dal_loss(head: DALHead, pe_rows: torch.Tensor, grid: tuple[int, int], mask: 
     ``pe_rows [H * W, D]``; ``mask [B, H * W]`` (True = shuffled; those rows are left out) -> scalar.
     """
     targets = grid_targets(grid, pe_rows.device)
-    pred = head(pe_rows, targets)
+    weights = position_weights(mask, pe_rows.shape[0], pe_rows.device)
+    pred = head(pe_rows, targets, weights)
     per_row = (pred.float() - targets).abs().mean(-1)
-    return (per_row * position_weights(mask, per_row.shape[0], pe_rows.device)).sum()
+    return (per_row * weights).sum()
 
 
 def dal_weight_at(cfg: MJPConfig, progress: float, warmup: float = 0.0) -> float:

@@ -134,16 +134,19 @@ def shuffle_pixels_within_patches(
     patch: int | tuple[int, int],
     *,
     generator: torch.Generator | None = None,
+    shared: bool = False,
 ) -> torch.Tensor:
     """SPP's pixel half: permute the pixels inside each selected patch (same order on all channels).
 
     ``images [B, C, H, W]``, ``mask [B, N]`` -> ``[B, C, H, W]``; unselected patches are unchanged.
+    ``shared``: one pixel order for every patch of the batch (the reference code's SPP); else an
+    order per (image, patch).
     """
     patch = (patch, patch) if isinstance(patch, int) else tuple(patch)
     patches, grid = _to_patches(images, patch)
     b, n, c, ph, pw = patches.shape
     gen_device = generator.device if generator is not None else images.device
-    keys = torch.rand(b, n, ph * pw, generator=generator, device=gen_device).to(images.device)
+    keys = torch.rand(1 if shared else b, 1 if shared else n, ph * pw, generator=generator, device=gen_device).to(images.device).expand(b, n, -1)
     order = torch.where(mask.unsqueeze(-1), keys.argsort(-1), torch.arange(ph * pw, device=images.device))
     flat = patches.reshape(b, n, c, ph * pw)
     moved = flat.gather(3, order.unsqueeze(2).expand_as(flat)).reshape(b, n, c, ph, pw)

@@ -7,8 +7,10 @@ overshooting the target. A fixed number of rounds keeps the step free of host sy
 Exact count. The target is ``k = round(N * ratio)`` for every sample. Blocks never overshoot
 ``k``; the final selection is ``topk(score, k)`` with ``score = 2 * in_block + 1 * touches_block
 + u`` (``u ~ U[0, 1)``), so every block patch is kept, any shortfall is filled first with patches
-on the border of the blocks (keeping the mask blocky), then at random. ``topk`` returns exactly
-``k`` indices per row, which is the guarantee.
+that share an edge with a block (its 4-neighbours: they join that block, so the blocks stay
+blocks), then at random. ``topk`` returns exactly ``k`` indices per row, which is the guarantee.
+With diagonal (8-) neighbours, 17.7% of the masked components at ratio 0.03 on 14x14 were
+single patches touching a block at a corner; BEiT's generator gives 2.4%, this one under 1%.
 
 Coverage. Like BEiT's, the rectangles cover the centre of the grid more often than its border
 (at ratio 0.27 on 14x14: about 50-60% of samples select a centre patch, 3-6% a corner).
@@ -111,8 +113,8 @@ def sample_block_masks(
         count += added * accept
 
     # Exact count: keep every block patch, top up at the blocks' border, then anywhere.
-    m = mask.unsqueeze(1).float()
-    near = torch.nn.functional.max_pool2d(m, 3, stride=1, padding=1).squeeze(1).bool() & ~mask
+    p = torch.nn.functional.pad(mask.to(torch.uint8), (1, 1, 1, 1)).bool()
+    near = (p[:, :-2, 1:-1] | p[:, 2:, 1:-1] | p[:, 1:-1, :-2] | p[:, 1:-1, 2:]) & ~mask
     score = 2.0 * mask.flatten(1) + 1.0 * near.flatten(1) + _uniform((batch_size, n), generator, gen_device)
     chosen = score.topk(k, dim=1).indices
     out = torch.zeros(batch_size, n, dtype=torch.bool, device=gen_device)

@@ -28,6 +28,7 @@ def run_privacy_eval(model: nn.Module, images: torch.Tensor, labels: torch.Tenso
         result = attack_images(
             model, images, labels, setting, attack=cfg.attack, ratio=cfg.ratio, generator=torch.Generator().manual_seed(seed),
             dal_weight=dal_weight, inversion_steps=cfg.inversion_steps, lpips=lpips,
+            client_dtype=torch.float64 if cfg.client_dtype == "float64" else torch.float32,
         )
         results[setting] = result
         metrics.update({privacy_key(setting, k): v for k, v in result.scores.items()})

@@ -16,6 +16,7 @@ from timm.layers import resample_abs_pos_embed, trunc_normal_
 from mjp.config import MJPConfig
 from mjp.dal import DALHead, dal_loss
 from mjp.jigsaw import JigsawShuffle, patch_grid, sample_shuffle, shuffle_pixels_within_patches
+from mjp.pos_embed import slot_position_embedding
 
 
 class MJPOutput(NamedTuple):
@@ -67,13 +68,14 @@ class MJPMixin:
         if not (self.training and self.mjp_active and cfg.shuffles):
             return None
         grid = patch_grid(tuple(images.shape[-2:]), self.mjp_patch_size())
+        reference_spp = cfg.shuffle == "patches_and_pixels" and cfg.spp_mode == "reference"
         return sample_shuffle(
             images.shape[0],
             grid,
-            cfg.mask_ratio,
+            1.0 if reference_spp else cfg.mask_ratio,  # the reference's SPP moves every patch
             generator=self.mjp_generator,
             device=images.device,
-            per_batch=cfg.mask_mode == "per_batch",
+            per_batch=cfg.mask_mode == "per_batch" or reference_spp,
             apply_prob=cfg.jigsaw_prob,
             min_block=cfg.min_block_patches,
             aspect_ratio=cfg.aspect_ratio,
@@ -81,9 +83,10 @@ class MJPMixin:
 
     def _mjp_shuffle_pixels(self, images: torch.Tensor, shuffle: JigsawShuffle | None) -> torch.Tensor:
         """SPP's pixel half, before the patch embedding (identity for other variants)."""
-        if shuffle is None or self.mjp_cfg.shuffle != "patches_and_pixels":
+        cfg = self.mjp_cfg
+        if shuffle is None or cfg.shuffle != "patches_and_pixels":
             return images
-        return shuffle_pixels_within_patches(images, shuffle.mask, self.mjp_patch_size(), generator=self.mjp_generator)
+        return shuffle_pixels_within_patches(images, shuffle.mask, self.mjp_patch_size(), generator=self.mjp_generator, shared=cfg.spp_mode == "reference")
 
     # --- position embeddings ----------------------------------------------------------------
     def mjp_pe_rows(self) -> torch.Tensor | None:
@@ -96,19 +99,19 @@ class MJPMixin:
         return resample_abs_pos_embed(rows, new_size=grid, old_size=self.mjp_grid, num_prefix_tokens=0)
 
     def mjp_slot_pos(self, grid: tuple[int, int], shuffle: JigsawShuffle | None) -> torch.Tensor | None:
-        """PE added to each patch slot: ``[1 or B, H * W, D]``; E_unk / E_idx at shuffled slots."""
+        """PE added to each patch slot: ``[1 or B, H * W, D]`` (``mjp.pos_embed``)."""
         rows = self.mjp_pe_rows()
         if rows is None:
             return None
-        rows = self._mjp_rows_for(rows, grid)
-        if shuffle is None:
-            return rows
-        marked = shuffle.mask.unsqueeze(-1)
-        if self.mjp_cfg.pos_embed == "unk":
-            return torch.where(marked, self.mjp_unk_embed.to(rows.dtype), rows)
-        if self.mjp_cfg.pos_embed == "idx":
-            return torch.where(marked, self._mjp_rows_for(self.mjp_idx_embed, grid).to(rows.dtype), rows)
-        return rows
+        cfg = self.mjp_cfg
+        return slot_position_embedding(
+            self._mjp_rows_for(rows, grid),
+            shuffle.mask if shuffle is not None else None,
+            kind=cfg.pos_embed,
+            unk=getattr(self, "mjp_unk_embed", None),
+            idx=self._mjp_rows_for(self.mjp_idx_embed, grid) if cfg.pos_embed == "idx" else None,
+            idx_mode=cfg.idx_mode,
+        )
 
     def mjp_dal_loss(self, shuffle: JigsawShuffle | None) -> torch.Tensor:
         """DAL on the native-grid PE rows; rows shuffled in this batch are left out."""

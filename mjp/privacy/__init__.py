@@ -4,7 +4,7 @@
 any model), ``image_scores`` (MSE, PSNR, SSIM, FFT-2D, LPIPS), ``attack_images`` (settings a/b/c).
 """
 
-from mjp.privacy.april import NotAttackable, april_reconstruct, april_requirements
+from mjp.privacy.april import NotAttackable, april_reconstruct, april_requirements, pe_gradient_condition
 from mjp.models.april_block import AprilBlock, use_april_block
 from mjp.privacy.gradients import infer_label, sample_gradients
 from mjp.privacy.inversion import InversionResult, invert_gradients, total_variation
@@ -13,6 +13,6 @@ from mjp.privacy.settings import SETTINGS, AttackResult, attack_images
 
 __all__ = [
     "SETTINGS", "AprilBlock", "AttackResult", "InversionResult", "LPIPS", "LPIPS_MISSING", "NotAttackable",
-    "april_reconstruct", "april_requirements", "attack_images", "image_scores", "infer_label", "invert_gradients",
+    "april_reconstruct", "april_requirements", "pe_gradient_condition", "attack_images", "image_scores", "infer_label", "invert_gradients",
     "sample_gradients", "to_unit", "total_variation", "use_april_block",
 ]

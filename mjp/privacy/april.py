@@ -14,6 +14,12 @@ embedding cannot be solved for; the attack sees this (zero rows) and leaves thos
 (zeros in the model's input space), which is what a user of MJP gains. A DAL head puts its own
 gradient on the PE: pass ``dal_weight`` and the attack removes it (exactly when nothing was
 shuffled; the attacker does not know the mask otherwise).
+
+Precision. The solve in step 3 is only as good as ``G_p`` is conditioned. At timm's
+initialisation (std 0.02) attention is nearly uniform, every token receives almost the same
+gradient, and ``G_p``'s condition number is 1e6-1e10: from float64 gradients the recovery is
+exact, from float32 gradients (what a real client sends) it is noise. ``pe_gradient_condition``
+reports that number; the platform logs it with every attack and can simulate a float64 client.
 """
 
 from __future__ import annotations
@@ -55,6 +61,27 @@ def remove_dal_gradient(model: nn.Module, pe_grad: torch.Tensor, dal_weight: flo
     return pe_grad - dal_weight * dal_pe[0].double()
 
 
+def _patch_pe_gradient(model: nn.Module, grads: dict[str, torch.Tensor], dal_weight: float) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """``G_p`` (the patch rows of the PE gradient, DAL's share removed) ``[N, D]``, the PE's patch
+    rows ``[N, D]`` and the number of prefix rows, in float64."""
+    pe_grad = remove_dal_gradient(model, _param(grads, "pos_embed")[0], dal_weight)  # [T_pe, D]
+    pos = model.pos_embed.detach().double()[0]
+    prefix = 0 if model.no_embed_class else model.num_prefix_tokens
+    return pe_grad[prefix:], pos[prefix:], prefix
+
+
+@torch.no_grad()
+def pe_gradient_condition(model: nn.Module, grads: dict[str, torch.Tensor], *, dal_weight: float = 0.0) -> float:
+    """Condition number (largest / smallest singular value) of the solvable rows of ``G_p``: how
+    much the solve of step 3 amplifies the gradients' rounding errors (float32: ~1e-7 relative)."""
+    why = april_requirements(model)
+    if why:
+        raise NotAttackable(f"APRIL's analytic attack does not apply: {why}")
+    g_patch = _patch_pe_gradient(model, grads, dal_weight)[0]
+    known = g_patch[g_patch.abs().sum(-1) != 0]
+    return float(torch.linalg.cond(known)) if len(known) else float("inf")
+
+
 @torch.no_grad()
 def april_reconstruct(model: nn.Module, grads: dict[str, torch.Tensor], *, dal_weight: float = 0.0) -> torch.Tensor:
     """Reconstruct the one input image behind ``grads`` (parameter name -> gradient).
@@ -67,10 +94,8 @@ def april_reconstruct(model: nn.Module, grads: dict[str, torch.Tensor], *, dal_w
         raise NotAttackable(f"APRIL's analytic attack does not apply: {why}")
     w_qkv = model.blocks[0].attn.qkv.weight.detach().double()  # [3D, D]
     a = w_qkv.T @ _param(grads, "blocks.0.attn.qkv.weight")  # [D, D] = G^T Z
-    pe_grad = remove_dal_gradient(model, _param(grads, "pos_embed")[0], dal_weight)  # [T_pe, D]
+    g_patch, pos_patch, prefix = _patch_pe_gradient(model, grads, dal_weight)
     pos = model.pos_embed.detach().double()[0]
-    prefix = 0 if model.no_embed_class else model.num_prefix_tokens
-    g_patch, pos_patch = pe_grad[prefix:], pos[prefix:]
     if model.cls_token is not None:
         g_cls = _param(grads, "cls_token")[0]  # [1, D]
         z_cls = model.cls_token.detach().double()[0] + (pos[:1] if prefix else 0)

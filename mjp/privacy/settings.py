@@ -10,6 +10,8 @@ Each image is attacked alone (batch size 1, as APRIL and the paper). ``x~`` is s
 
 from __future__ import annotations
 
+import copy
+import statistics
 from dataclasses import dataclass
 from typing import Literal
 
@@ -18,7 +20,7 @@ from torch import nn
 
 from mjp.jigsaw import shuffle_image_patches
 from mjp.metrics import model_patch_size, sample_eval_shuffle
-from mjp.privacy.april import april_reconstruct
+from mjp.privacy.april import april_reconstruct, pe_gradient_condition
 from mjp.privacy.gradients import infer_label, sample_gradients
 from mjp.privacy.inversion import invert_gradients
 from mjp.privacy.scores import LPIPS, image_scores, to_unit
@@ -49,24 +51,35 @@ def attack_images(
     dal_weight: float = 0.0,
     inversion_steps: int = 200,
     lpips: LPIPS | None = None,
+    client_dtype: torch.dtype = torch.float32,
 ) -> AttackResult:
-    """Attack every image of ``images [B, C, H, W]`` (labels ``[B]``) in ``setting``; mean scores."""
+    """Attack every image of ``images [B, C, H, W]`` (labels ``[B]``) in ``setting``; mean scores
+    (and, for the analytic attack, ``cond``: the median condition number of its linear system).
+
+    ``client_dtype``: the precision in which the simulated client computes the gradients it
+    shares (float32 as a real client would; float64 shows what the attack can do in principle).
+    """
     if setting not in SETTINGS:
         raise ValueError(f"setting={setting!r}; allowed: a, b, c")
     if attack not in ("april", "inversion"):
         raise ValueError(f"attack={attack!r}; allowed: april, inversion")
-    recons, targets = [], []
+    client = model if next(model.parameters()).dtype == client_dtype else copy.deepcopy(model).to(client_dtype)
+    recons, targets, conditions = [], [], []
     for i in range(images.shape[0]):
         x, y = images[i : i + 1], labels[i : i + 1]
         shuffle = None if setting == "a" else sample_eval_shuffle(model, x, ratio, generator)
-        grads = sample_gradients(model, x, y, shuffle=shuffle, dal_weight=dal_weight)
+        grads = sample_gradients(client, x.to(client_dtype), y, shuffle=shuffle, dal_weight=dal_weight)
         if attack == "april":
-            recon = april_reconstruct(model, grads, dal_weight=dal_weight)
+            recon = april_reconstruct(client, grads, dal_weight=dal_weight)
+            conditions.append(pe_gradient_condition(client, grads, dal_weight=dal_weight))
         else:
-            recon = invert_gradients(model, grads, infer_label(model, grads), tuple(x.shape), steps=inversion_steps, generator=generator).image
+            recon = invert_gradients(client, grads, infer_label(client, grads), tuple(x.shape), steps=inversion_steps, generator=generator).image.to(x.dtype)
         seen = x if shuffle is None else shuffle_image_patches(x, shuffle.perm, model_patch_size(model))
         target = seen if setting == "b" else x
         recons.append(to_unit(recon, target))
         targets.append(to_unit(target, target))
-    recon_all, target_all = torch.cat(recons), torch.cat(targets)
-    return AttackResult(setting, attack, recon_all, target_all, image_scores(recon_all, target_all, lpips=lpips))
+    recon_all, target_all = torch.cat(recons).to(images.dtype), torch.cat(targets)
+    scores = image_scores(recon_all, target_all, lpips=lpips)
+    if conditions:
+        scores["cond"] = statistics.median(conditions)
+    return AttackResult(setting, attack, recon_all, target_all, scores)

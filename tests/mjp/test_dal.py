@@ -71,3 +71,37 @@ def test_weight_schedules():
 def test_unknown_head_is_named():
     with pytest.raises(ValueError, match="unknown DAL head 'svm'"):
         DALHead("svm", 4)
+
+
+def rows_shuffled_everywhere(n=42, b=5, cols=(3, 10, 11)):
+    mask = torch.zeros(b, n, dtype=torch.bool)
+    mask[:, list(cols)] = True
+    return mask
+
+
+@pytest.mark.parametrize("kind", ["pca", "linear", "mlp"])
+def test_a_row_shuffled_in_every_sample_gets_no_dal_gradient(kind):
+    torch.manual_seed(0)
+    pe = torch.randn(42, 16, requires_grad=True)
+    dal_loss(DALHead(kind, 16), pe, (6, 7), rows_shuffled_everywhere()).backward()
+    assert (pe.grad[[3, 10, 11]] == 0).all() and pe.grad.abs().sum() > 0
+
+
+def test_pca_head_fits_only_unshuffled_rows():
+    """A PE linear in the grid except on shuffled rows: loss 0 when those rows are left out."""
+    pe = linear_grid_pe()
+    pe[[3, 10, 11]] = torch.randn(3, 16) * 50  # rows the batch shuffled everywhere: garbage
+    mask = rows_shuffled_everywhere()
+    assert dal_loss(DALHead("pca", 16), pe, (6, 7), mask) < 1e-3
+    assert dal_loss(DALHead("pca", 16), pe, (6, 7)) > 0.5  # the same rows counted spoil the fit
+
+
+def test_pca_subspace_matches_the_svd():
+    from mjp.dal import top2_subspace
+
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(60, 24, generator=g) @ torch.diag(torch.linspace(5, 0.1, 24))
+    x = x - x.mean(0)
+    q = top2_subspace(x, torch.full((60,), 1 / 60), torch.randn(60, 2, generator=g), iterations=200)
+    v = torch.linalg.svd(x, full_matrices=False).Vh[:2].T
+    assert torch.allclose(q @ q.T, v @ v.T, atol=1e-4)  # the same subspace

@@ -79,3 +79,16 @@ def test_image_size_not_divisible_is_an_error(gen):
 def test_bad_mask_is_an_error():
     with pytest.raises(ValueError, match="bool tensor"):
         jigsaw_permutation(torch.zeros(2, 3))
+
+
+def test_reference_spp_shares_one_pixel_order_across_all_patches(gen):
+    x = torch.arange(2 * 1 * 8 * 8, dtype=torch.float32).reshape(2, 1, 8, 8)
+    mask = torch.ones(2, 4, dtype=torch.bool)
+    out = shuffle_pixels_within_patches(x, mask, 4, generator=gen, shared=True)
+    before = x.reshape(2, 1, 2, 4, 2, 4).permute(0, 2, 4, 1, 3, 5).reshape(2, 4, 16)
+    after = out.reshape(2, 1, 2, 4, 2, 4).permute(0, 2, 4, 1, 3, 5).reshape(2, 4, 16)
+    order = (after[0, 0:1] == before[0, 0].unsqueeze(1)).float().argmax(0)  # where each pixel came from
+    for b in range(2):
+        for p in range(4):
+            assert torch.equal(after[b, p], before[b, p][order])  # the same order in every patch and image
+    assert not torch.equal(order, torch.arange(16))

@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 import torch
 
@@ -71,3 +72,17 @@ def test_bad_ratio_is_named(ratio):
 def test_output_device_follows_request(gen):
     masks = sample_block_masks(2, 4, 0.5, generator=gen, device="meta")
     assert masks.device.type == "meta"
+
+
+def test_top_up_joins_blocks_so_there_are_no_lone_patches():
+    """Top-up takes a block's edge neighbours: at ratio 0.03 on 14x14, lone (4-connected) patches
+    were 17.7% of the masked components with diagonal neighbours; BEiT's generator gives 2.4%."""
+    from scipy import ndimage
+
+    masks = sample_block_masks(500, 14, 0.03, generator=torch.Generator().manual_seed(0)).view(500, 14, 14).numpy()
+    components = lone = 0
+    for m in masks:
+        labels, n = ndimage.label(m)
+        components += n
+        lone += int((np.bincount(labels.ravel())[1:] == 1).sum())
+    assert lone / components < 0.01

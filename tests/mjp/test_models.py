@@ -164,3 +164,19 @@ def test_unsupported_family_is_named():
 def test_no_weight_decay_covers_mjp_embeddings():
     nwd = build("F").no_weight_decay() | build("J").no_weight_decay()
     assert {"pos_embed", "mjp_unk_embed", "mjp_idx_embed", "cls_token"} <= nwd
+
+
+def test_reference_idx_adds_its_table_to_every_slot():
+    model = create_model(VIT, mjp=MJPConfig.variant("F", idx_mode="reference"), **TINY_VIT).eval()
+    rows = model.mjp_pe_rows()
+    assert torch.equal(model.mjp_slot_pos(model.mjp_grid, None), rows + model.mjp_idx_embed)
+    ours = create_model(VIT, mjp=MJPConfig.variant("F"), **TINY_VIT).eval()
+    assert torch.equal(ours.mjp_slot_pos(ours.mjp_grid, None), ours.mjp_pe_rows())  # ours: only at shuffled slots
+
+
+def test_reference_spp_moves_every_patch_with_one_batch_order():
+    model = create_model(VIT, mjp=MJPConfig.variant("C", spp_mode="reference", mask_ratio=0.27), **TINY_VIT).train()
+    shuffle = model.mjp_sample_shuffle(torch.randn(3, 3, 32, 32))
+    assert shuffle.mask.all() and torch.equal(shuffle.perm[0], shuffle.perm[1]) and torch.equal(shuffle.perm[1], shuffle.perm[2])
+    ours = create_model(VIT, mjp=MJPConfig.variant("C", mask_ratio=0.27), **TINY_VIT).train()
+    assert (ours.mjp_sample_shuffle(torch.randn(3, 3, 32, 32)).mask.sum(1) == 17).all()  # round(64 x 0.27)

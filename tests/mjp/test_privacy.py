@@ -126,3 +126,16 @@ def test_bad_setting_and_attack_are_named():
         attack_images(attackable(), x, y, "d")
     with pytest.raises(ValueError, match="attack='dlg'; allowed: april, inversion"):
         attack_images(attackable(), x, y, "a", attack="dlg")
+
+
+def test_at_init_float32_gradients_defeat_the_solve_that_float64_makes_exact():
+    """timm's init (std 0.02): the PE-gradient matrix is ill-conditioned; the logged condition
+    number says so, and a float64 client shows the attack is exact in principle."""
+    torch.manual_seed(0)
+    model = create_model("vit_tiny_patch16_224", april_block=True, **KW).eval()
+    x, y = images(2)
+    f32 = attack_images(model, x, y, "a")
+    f64 = attack_images(model, x, y, "a", client_dtype=torch.float64)
+    assert f32.scores["cond"] > 1e5 and f64.scores["cond"] == pytest.approx(f32.scores["cond"], rel=0.5)
+    assert f64.scores["psnr"] > 60 and f32.scores["psnr"] < f64.scores["psnr"] - 30
+    assert next(model.parameters()).dtype == torch.float32  # the client is a copy
