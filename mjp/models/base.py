@@ -1,13 +1,13 @@
 """What every MJP model shares: its config, its generator, when to shuffle, the PE at shuffled slots, DAL.
 
 A family (ViT, Swin, ResNet) mixes ``MJPMixin`` in front of its timm class and says where the
-shuffle happens. ``forward(x, shuffle=None)`` returns logits ``[B, classes]``, or in training mode
+shuffle happens. ``forward(x)`` returns logits ``[B, classes]``, or in training mode
 with DAL on an ``MJPOutput(logits, loss_dal)`` so that DDP sees the DAL head's parameters used.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 import torch
 from torch import nn
@@ -123,13 +123,16 @@ class MJPMixin:
         return set(base) | {"mjp_unk_embed", "mjp_idx_embed", "pos_embed", "absolute_pos_embed"}
 
     # --- forward ----------------------------------------------------------------------------
-    def forward(self, x: torch.Tensor, shuffle: JigsawShuffle | None = None) -> torch.Tensor | MJPOutput:
+    def forward(self, x: torch.Tensor, shuffle: JigsawShuffle | None | Literal["sample"] = "sample") -> torch.Tensor | MJPOutput:
         """``x [B, C, H, W]`` -> logits ``[B, classes]`` (``MJPOutput`` in training with DAL).
 
-        ``shuffle``: an explicit shuffle (e.g. for evaluation); by default one is sampled in
-        training mode and none is applied in eval mode.
+        ``shuffle``: ``"sample"`` (default) draws this batch's shuffle from the model's generator
+        (in training mode; none in eval mode); a ``JigsawShuffle`` applies that one; ``None``
+        applies none. The training engine samples outside the model and passes it in, so a
+        compiled model never traces the random draw.
         """
-        shuffle = shuffle if shuffle is not None else self.mjp_sample_shuffle(x)
+        if isinstance(shuffle, str):
+            shuffle = self.mjp_sample_shuffle(x)
         logits = self.forward_head(self.forward_features(x, shuffle=shuffle))
         if self.training and self.mjp_cfg.dal != "none":
             return MJPOutput(logits, self.mjp_dal_loss(shuffle))
