@@ -77,45 +77,39 @@ def assert_each_trial_once(uri: str) -> None:
 
 
 @pytest.mark.slow
-def test_ctrl_c_says_interrupted_and_resume_finishes_every_trial_once(tmp_path):
+def test_ctrl_c_then_sigkill_then_resume_runs_every_trial_exactly_once(tmp_path):
+    """The driver is interrupted (Ctrl-C), resumed, killed (SIGKILL) during the resume, and
+    resumed again: each time the sweep says what happened, the killed driver's processes go
+    away, and at the end every trial ran exactly once and the summary was logged once."""
+    from trainables.ray_cleanup import descendants
+
     uri = f"sqlite:///{tmp_path}/mlflow.db"
-    proc = mjp(tmp_path, "sweep", "run", study(tmp_path))
-    read_until(proc, "finished ")  # the first trial is done, the second is running
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=300)
-    assert proc.returncode == 130, err
+    first = mjp(tmp_path, "sweep", "run", study(tmp_path))
+    read_until(first, "finished ")  # the first trial is done, the second is running
+    first.send_signal(signal.SIGINT)
+    out, err = first.communicate(timeout=300)
+    assert first.returncode == 130, err
     assert "interrupted: the parent run is marked KILLED; continue with `mjp sweep resume" in err and "Traceback" not in err + out
     parent, kids = children(uri)
     assert parent.info.status == "KILLED" and "of 4 trials finished" in parent.data.tags[keys.TAG_INTERRUPTED]
     assert "RUNNING" not in {k.info.status for k in kids}
 
-    resumed = mjp(tmp_path, "sweep", "resume", experiment_dir(tmp_path))
-    out, err = resumed.communicate(timeout=600)
-    assert resumed.returncode == 0, err
-    assert_each_trial_once(uri)
-
-
-@pytest.mark.slow
-def test_sigkill_of_the_driver_leaves_no_process_and_resume_finishes(tmp_path):
-    from trainables.ray_cleanup import descendants
-
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
-    proc = mjp(tmp_path, "sweep", "run", study(tmp_path))
-    read_until(proc, "finished ")
-    left = {p: s for p, s in descendants(proc.pid).items() if "ray_cleanup" not in Path(f"/proc/{p}/cmdline").read_text()}
+    second = mjp(tmp_path, "sweep", "resume", experiment_dir(tmp_path))
+    read_until(second, "finished ")
+    left = {p: s for p, s in descendants(second.pid).items() if "ray_cleanup" not in Path(f"/proc/{p}/cmdline").read_text()}
     assert left, "the driver started no process"
-    proc.kill()
-    proc.communicate()
+    second.kill()
+    second.communicate()
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in left):
         time.sleep(0.5)  # the watcher ends them (SIGTERM, then SIGKILL after 5 s)
     assert not [p for p in left if Path(f"/proc/{p}").exists()], "processes of the killed driver still run"
-
     status = subprocess.run([sys.executable, "-m", "sweep.cli", "sweep", "status", "--uri", uri], cwd=ROOT, capture_output=True, text=True)
     assert "driver gone (killed?)" in status.stdout, status.stdout + status.stderr
-    resumed = mjp(tmp_path, "sweep", "resume", experiment_dir(tmp_path))
-    out, err = resumed.communicate(timeout=600)
-    assert resumed.returncode == 0, err
+
+    third = mjp(tmp_path, "sweep", "resume", experiment_dir(tmp_path))
+    out, err = third.communicate(timeout=600)
+    assert third.returncode == 0, err
     assert_each_trial_once(uri)
 
 

@@ -10,7 +10,10 @@ from mjp import MJPConfig, create_model
 
 ROOT = Path(__file__).resolve().parents[1]
 #: ``.numpy()`` calls on tensors that are on the CPU by construction, with why
-CPU_BY_CONSTRUCTION = {("trainables/train_state.py", "state['keys'].numpy()"): "read from a checkpoint with map_location='cpu'"}
+CPU_BY_CONSTRUCTION = {
+    ("trainables/train_state.py", "state['keys'].numpy()"): "read from a checkpoint with map_location='cpu'",
+    ("trainables/data_ray.py", "transform(picture).numpy()"): "timm's transforms run on the CPU, in a Ray Data task",
+}
 
 
 class FakeCuda(torch.Tensor):

@@ -49,6 +49,9 @@ class DataSection(_Section):
     val_limit: int | None = Field(None, ge=1, description="use only the first N validation images")
     seed: int | None = Field(None, description="sample order; default: derived from runtime.seed")
     on_bad_image: Literal["fail", "skip"] = Field("fail", description="imagefolder: an unreadable image fails the run, or is skipped and counted")
+    #: ``torch``: a DataLoader per worker (decoding on that worker's node); ``ray_data``: the
+    #: training split decoded and augmented by Ray Data tasks on any CPU node (imagefolder only)
+    loader: Literal["torch", "ray_data"] = "torch"
 
 
 class OptimSection(_Section):

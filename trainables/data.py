@@ -11,6 +11,7 @@ import gzip
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -176,11 +177,29 @@ def skipped_images(log_file: Path) -> list[str]:
     return sorted(set(log_file.read_text().splitlines())) if log_file.is_file() else []
 
 
+#: DeiT's RandAugment magnitudes are N(9, 0.5) clipped to [0, 10]. At 10 its increasing posterize
+#: keeps 4 - int(10 / 10 * 4) = 0 bits: older Pillow made that a black image, Pillow >= 11 raises
+#: "bits must be between or equal to 1 and 8" (about 1 image in 300, so nearly every ImageNet
+#: epoch). Clipping just below 10 keeps one bit there and leaves every other op as it was.
+RAND_AUGMENT_MAX_MAGNITUDE = 9.999
+
+
+def _cap_rand_augment(transform: Any) -> Any:
+    """``transform`` with its RandAugment ops' magnitude capped at ``RAND_AUGMENT_MAX_MAGNITUDE``."""
+    from timm.data.auto_augment import RandAugment
+
+    for step in getattr(transform, "transforms", []):
+        if isinstance(step, RandAugment):
+            for op in step.ops:
+                op.magnitude_max = RAND_AUGMENT_MAX_MAGNITUDE
+    return transform
+
+
 def _image_transforms(cfg: DataSection, img_size: int, train: bool):
     from timm.data import create_transform
 
     if cfg.augment == "deit" and train:
-        return create_transform(img_size, is_training=True, auto_augment="rand-m9-mstd0.5-inc1", re_prob=0.25, interpolation="bicubic")
+        return _cap_rand_augment(create_transform(img_size, is_training=True, auto_augment="rand-m9-mstd0.5-inc1", re_prob=0.25, interpolation="bicubic"))
     if cfg.augment == "small" and train:
         return create_transform(img_size, is_training=True, auto_augment=None, re_prob=0.0, color_jitter=None, interpolation="bicubic")
     return create_transform(img_size, is_training=False, interpolation="bicubic", crop_pct=0.875 if img_size >= 64 else 1.0)
@@ -189,9 +208,13 @@ def _image_transforms(cfg: DataSection, img_size: int, train: bool):
 def _imagefolder(cfg: DataSection) -> DatasetBundle:
     from torchvision.datasets import ImageFolder
 
+    from trainables.shards import shard_metadata
+
     root, size = Path(cfg.root), cfg.img_size or 224
-    train = ImageFolder(str(root / "train"), transform=_image_transforms(cfg, size, True), loader=_readable_loader)
-    val = ImageFolder(str(root / "val"), transform=_image_transforms(cfg, size, False), loader=_readable_loader)
+    meta = shard_metadata(root)
+    val = ImageFolder(meta["val_root"] if meta else str(root / "val"), transform=_image_transforms(cfg, size, False), loader=_readable_loader)
+    # the Ray Data loader reads the training split itself (trainables/data_ray.py)
+    train = val if cfg.loader == "ray_data" else ImageFolder(str(root / "train"), transform=_image_transforms(cfg, size, True), loader=_readable_loader)
     log = None
     if cfg.on_bad_image == "skip":
         import tempfile
@@ -301,9 +324,18 @@ def data_info(cfg: TrainConfig) -> DataInfo:
     if d.name == "fashion_mnist":
         sizes = _fashion_sizes(Path(d.root or FASHION_MNIST_DEFAULT))
         return DataInfo(DataShape(10, 1, 28), sizes["train_images"], sizes["val_images"])
+    if d.loader == "ray_data" and d.name != "imagefolder":
+        raise DataError(f"data.loader='ray_data' reads image folders; data.name={d.name!r} is an in-memory dataset: use data.loader=torch")
     if d.name == "imagefolder":
         if not d.root:
-            raise DataError("data.name='imagefolder' needs data.root (a directory with train/ and val/)")
+            raise DataError("data.name='imagefolder' needs data.root (a directory with train/ and val/, or shards from `mjp data prepare`)")
+        from trainables.shards import shard_metadata
+
+        meta = shard_metadata(d.root)
+        if meta is not None:
+            if d.loader != "ray_data":
+                raise DataError(f"data.root={d.root!r} holds Parquet shards (mjp data prepare), which only data.loader=ray_data reads; set it, or point data.root at the image folder")
+            return DataInfo(DataShape(len(meta["classes"]), 3, d.img_size or 224), meta["train_size"], meta["val_size"])
         scan = scan_imagefolder(Path(d.root))
         if scan.empty_files and d.on_bad_image == "fail":
             shown = ", ".join(scan.empty_files[:3]) + (f" and {len(scan.empty_files) - 3} more" if len(scan.empty_files) > 3 else "")

@@ -115,11 +115,18 @@ def make_trainer(cfg: TrainConfig, uri: str, run_id: str, name: str, storage: st
 
     s = cfg.scaling
     resources = {"CPU": s.cpus_per_worker, **({"GPU": s.gpus_per_worker} if s.use_gpu else {})}
+    datasets = {}
+    if cfg.data.loader == "ray_data":
+        from trainables.data_ray import train_dataset
+
+        datasets = {"train": train_dataset(cfg)}
     return TorchTrainer(
         train_loop_per_worker,
         train_loop_config={"train_config": cfg.model_dump(mode="json"), "tracking_uri": uri, "mlflow_run_id": run_id, "checkpoint_epochs": list(checkpoint_epochs)},
         torch_config=TorchConfig(backend="nccl" if s.use_gpu else "gloo"),
         scaling_config=ray.train.ScalingConfig(num_workers=s.num_workers, use_gpu=s.use_gpu, resources_per_worker=resources),
+        datasets=datasets or None,
+        dataset_config=ray.train.DataConfig(datasets_to_split=["train"]) if datasets else None,
         run_config=ray.train.RunConfig(
             name=name,
             storage_path=storage,

@@ -110,6 +110,11 @@ def _ratios_select_patches(cfg: TrainConfig, n: int) -> None:
             raise ConfigError(f"{key}: ratio {r} shuffles {target_count(n, r)} of the {n} patches, which leaves the image unchanged; allowed: 0 or >= {_min_ratio(n)}")
 
 
+def _loader_fits(cfg: TrainConfig) -> None:
+    if cfg.data.loader == "ray_data" and cfg.data.repeated_aug > 1:
+        raise ConfigError(f"data.repeated_aug={cfg.data.repeated_aug} needs the torch loader's sampler; with data.loader=ray_data set data.repeated_aug=1 (or use data.loader=torch)")
+
+
 def _batch_fits(cfg: TrainConfig, info: DataInfo) -> None:
     n = info.train_size if cfg.data.train_limit is None else min(info.train_size, cfg.data.train_limit)
     per_step = cfg.data.batch_size * cfg.scaling.num_workers
@@ -162,6 +167,7 @@ def check_disk_space(storage: str, checkpoint_bytes: int, what: str) -> None:
 
 def preflight(cfg: TrainConfig) -> Preflight:
     """Check ``cfg`` end to end without training; returns what was learnt about data and model."""
+    _loader_fits(cfg)
     check_data(cfg)
     info = data_info(cfg)
     _batch_fits(cfg, info)

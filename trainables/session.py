@@ -55,6 +55,10 @@ class RayTrainSession:
         ckpt = self._train.Checkpoint.from_directory(str(checkpoint_dir)) if checkpoint_dir else None
         self._train.report(metrics, checkpoint=ckpt)
 
+    def train_iterator(self, cfg: Any) -> Any:
+        """This worker's shard of the Ray Data training split (the TorchTrainer split it)."""
+        return self._train.get_dataset_shard("train")
+
 
 @dataclass
 class TuneSession:
@@ -88,3 +92,9 @@ class TuneSession:
         from ray.tune import Checkpoint
 
         self._tune.report(metrics, checkpoint=Checkpoint.from_directory(str(checkpoint_dir)) if checkpoint_dir else None)
+
+    def train_iterator(self, cfg: Any) -> Any:
+        """The whole Ray Data training split (one worker), executed across the cluster."""
+        from trainables.data_ray import train_dataset
+
+        return train_dataset(cfg).iterator()

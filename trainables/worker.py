@@ -20,7 +20,7 @@ from timm.data.distributed_sampler import RepeatAugSampler
 from torch.utils.data import DataLoader, DistributedSampler, Subset
 
 from trainables.config import TrainConfig
-from trainables.data import DatasetBundle, load_datasets
+from trainables.data import DatasetBundle, data_info, load_datasets
 from trainables.engine import build_model, build_state, evaluate, make_mixup, seed_everything, train_one_epoch
 from trainables.final_eval import final_evaluation
 from trainables.seeds import derive_seed
@@ -49,18 +49,23 @@ def checkpoint_epochs(cfg: TrainConfig, extra: Iterable[int] = ()) -> set[int]:
     return chosen
 
 
-def make_loaders(cfg: TrainConfig, bundle: DatasetBundle, session: Any) -> tuple[Any, DataLoader, DataLoader]:
+def make_loaders(cfg: TrainConfig, bundle: DatasetBundle, session: Any, train_size: int) -> tuple[Any, Any, DataLoader]:
     """Sharded train loader (per-epoch shuffled, seeded by ``data.seed``) and val loader."""
     d, rank, world = cfg.data, session.rank, session.world
+    common = dict(batch_size=d.batch_size, num_workers=d.loader_workers, pin_memory=cfg.scaling.use_gpu, persistent_workers=d.loader_workers > 0)
+    # Validation: a disjoint shard per worker (no padding duplicates); sums are all-reduced.
+    val = session.prepare_loader(DataLoader(Subset(bundle.val, range(rank, len(bundle.val), world)), shuffle=False, **common))
+    if d.loader == "ray_data":
+        from trainables.data_ray import RayDataLoader
+
+        train = RayDataLoader(session.train_iterator(cfg), d.batch_size, train_size // (d.batch_size * world), d.seed, session.device)
+        return train, train, val
     if d.repeated_aug > 1:
         sampler = RepeatAugSampler(bundle.train, num_replicas=world, rank=rank, shuffle=True, num_repeats=d.repeated_aug)
     else:
         sampler = DistributedSampler(bundle.train, num_replicas=world, rank=rank, shuffle=True, seed=cfg.data.seed % 2**63)
-    common = dict(batch_size=d.batch_size, num_workers=d.loader_workers, pin_memory=cfg.scaling.use_gpu, persistent_workers=d.loader_workers > 0)
     train = DataLoader(bundle.train, sampler=sampler, drop_last=True, **common)
-    # Validation: a disjoint shard per worker (no padding duplicates); sums are all-reduced.
-    val = DataLoader(Subset(bundle.val, range(rank, len(bundle.val), world)), shuffle=False, **common)
-    return sampler, session.prepare_loader(train), session.prepare_loader(val)
+    return sampler, session.prepare_loader(train), val
 
 
 def train_loop(cfg: TrainConfig, session: Any, *, tracking_uri: str | None, run_id: str | None, extra_checkpoints: Iterable[int] = ()) -> None:
@@ -68,7 +73,8 @@ def train_loop(cfg: TrainConfig, session: Any, *, tracking_uri: str | None, run_
     rank = session.rank
     seed_everything(derive_seed(cfg.runtime.seed, "process", rank))
     bundle = load_datasets(cfg)
-    sampler, train_loader, val_loader = make_loaders(cfg, bundle, session)
+    train_size = min(data_info(cfg).train_size, cfg.data.train_limit or 2**62) if cfg.data.loader == "ray_data" else len(bundle.train)
+    sampler, train_loader, val_loader = make_loaders(cfg, bundle, session, train_size)
     model = build_model(cfg, bundle.shape)
     model.mjp_reseed(derive_seed(cfg.mjp.seed, "jigsaw", rank), device=session.device if session.device.type == "cuda" else "cpu")
     if cfg.runtime.channels_last:

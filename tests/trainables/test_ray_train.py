@@ -35,6 +35,8 @@ def only_run(tmp_path):
 
 
 def test_two_gloo_workers_train_through_ray_train_and_recover_from_a_failure(tmp_path, local_ray):
+    """The cluster path: a TorchTrainer of 2 gloo workers, a worker failure, the restart from the
+    checkpoint (Ray Train's), and one MLflow run that logs nothing twice."""
     cfg = config(tmp_path, **{"scaling.num_workers": 2, "runtime.max_failures": 1, "runtime.fail_after_epoch": 1})
     outcome = run_training(cfg, stream=io.StringIO())
     assert outcome.error is None
@@ -48,20 +50,6 @@ def test_two_gloo_workers_train_through_ray_train_and_recover_from_a_failure(tmp
     assert {a.path for a in client.list_artifacts(outcome.run_id)} == {"checkpoint", "figures"}
     assert outcome.metrics["val/top1"] == pytest.approx(row["metrics.val/top1"])
     assert list((tmp_path / "runs").glob("*-train/*/checkpoint_*")), "the TorchTrainer kept its checkpoints"
-
-
-def test_in_process_failure_resumes_from_the_checkpoint_into_the_same_run(tmp_path, local_ray):
-    cfg = config(tmp_path, **{"optim.epochs": 3, "runtime.max_failures": 1, "runtime.fail_after_epoch": 2, "runtime.log_every": 2})
-    console = io.StringIO()
-    outcome = run_training(cfg, stream=console)
-    assert outcome.error is None and outcome.metrics["epoch"] == 3
-    row, client = only_run(tmp_path)
-    assert row.run_id == outcome.run_id and row.status == "FINISHED"
-    assert [m.step for m in client.get_metric_history(outcome.run_id, keys.VAL_TOP1)] == [1, 2, 3]
-    running = [m.step for m in client.get_metric_history(outcome.run_id, keys.TRAIN_LOSS + keys.RUNNING_SUFFIX)]
-    assert running == sorted(set(running)) and running  # no step logged twice
-    text = console.getvalue()
-    assert "retrying" in text and "epoch 3/3" in text and "\x1b[" not in text
 
 
 def test_exhausted_retries_mark_the_run_failed_with_one_line(tmp_path, local_ray):

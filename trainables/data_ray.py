@@ -1,0 +1,109 @@
+"""The training split through Ray Data (``data.loader: ray_data``): decoding and the DeiT
+augmentations run as Ray Data tasks on any CPU node of the cluster (the CPU-only worker nodes of
+``cluster.yaml`` included), and the augmented batches stream to the training workers.
+
+A GPU step of DeiT-S consumes more images per second than a node's own cores can decode and
+augment (BENCHMARKS.md, bench_data); the torch ``DataLoader`` can only use the cores of the GPU's
+node, Ray Data can use every core of the cluster. Source: the image folder itself (encoded bytes
+read as files) or the Parquet shards ``mjp data prepare`` wrote. The transforms are timm's, built
+from the same config as the DataLoader path's, so both paths augment alike. Order: the files are
+shuffled once, and each epoch a local shuffle buffer, seeded with ``data.seed`` and the epoch,
+reorders the stream. Validation stays on the exact, per-rank torch DataLoader.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+from trainables.config import DataSection, TrainConfig
+from trainables.data import IMAGE_EXTENSIONS, UnreadableImage
+from trainables.shards import shard_metadata
+
+#: images each decode-and-augment task handles at once
+DECODE_BATCH = 64
+#: rows of the per-worker shuffle buffer (about a few batches)
+SHUFFLE_BUFFER = 2048
+
+
+@functools.lru_cache(maxsize=4)
+def _transform(data: DataSection) -> Any:
+    from trainables.data import _image_transforms
+
+    return _image_transforms(data, data.img_size or 224, True)
+
+
+def _label_of(path: str, classes: dict[str, int]) -> int:
+    return classes[Path(path).parent.name]
+
+
+def decode_and_augment(batch: dict[str, Any], data: DataSection, classes: dict[str, int] | None) -> dict[str, np.ndarray]:
+    """A Ray Data batch of encoded images -> ``{"image": float32 [B, 3, H, W], "label": int64 [B]}``."""
+    from PIL import Image
+
+    transform = _transform(data)
+    images, labels = [], []
+    paths = batch.get("path")
+    for i, raw in enumerate(batch["bytes"] if "bytes" in batch else batch["image"]):
+        path = str(paths[i]) if paths is not None else f"row {i}"
+        try:
+            picture = Image.open(io.BytesIO(raw)).convert("RGB")
+        except Exception as err:  # PIL raises many kinds; every one means this file is unusable
+            if data.on_bad_image == "skip":
+                continue
+            raise UnreadableImage(path, err) from err
+        images.append(transform(picture).numpy())
+        labels.append(int(batch["label"][i]) if "label" in batch else _label_of(path, classes))
+    size = data.img_size or 224
+    empty = np.zeros((0, 3, size, size), np.float32)
+    return {"image": np.stack(images) if images else empty, "label": np.asarray(labels, dtype=np.int64)}
+
+
+def train_dataset(cfg: TrainConfig) -> Any:
+    """The training split as a Ray Data dataset of augmented images (re-augmented every epoch)."""
+    import ray.data
+
+    data = cfg.data
+    root = Path(data.root)
+    meta = shard_metadata(root)
+    if meta is not None:
+        ds, classes = ray.data.read_parquet(str(root / "train"), columns=["image", "label", "path"]), None
+    else:
+        names = sorted(p.name for p in (root / "train").iterdir() if p.is_dir())
+        classes = {name: i for i, name in enumerate(names)}
+        ds = ray.data.read_binary_files(
+            str(root / "train"), include_paths=True, file_extensions=[e.lstrip(".") for e in IMAGE_EXTENSIONS],
+            shuffle=ray.data.FileShuffleConfig(seed=data.seed % 2**32),
+        )
+    if data.train_limit is not None:
+        ds = ds.limit(data.train_limit)
+    return ds.map_batches(decode_and_augment, fn_kwargs={"data": data, "classes": classes}, batch_size=DECODE_BATCH, batch_format="numpy")
+
+
+class RayDataLoader:
+    """An epoch of ``(images, labels)`` torch batches from a Ray Data iterator: the DataLoader's
+    interface for the engine (``len`` = full batches per epoch on this worker)."""
+
+    def __init__(self, iterator: Any, batch_size: int, steps: int, seed: int, device: Any):
+        self.iterator, self.batch_size, self.steps, self.seed, self.device = iterator, batch_size, steps, seed, device
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return self.steps
+
+    def __iter__(self) -> Iterator[tuple[Any, Any]]:
+        batches = self.iterator.iter_torch_batches(
+            batch_size=self.batch_size, drop_last=True, device=self.device,
+            local_shuffle_buffer_size=SHUFFLE_BUFFER, local_shuffle_seed=(self.seed + self.epoch) % 2**32,
+        )
+        for step, batch in enumerate(batches):
+            if step == self.steps:
+                break
+            yield batch["image"], batch["label"]
