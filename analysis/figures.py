@@ -1,50 +1,159 @@
-"""Figures from the tidy runs frame: the paper's metrics per configuration, and top-1 against the
-test-time shuffle ratio (Fig. 3)."""
+"""Figures a researcher would show, from the tidy runs frame (and per-epoch histories).
+
+Matplotlib's object API (``Figure``): no pyplot state, no backend to select. Every figure labels
+configurations by their full names, shows the spread over seeds only where there is more than
+one seed (and says so), and zooms its value axis onto the data. A function returns None when the
+runs hold nothing for its figure.
+"""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from analysis.tables import finished, group_columns, label
 from mjp import keys
 
-
-def _labels(agg_index: pd.Index) -> list[str]:
-    return [" / ".join(str(v) for v in (i if isinstance(i, tuple) else (i,))) for i in agg_index]
+COLOURS = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C", "#CCB974", "#64B5CD")
 
 
-def metric_bars(runs: pd.DataFrame, by: list[str]) -> Figure:
-    """Top-1 and consistency (%) per configuration, mean ± std over seeds."""
-    done = runs[runs["status"] == "FINISHED"]
+def _group_label(by: list[str], index: object) -> str:
+    values = index if isinstance(index, tuple) else (index,)
+    return ", ".join(label(c, v) for c, v in zip(by, values))
+
+
+def _zoom(ax, lows: np.ndarray, highs: np.ndarray, floor: float | None = None, ceiling: float | None = None) -> None:
+    lo, hi = np.nanmin(lows), np.nanmax(highs)
+    pad = max((hi - lo) * 0.25, 0.5 if ceiling == 100 else 1e-3)
+    ax.set_ylim(max(lo - pad, floor) if floor is not None else lo - pad, min(hi + pad, ceiling) if ceiling is not None else hi + pad)
+
+
+def _spread_note(counts: pd.Series) -> str:
+    n = set(int(c) for c in counts)
+    if n == {1}:
+        return "one run per configuration: no error bars"
+    return f"mean ± std over {'/'.join(map(str, sorted(n)))} seeds"
+
+
+def metric_bars(runs: pd.DataFrame, by: list[str] | None = None) -> Figure | None:
+    """Top-1 and consistency (%) and Diff. Norm per configuration: mean, ± std where n > 1."""
+    by = by or group_columns(runs)
+    done = finished(runs)
+    panels = [(k, t) for k, t in ((keys.VAL_TOP1, "top-1 (%)"), (keys.VAL_CONSISTENCY, "consistency (%)"), (keys.VAL_DIFF_NORM, "Diff. Norm")) if k in done.columns and done[k].notna().any()]
+    if done.empty or not panels:
+        return None
     grouped = done.groupby(by, dropna=False, sort=True)
-    fig = Figure(figsize=(10, 3.6))
-    axes = fig.subplots(1, 2)
-    for ax, (key, title) in zip(axes, [(keys.VAL_TOP1, "top-1 (%)"), (keys.VAL_CONSISTENCY, "consistency (%)")]):
-        if key not in done.columns:
-            ax.set_visible(False)
-            continue
-        mean, std = 100 * grouped[key].mean(), 100 * grouped[key].std().fillna(0)
-        ax.bar(range(len(mean)), mean.values, yerr=std.values, capsize=3, color="#4C72B0")
-        ax.set_xticks(range(len(mean)), _labels(mean.index), rotation=30, ha="right", fontsize=8)
-        ax.set_title(title)
+    names = [_group_label(by, i) for i in grouped.size().index]
+    fig = Figure(figsize=(4.2 * len(panels), 0.28 * max(len(l) for l in names) + 3.2))
+    axes = np.atleast_1d(fig.subplots(1, len(panels)))
+    for ax, (key, title) in zip(axes, panels):
+        scale = 100 if keys.is_fraction(key) else 1
+        mean, std, n = scale * grouped[key].mean(), scale * grouped[key].std(), grouped[key].count()
+        err = np.where(n > 1, std.fillna(0), 0)
+        x = np.arange(len(mean))
+        ax.bar(x, mean.values, color=[COLOURS[i % len(COLOURS)] for i in x], yerr=err if (n > 1).any() else None, capsize=4)
+        for xi, m in zip(x, mean.values):
+            ax.annotate(f"{m:.1f}" if scale == 100 else f"{m:.2f}", (xi, m), ha="center", va="bottom", fontsize=7, xytext=(0, 2), textcoords="offset points")
+        _zoom(ax, (mean - err).values, (mean + err).values, floor=0, ceiling=100 if scale == 100 else None)
+        ax.set_xticks(x, names, rotation=35, ha="right", fontsize=8)
+        ax.set_title(title, fontsize=10)
         ax.grid(axis="y", alpha=0.3)
+    fig.suptitle(_spread_note(grouped.size()) + "; the value axis starts above 0", fontsize=8)
     fig.tight_layout()
     return fig
 
 
-def shuffle_curves(runs: pd.DataFrame, by: list[str]) -> Figure:
-    """Top-1 (%) against the test-time shuffle ratio, one line per configuration."""
-    done = runs[runs["status"] == "FINISHED"]
+def shuffle_curves(runs: pd.DataFrame, by: list[str] | None = None) -> Figure | None:
+    """Top-1 (%) against the test-time shuffle ratio, one line per configuration (Fig. 3)."""
+    by = by or group_columns(runs)
+    done = finished(runs)
     prefix = "val/top1_shuffled_"
-    columns = sorted((c for c in done.columns if c.startswith(prefix)), key=lambda c: float(c[len(prefix) :]))
-    ratios = [float(c[len(prefix) :]) for c in columns]
-    fig = Figure(figsize=(5.5, 3.8))
+    columns = sorted((c for c in done.columns if c.startswith(prefix) and done[c].notna().any()), key=lambda c: float(c[len(prefix):]))
+    if done.empty or len(columns) < 2:
+        return None
+    ratios = [float(c[len(prefix):]) for c in columns]
+    fig = Figure(figsize=(6.4, 4.2))
     ax = fig.subplots()
-    for label, group in done.groupby(by, dropna=False, sort=True):
-        ax.plot(ratios, 100 * group[columns].mean().values, marker="o", label=" / ".join(map(str, label if isinstance(label, tuple) else (label,))))
-    ax.set_xlabel("test-time shuffle ratio")
+    for i, (index, group) in enumerate(done.groupby(by, dropna=False, sort=True)):
+        mean, std = 100 * group[columns].mean(), 100 * group[columns].std()
+        colour = COLOURS[i % len(COLOURS)]
+        ax.plot(ratios, mean.values, marker="o", color=colour, label=_group_label(by, index) + (f" (n={len(group)})" if len(group) > 1 else ""))
+        if len(group) > 1:
+            ax.fill_between(ratios, (mean - std).values, (mean + std).values, color=colour, alpha=0.15)
+    ax.set_xlabel("test-time shuffle ratio (fraction of patches shuffled)")
     ax.set_ylabel("top-1 (%)")
+    ax.set_title("Accuracy under a test-time jigsaw (the paper's Fig. 3)", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def mask_ratio_curves(runs: pd.DataFrame) -> Figure | None:
+    """Consistency (%) and Diff. Norm against the training masking ratio (Table 3 as a plot)."""
+    done = finished(runs)
+    column = "mjp.mask_ratio"
+    if done.empty or column not in done or done[column].nunique() < 2 or keys.VAL_CONSISTENCY not in done:
+        return None
+    grouped = done.groupby(column, sort=True)
+    fig = Figure(figsize=(9.5, 3.6))
+    axes = fig.subplots(1, 3)
+    for ax, (key, title) in zip(axes, ((keys.VAL_TOP1, "top-1 (%)"), (keys.VAL_CONSISTENCY, "consistency (%)"), (keys.VAL_DIFF_NORM, "Diff. Norm"))):
+        scale = 100 if keys.is_fraction(key) else 1
+        mean, std, n = scale * grouped[key].mean(), scale * grouped[key].std(), grouped[key].count()
+        ax.errorbar(mean.index, mean.values, yerr=np.where(n > 1, std.fillna(0), 0) if (n > 1).any() else None, marker="o", capsize=3)
+        ax.set_xlabel("training masking ratio")
+        ax.set_title(title, fontsize=10)
+        ax.grid(alpha=0.3)
+    fig.suptitle("Table 3 as a plot: " + _spread_note(grouped.size()), fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def training_curves(runs: pd.DataFrame, histories: pd.DataFrame, by: list[str] | None = None) -> Figure | None:
+    """Validation top-1 and training loss per epoch, one line per configuration (mean over seeds)."""
+    by = by or group_columns(runs)
+    done = finished(runs)
+    if done.empty or histories.empty:
+        return None
+    fig = Figure(figsize=(10, 3.8))
+    axes = fig.subplots(1, 2)
+    for i, (index, group) in enumerate(done.groupby(by, dropna=False, sort=True)):
+        mine = histories[histories.run_id.isin(group.run_id)]
+        for ax, key in zip(axes, (keys.VAL_TOP1, keys.TRAIN_LOSS)):
+            curve = mine[mine.key == key].groupby("step")["value"].mean()
+            if len(curve):
+                ax.plot(curve.index, (100 if keys.is_fraction(key) else 1) * curve.values, color=COLOURS[i % len(COLOURS)], label=_group_label(by, index))
+    for ax, title in zip(axes, ("validation top-1 (%)", "training loss")):
+        ax.set_xlabel("epoch")
+        ax.set_title(title, fontsize=10)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.suptitle("training curves (mean over seeds)", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def pareto_plot(runs: pd.DataFrame, front: set[str]) -> Figure | None:
+    """Every trial's top-1 against consistency (and against the attack's PSNR when logged), the
+    Pareto front highlighted."""
+    done = finished(runs)
+    if done.empty or keys.VAL_CONSISTENCY not in done or not front:
+        return None
+    psnr = next((c for c in ("privacy/c_psnr", "privacy/a_psnr") if c in done and done[c].notna().any()), None)
+    panels = [(keys.VAL_CONSISTENCY, "consistency (%)", 100)] + ([(psnr, f"attack PSNR ({psnr[8]}), dB: lower leaks less", 1)] if psnr else [])
+    fig = Figure(figsize=(5.2 * len(panels), 4.2))
+    axes = np.atleast_1d(fig.subplots(1, len(panels)))
+    on = done.run_id.isin(front)
+    for ax, (key, title, scale) in zip(axes, panels):
+        ax.scatter(scale * done.loc[~on, key], 100 * done.loc[~on, keys.VAL_TOP1], color="#BBBBBB", label="trials")
+        pts = done[on].sort_values(key)
+        ax.plot(scale * pts[key], 100 * pts[keys.VAL_TOP1], "o-", color="#C44E52", label="Pareto front")
+        ax.set_xlabel(title)
+        ax.set_ylabel("top-1 (%)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"{len(done)} trials, {int(on.sum())} on the front", fontsize=8)
     fig.tight_layout()
     return fig

@@ -1,32 +1,163 @@
-"""A study's report: tables (Markdown, CSV, LaTeX), figures, and a Markdown index, on disk."""
+"""A study's report on disk: tables (Markdown, CSV, LaTeX), figures (PNG and SVG), a Markdown
+index and one self-contained HTML page with the study's description and config, its table, the
+paper's numbers beside ours, the best trial(s), the figures and a link to every run in MLflow."""
 
 from __future__ import annotations
 
+import html
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
-from analysis.figures import metric_bars, shuffle_curves
-from analysis.tables import group_columns, paper_table, to_latex, to_markdown
+from analysis import figures as figs
+from analysis.html import figure_html, page, paragraphs, preformatted, table_html
+from analysis.paper import TABLES
+from analysis.tables import group_columns, missing_notes, paper_comparison, study_table, to_latex, to_markdown
+from mjp import keys
+
+#: figure file name -> (figure function's name, caption)
+CAPTIONS = {
+    "metrics": "The paper's metrics per configuration.",
+    "top1_vs_shuffle_ratio": "Top-1 accuracy when a growing share of the patches is shuffled at test time (the paper's Fig. 3).",
+    "mask_ratio": "Consistency and Diff. Norm against the masking ratio used in training (Table 3).",
+    "training_curves": "Validation top-1 and training loss per epoch.",
+    "pareto": "Trade-off between accuracy and consistency (and attack PSNR): every trial, the Pareto front highlighted.",
+    "optuna_history": "Optuna's optimisation history of the sweep.",
+    "optuna_importances": "Optuna's parameter importances (fANOVA) for the objective.",
+}
 
 
-def write_report(runs: pd.DataFrame, out_dir: str | Path, title: str) -> Path:
-    """Write ``table.{md,csv,tex}``, ``runs.csv``, figures and ``report.md`` to ``out_dir``."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+@dataclass
+class ReportContext:
+    """What the report says about the study beside its runs (all optional)."""
+
+    study: str
+    title: str
+    description: str = ""
+    study_yaml: str = ""
+    paper_tables: tuple[str, ...] = ()
+    best: str | None = None
+    pareto_run_ids: set[str] = field(default_factory=set)
+    optuna: tuple[str, str] | None = None  # (storage URL, study name)
+    mlflow_ui: str = "http://127.0.0.1:5000"
+    experiment_ids: dict[str, str] = field(default_factory=dict)  # run id -> experiment id
+    histories: pd.DataFrame | None = None
+    sweep_lines: tuple[str, ...] = ()
+
+
+@dataclass
+class ReportFiles:
+    directory: Path
+    html: Path
+    markdown: Path
+    table: pd.DataFrame
+    paper: dict[str, pd.DataFrame]
+    figures: list[Path]
+    notes: list[str]
+
+
+def build_figures(runs: pd.DataFrame, ctx: ReportContext) -> tuple[dict[str, Any], list[str]]:
     by = group_columns(runs)
-    table = paper_table(runs, by)
+    made = {
+        "metrics": figs.metric_bars(runs, by),
+        "top1_vs_shuffle_ratio": figs.shuffle_curves(runs, by),
+        "mask_ratio": figs.mask_ratio_curves(runs),
+        "training_curves": figs.training_curves(runs, ctx.histories, by) if ctx.histories is not None else None,
+        "pareto": figs.pareto_plot(runs, ctx.pareto_run_ids),
+    }
+    out = {name: fig for name, fig in made.items() if fig is not None}
+    notes: list[str] = []
+    if ctx.optuna is not None:
+        from analysis.optuna_figures import optuna_figures
+
+        drawn, notes = optuna_figures(*ctx.optuna)
+        out.update({name.removesuffix(".png"): fig for name, fig in drawn.items()})
+    return out, notes
+
+
+def _run_links(runs: pd.DataFrame, ctx: ReportContext) -> dict[str, str]:
+    links = {}
+    for r in runs.itertuples():
+        exp = ctx.experiment_ids.get(r.run_id)
+        if exp is not None:
+            links[str(getattr(r, "run_name", None) or r.run_id)] = f"{ctx.mlflow_ui}/#/experiments/{exp}/runs/{r.run_id}"
+    return links
+
+
+def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Every run: its name, state, and the headline metrics."""
+    columns = [(k, t) for k, t in ((keys.VAL_TOP1, "top-1 (%)"), (keys.VAL_CONSISTENCY, "consistency (%)"), (keys.VAL_DIFF_NORM, "Diff. Norm")) if k in runs]
+    rows = []
+    for r in runs.sort_values("run_name" if "run_name" in runs else "run_id").itertuples(index=False):
+        d = r._asdict()
+        row = {"run": d.get("run_name") or d["run_id"], "status": str(d.get("status", "")).lower()}
+        row.update({t: keys.format_value(k, runs.loc[runs.run_id == d["run_id"], k].iloc[0]).rstrip("%") for k, t in columns})
+        if d.get("error"):
+            row["error"] = str(d["error"])[:120]
+        rows.append(row)
+    return pd.DataFrame(rows).fillna("")
+
+
+def write_report(runs: pd.DataFrame, out_dir: str | Path, ctx: ReportContext) -> ReportFiles:
+    out = Path(out_dir)
+    (out / "figures").mkdir(parents=True, exist_ok=True)
+    table = study_table(runs)
+    notes = missing_notes(runs)
+    paper = {k: paper_comparison(runs, k) for k in ctx.paper_tables}
     runs.to_csv(out / "runs.csv", index=False)
-    table.to_csv(out / "table.csv", index=False)
-    (out / "table.md").write_text(to_markdown(table) + "\n")
-    (out / "table.tex").write_text(to_latex(table, title) + "\n")
-    figures = {"metrics.png": metric_bars(runs, by), "top1_vs_shuffle_ratio.png": shuffle_curves(runs, by)}
-    for name, fig in figures.items():
-        fig.savefig(out / name, dpi=120, bbox_inches="tight")
-    failed = runs[runs["status"] != "FINISHED"]
-    lines = [f"# {title}", "", to_markdown(table), ""]
-    if len(failed):
-        lines += [f"{len(failed)} run(s) did not finish: " + ", ".join(f"{r.run_id[:8]} ({r.status})" for r in failed.itertuples()), ""]
-    lines += [f"![metrics]({n})" for n in figures] + ["", "Files: table.md, table.csv, table.tex, runs.csv"]
-    (out / "report.md").write_text("\n".join(lines) + "\n")
-    return out / "report.md"
+    for name, t in [("table", table), *[(f"paper_table_{k}", v) for k, v in paper.items()]]:
+        t.to_csv(out / f"{name}.csv", index=False)
+        (out / f"{name}.md").write_text(to_markdown(t) + "\n")
+        (out / f"{name}.tex").write_text(to_latex(t, ctx.title if name == "table" else TABLES[name.rsplit("_", 1)[1]].title) + "\n")
+    drawn, figure_notes = build_figures(runs, ctx)
+    paths = []
+    for name, fig in drawn.items():
+        for suffix in ("png", "svg"):
+            fig.savefig(out / "figures" / f"{name}.{suffix}", dpi=130, bbox_inches="tight")
+        paths.append(out / "figures" / f"{name}.png")
+    markdown = _markdown(ctx, table, paper, notes + figure_notes, [p.name for p in paths])
+    (out / "report.md").write_text(markdown)
+    (out / "report.html").write_text(_html(runs, ctx, table, paper, notes + figure_notes, drawn))
+    _close(drawn)
+    return ReportFiles(out, out / "report.html", out / "report.md", table, paper, paths, notes + figure_notes)
+
+
+def _close(drawn: dict[str, Any]) -> None:
+    import sys
+
+    if "matplotlib.pyplot" in sys.modules:  # optuna's figures are pyplot's
+        import matplotlib.pyplot as plt
+
+        for fig in drawn.values():
+            plt.close(fig)
+
+
+def _markdown(ctx: ReportContext, table: pd.DataFrame, paper: dict[str, pd.DataFrame], notes: list[str], figure_files: list[str]) -> str:
+    lines = [f"# {ctx.title}", "", " ".join(ctx.description.split()), "", *ctx.sweep_lines, "", to_markdown(table) if len(table) else "no run finished", ""]
+    lines += [f"- {n}" for n in notes] + ([""] if notes else [])
+    for key, t in paper.items():
+        lines += [f"## {TABLES[key].title}", "", to_markdown(t) if len(t) else "(no row of this study answers to a row of the paper's table)", ""]
+        if TABLES[key].note:
+            lines += [f"Note: {TABLES[key].note}", ""]
+    lines += [f"![{CAPTIONS.get(f.removesuffix('.png'), f)}](figures/{f})" for f in figure_files]
+    return "\n".join(lines + ["", "Files: report.html (self-contained), table.{md,csv,tex}, runs.csv, figures/*.{png,svg}", ""])
+
+
+def _html(runs: pd.DataFrame, ctx: ReportContext, table: pd.DataFrame, paper: dict[str, pd.DataFrame], notes: list[str], drawn: dict[str, Any]) -> str:
+    sections = [("What this study measures", paragraphs([" ".join(ctx.description.split())], "body") if ctx.description else "")]
+    results = table_html(table, "results") if len(table) else "<p>No run finished.</p>"
+    sections.append(("Results", results + paragraphs(notes)))
+    if ctx.best:
+        sections.append(("Best trial", paragraphs([ctx.best], "body")))
+    for key, t in paper.items():
+        body = table_html(t, f"paper-{key}") if len(t) else "<p>No row of this study answers to a row of this table.</p>"
+        note = "Ours: this study's data and model (see the config below); the paper: DeiT-S on ImageNet-1K. Compare directions, not values."
+        sections.append((f"The paper beside ours — {TABLES[key].title}", body + paragraphs([note] + ([TABLES[key].note] if TABLES[key].note else []))))
+    sections.append(("Figures", "".join(figure_html(fig, CAPTIONS.get(name, name), CAPTIONS.get(name, name)) for name, fig in drawn.items())))
+    sections.append(("Every run (links open it in the MLflow UI)", table_html(runs_table(runs), "runs", _run_links(runs, ctx))))
+    if ctx.study_yaml:
+        sections.append(("The study", preformatted(ctx.study_yaml)))
+    meta = [html.escape(line) for line in ctx.sweep_lines]
+    return page(ctx.title, meta, sections)

@@ -24,6 +24,7 @@ TAG_COLUMNS = {
     "tags.mlflow.runName": "run_name",
     "tags.mjp.kind": "kind",
     "tags.mjp.error": "error",
+    "tags.mjp.label": "label",
 }
 
 
@@ -41,8 +42,8 @@ def _parse(value: object) -> object:
 def tidy(raw: pd.DataFrame) -> pd.DataFrame:
     """``mlflow.search_runs`` output -> the tidy frame described in the module doc."""
     if raw.empty:
-        return pd.DataFrame(columns=["run_id", "status", *TAG_COLUMNS.values()])
-    out = pd.DataFrame({"run_id": raw["run_id"], "status": raw["status"], "start_time": raw["start_time"]})
+        return pd.DataFrame(columns=["run_id", "experiment_id", "status", *TAG_COLUMNS.values()])
+    out = pd.DataFrame({"run_id": raw["run_id"], "experiment_id": raw["experiment_id"], "status": raw["status"], "start_time": raw["start_time"]})
     for col, name in TAG_COLUMNS.items():
         out[name] = raw[col] if col in raw else None
     for col in raw.columns:
@@ -101,3 +102,10 @@ def sweep_summaries(uri: str, study: str | None = None, limit: int = 10) -> list
         children = client.search_runs([s.info.experiment_id], filter_string=f"tags.`{keys.TAG_PARENT}` = '{s.info.run_id}'")
         out.append(SweepSummary(s.info.run_id, s.info.run_name, s.info.status, dict(s.data.tags), dict(s.data.params), Counter(c.info.status.lower() for c in children)))
     return out
+
+
+def load_histories(uri: str, run_ids: list[str], metric_keys: tuple[str, ...]) -> pd.DataFrame:
+    """Per-epoch values of ``metric_keys`` for ``run_ids``: columns run_id, key, step, value."""
+    client = MlflowClient(uri)
+    rows = [(run_id, key, m.step, m.value) for run_id in run_ids for key in metric_keys for m in client.get_metric_history(run_id, key)]
+    return pd.DataFrame(rows, columns=["run_id", "key", "step", "value"])

@@ -1,7 +1,8 @@
-"""Paper-shaped tables from the tidy runs frame: mean (± std over seeds) per configuration.
+"""Paper-shaped tables from the tidy runs frame: one row per configuration, mean ± std over its
+seeds (with n; no ± where n = 1), deltas against the study's baseline, and the paper's numbers
+beside ours for the rows the paper has.
 
-Accuracies and consistency are stored as fractions and printed as percentages, as in the paper;
-``Δ top-1`` is against the baseline row when the table has one (Table 4's "(+0.7)").
+Accuracies and consistency are fractions in MLflow and percentages here, as in the paper.
 """
 
 from __future__ import annotations
@@ -9,23 +10,35 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis.markdown import markdown_table
+from analysis.paper import TABLES, paper_row
 from mjp import keys
-from mjp.config import TABLE4_NAMES
+from mjp.config import TABLE4, TABLE4_TITLES
 
-#: (metric key, column title, shown as percent)
-PAPER_METRICS: tuple[tuple[str, str, bool], ...] = (
-    (keys.VAL_TOP1, "top-1 (%)", True),
-    (keys.VAL_CONSISTENCY, "consistency (%)", True),
-    (keys.VAL_DIFF_NORM, "Diff. Norm", False),
-    (keys.top1_shuffled_key(0.9), "top-1 @ shuffle 0.9 (%)", True),
+#: (metric key, column title) of the main table, in order; a column appears when a run logged it
+MAIN: tuple[tuple[str, str], ...] = (
+    (keys.VAL_TOP1, "top-1 (%)"),
+    (keys.VAL_CONSISTENCY, "consistency (%)"),
+    (keys.VAL_DIFF_NORM, "Diff. Norm"),
+    (keys.top1_shuffled_key(0.9), "top-1 @ shuffle 0.9 (%)"),
+    (keys.ROBUST_MCE, "mCE (AlexNet-normalised)"),
+    (keys.ROBUST_MCE_RELATIVE, "mCE (vs baseline, %)"),
+    (keys.ROBUST_MCE_UNNORMALIZED, "mean corruption error (%)"),
+    (keys.pe_ev_key(3), "PE EV@3 (%)"),
+    (keys.PE_MAE_2D, "PE 2-D MAE"),
 )
-LETTER = {name: letter for letter, name in TABLE4_NAMES.items()}
+#: metrics whose deltas against the baseline are shown
+DELTAS = (keys.VAL_TOP1, keys.VAL_CONSISTENCY, keys.VAL_DIFF_NORM)
+LETTERS = {name: "ABCDEFGHIJ"[i] for i, name in enumerate(TABLE4)}
 
 
-def privacy_metrics(runs: pd.DataFrame) -> tuple[tuple[str, str, bool], ...]:
-    """PSNR and SSIM columns of the privacy settings the runs logged (``privacy/<s>_<m>``)."""
+def privacy_metrics(runs: pd.DataFrame) -> tuple[tuple[str, str], ...]:
+    """PSNR and SSIM of each privacy setting the runs logged (``privacy/<s>_<m>``)."""
     found = sorted(c for c in runs.columns if c.startswith("privacy/") and c.endswith(("_psnr", "_ssim")))
-    return tuple((c, f"({c[8]}) {c.rsplit('_', 1)[1].upper()}", False) for c in found)
+    return tuple((c, f"({c[len('privacy/')]}) {c.rsplit('_', 1)[1].upper()}") for c in found)
+
+
+def table_metrics(runs: pd.DataFrame) -> tuple[tuple[str, str], ...]:
+    return tuple((k, t) for k, t in MAIN if k in runs.columns) + privacy_metrics(runs)
 
 
 def group_columns(runs: pd.DataFrame) -> list[str]:
@@ -34,63 +47,118 @@ def group_columns(runs: pd.DataFrame) -> list[str]:
     return sampled or ["variant"]
 
 
-def table_metrics(runs: pd.DataFrame) -> tuple[tuple[str, str, bool], ...]:
-    return PAPER_METRICS + privacy_metrics(runs)
+def variant_title(name: object) -> str:
+    """``jp_unk_dal_mlp`` (or ``J``) -> ``J: JP + UNK + DAL (NLN)``."""
+    name = {v: k for k, v in LETTERS.items()}.get(str(name), str(name)) if len(str(name)) > 1 else dict(zip("ABCDEFGHIJ", TABLE4)).get(str(name), str(name))
+    return f"{LETTERS[name]}: {TABLE4_TITLES[name]}" if name in LETTERS else str(name)
+
+
+def label(column: str, value: object) -> str:
+    if column in ("variant", "sample.mjp.variant"):
+        return variant_title(value)
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def finished(runs: pd.DataFrame) -> pd.DataFrame:
+    return runs[runs["status"] == "FINISHED"] if "status" in runs else runs
 
 
 def aggregate(runs: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    """Mean, std and count of every paper metric per group of finished runs."""
-    done = runs[runs["status"] == "FINISHED"]
-    metrics = [k for k, _, _ in table_metrics(done) if k in done.columns]
+    """Mean, std and count of every table metric per group of finished runs."""
+    done = finished(runs)
+    metrics = [k for k, _ in table_metrics(done)]
     if done.empty or not metrics:
         return pd.DataFrame()
     grouped = done.groupby(by, dropna=False, sort=True)
-    agg = grouped[metrics].agg(["mean", "std"])
+    agg = grouped[metrics].agg(["mean", "std", "count"])
     agg[("n", "")] = grouped.size()
     if "variant" in done.columns and "variant" not in by:
         agg[("variant", "")] = grouped["variant"].first()
     return agg
 
 
-def format_cell(mean: float, std: float = float("nan"), n: int = 1, percent: bool = False) -> str:
-    """``81.0 ± 1.4`` (fractions as percentages); ``-`` when missing."""
+def format_cell(mean: float | None, std: float | None = None, n: int = 1, percent: bool = False) -> str:
+    """``81.0 ± 1.4`` over n > 1 runs, ``81.0`` for one, ``""`` when missing (a note says why)."""
     if mean is None or pd.isna(mean):
-        return "-"
-    scale = 100 if percent else 1
-    digits = 1 if percent else 2
+        return ""
+    scale, digits = (100, 1) if percent else (1, 2 if abs(mean) < 100 else 1)
     text = f"{scale * mean:.{digits}f}"
-    return text + (f" ± {scale * std:.{digits}f}" if n > 1 and not pd.isna(std) else "")
+    return text + (f" ± {scale * std:.{digits}f}" if n > 1 and std is not None and not pd.isna(std) else "")
 
 
-def _label(value: object, column: str) -> str:
-    if column in ("variant", "sample.mjp.variant"):
-        name = value if value in LETTER else {v: k for k, v in LETTER.items()}.get(value, value)
-        letter = LETTER.get(name, TABLE4_NAMES.get(str(value), ""))
-        return f"{letter}: {TABLE4_NAMES.get(str(value), name)}" if letter else str(value)
-    return f"{value:g}" if isinstance(value, float) else str(value)
+def baseline_row(agg: pd.DataFrame, by: list[str]) -> object | None:
+    """The index of the study's baseline: Table 4's row A, or masking ratio 0, when there is exactly one."""
+    if ("variant", "") in agg.columns:
+        rows = agg.index[agg[("variant", "")] == "baseline"]
+    elif "variant" in by:
+        rows = [i for i in agg.index if (i if not isinstance(i, tuple) else i[by.index("variant")]) == "baseline"]
+    elif "sample.mjp.mask_ratio" in by and len(by) == 1:
+        rows = [i for i in agg.index if i == 0]
+    else:
+        return None
+    return rows[0] if len(rows) == 1 else None
 
 
-def paper_table(runs: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
+def study_table(runs: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
     """Strings ready to print: one row per configuration, the paper's metrics as columns."""
     by = by or group_columns(runs)
     agg = aggregate(runs, by)
     if agg.empty:
         return pd.DataFrame()
+    base = baseline_row(agg, by)
     rows = []
-    baseline = None
-    if ("variant", "") in agg.columns:  # a delta only against a single, unambiguous baseline row
-        base = agg[agg[("variant", "")] == "baseline"]
-        baseline = base[(keys.VAL_TOP1, "mean")].iloc[0] if len(base) == 1 else None
     for index, row in agg.iterrows():
-        index = index if isinstance(index, tuple) else (index,)
-        out = {col.removeprefix("sample."): _label(v, col) for col, v in zip(by, index)}
+        values = index if isinstance(index, tuple) else (index,)
+        out = {col.removeprefix("sample."): label(col, v) for col, v in zip(by, values)}
         n = int(row[("n", "")])
-        for key, title, pct in table_metrics(runs):
-            if (key, "mean") in agg.columns:
-                out[title] = format_cell(row[(key, "mean")], row[(key, "std")], n, pct)
-                if key == keys.VAL_TOP1 and baseline is not None:
-                    out["Δ top-1"] = f"{100 * (row[(key, 'mean')] - baseline):+.1f}"
-        out["runs"] = str(n)
+        for key, title in table_metrics(runs):
+            count = int(row[(key, "count")])
+            out[title] = format_cell(row[(key, "mean")], row[(key, "std")], count, keys.is_fraction(key))
+            if key in DELTAS and base is not None:
+                delta = row[(key, "mean")] - agg.loc[base, (key, "mean")]
+                scale, digits = (100, 1) if keys.is_fraction(key) else (1, 2)
+                out[f"Δ {title.split(' (')[0]}"] = "" if index == base or not count else f"{scale * delta:+.{digits}f}"
+        out["n"] = str(n)
+        rows.append(out)
+    return pd.DataFrame(rows).fillna("")
+
+
+def missing_notes(runs: pd.DataFrame, by: list[str] | None = None) -> list[str]:
+    """One line per finished run that lacks a metric the table shows for other runs."""
+    by = by or group_columns(runs)
+    done = finished(runs)
+    notes = []
+    for key, title in table_metrics(done):
+        lacking = done[done[key].isna()]
+        for r in lacking.itertuples():
+            name = getattr(r, "run_name", None) or r.run_id[:8]
+            notes.append(f"{name}: no {title} ({key} was not logged)")
+    not_done = runs[runs["status"] != "FINISHED"] if "status" in runs else runs.iloc[0:0]
+    notes += [f"{getattr(r, 'run_name', None) or r.run_id[:8]}: {r.status.lower()}, left out of the table" for r in not_done.itertuples()]
+    return notes
+
+
+def paper_comparison(runs: pd.DataFrame, table_key: str, by: list[str] | None = None) -> pd.DataFrame:
+    """Our rows that answer to a row of the paper's table ``table_key``, ours beside the paper's."""
+    paper = TABLES[table_key]
+    by = by or group_columns(runs)
+    agg = aggregate(runs, by)
+    rows = []
+    for index, row in (agg.iterrows() if not agg.empty else []):
+        values = index if isinstance(index, tuple) else (index,)
+        group = dict(zip(by, values))
+        if ("variant", "") in agg.columns:
+            group.setdefault("variant", row[("variant", "")])
+        target = paper_row(table_key, group)
+        if target is None or target not in paper.rows:
+            continue
+        out = {"ours": ", ".join(label(c, v) for c, v in zip(by, values)), "paper row": target}
+        for key, title in paper.columns.items():
+            ours = format_cell(row[(key, "mean")], row[(key, "std")], int(row[(key, "count")]), keys.is_fraction(key)) if (key, "mean") in agg.columns else ""
+            theirs = paper.rows[target].get(key)
+            out[f"{title}: ours"] = ours
+            out[f"{title}: paper"] = "" if theirs is None else f"{theirs:g}"
+        out["n"] = str(int(row[("n", "")]))
         rows.append(out)
     return pd.DataFrame(rows)
 

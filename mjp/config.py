@@ -103,3 +103,7 @@ TABLE4: dict[str, dict[str, object]] = {
     "jp_unk_dal_mlp": dict(shuffle="patches", pos_embed="unk", dal="mlp"),
 }
 TABLE4_NAMES: dict[str, str] = dict(zip("ABCDEFGHIJ", TABLE4))
+#: Table 4's own wording of each row (DeiT-S is the paper's A)
+TABLE4_TITLES: dict[str, str] = dict(zip(TABLE4, (
+    "baseline", "no PE", "SPP", "DAL (NLN)", "JP", "JP + IDX", "JP + UNK", "JP + UNK + DAL (PCA)", "JP + UNK + DAL (LN)", "JP + UNK + DAL (NLN)",
+)))

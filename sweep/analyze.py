@@ -1,8 +1,15 @@
-"""``mjp analyze tables|report`` and the report a sweep publishes when it ends."""
+"""``mjp analyze tables|report`` and the report a sweep publishes when it ends.
+
+The report is assembled from MLflow alone (the study's YAML and settings are on the sweep's
+parent run), so it can be made again at any time, and pooled over several sweeps of a study.
+A sweep's own report is also logged to its parent run (``report/``), whose description then
+holds the study's description and its table.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,52 +21,138 @@ from trainables.errors import UserError
 class PublishedReport:
     table: str
     html: Path
+    paper: dict[str, str]
 
 
-def _runs_of(uri: str, study: str, pool: bool) -> tuple[Any, str]:
-    from analysis.runs import load_runs, load_sweeps
+def _sweeps(uri: str, study: str) -> Any:
+    from analysis.runs import load_sweeps
     from trainables.tracking import check_store_readable
 
     check_store_readable(uri)
     sweeps = load_sweeps(uri, study)
     if sweeps.empty:
         raise UserError(f"no sweep of study {study!r} in {uri}; run `mjp sweep run {study}` first")
-    if pool:
-        import pandas as pd
+    return sweeps
 
-        return pd.concat([load_runs(uri, parent_run_id=p) for p in sweeps["run_id"]], ignore_index=True), f"{len(sweeps)} sweeps"
-    return load_runs(uri, parent_run_id=sweeps["run_id"].iloc[0]), str(sweeps["run_name"].iloc[0])
+
+def _context(uri: str, parents: list[str], runs: Any, title: str) -> Any:
+    """A ReportContext from what the sweeps logged on their parent runs."""
+    import tempfile
+
+    from mlflow.tracking import MlflowClient
+
+    from analysis.report import ReportContext
+    from analysis.runs import load_histories
+    from mjp import keys
+    from sweep.run import optuna_storage_url
+
+    client = MlflowClient(uri)
+    newest = client.get_run(parents[0])
+    params, tags = newest.data.params, newest.data.tags
+    study_yaml, description = "", ""
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            files = [f for f in client.list_artifacts(newest.info.run_id, "study")]
+            if files:
+                study_yaml = Path(client.download_artifacts(newest.info.run_id, files[0].path, d)).read_text()
+    except Exception:  # an artifact store this machine cannot read: the report goes on without it
+        study_yaml = ""
+    if study_yaml:
+        import yaml
+
+        description = str((yaml.safe_load(study_yaml) or {}).get("description", ""))
+    pareto: set[str] = set()
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            rows = json.loads(Path(client.download_artifacts(newest.info.run_id, "pareto/pareto_front.json", d)).read_text())
+        trial_ids = {r.get("trial_id") for r in rows}
+        pareto = set(runs[runs["trial_id"].isin(trial_ids)].run_id) if "trial_id" in runs else set()
+    except Exception:  # no front: a single-objective study
+        pareto = set()
+    optuna_url = optuna_storage_url(uri)
+    searched = params.get("search.algorithm") in ("tpe", "random", "nsga2")  # a grid's history and importances say nothing
+    optuna = (optuna_url, newest.info.run_name) if searched and optuna_url and Path(optuna_url.removeprefix("sqlite:///")).is_file() and len(parents) == 1 else None
+    histories = load_histories(uri, list(runs.run_id), (keys.VAL_TOP1, keys.TRAIN_LOSS)) if len(runs) else None
+    sweep_lines = (
+        f"{len(parents)} sweep(s), newest {newest.info.run_name} ({newest.info.status.lower()}); {len(runs)} runs; "
+        f"search {params.get('search.algorithm', '?')}, objective {params.get('objectives', '?')}",
+        f"MLflow: parent run {newest.info.run_id} in {uri}",
+    )
+    return ReportContext(
+        study=params.get("study", "?"), title=title, description=description, study_yaml=study_yaml,
+        paper_tables=tuple(t for t in params.get("paper_tables", "").split(",") if t), best=tags.get(keys.TAG_BEST_TRIAL),
+        pareto_run_ids=pareto, optuna=optuna, experiment_ids=dict(zip(runs.run_id, runs.experiment_id)) if len(runs) else {},
+        histories=histories, sweep_lines=sweep_lines,
+    )
+
+
+def build_report(uri: str, study: str, out_dir: str | Path, pool: bool = False, parent_run_id: str | None = None) -> Any:
+    """Write the report of the study's newest sweep (or ``parent_run_id``, or every sweep pooled)."""
+    import pandas as pd
+
+    from analysis.report import write_report
+    from analysis.runs import load_runs
+
+    if parent_run_id is not None:
+        parents, what = [parent_run_id], "this sweep"
+    else:
+        sweeps = _sweeps(uri, study)
+        parents = list(sweeps["run_id"]) if pool else [sweeps["run_id"].iloc[0]]
+        what = f"{len(parents)} sweeps pooled" if pool else str(sweeps["run_name"].iloc[0])
+    runs = pd.concat([load_runs(uri, parent_run_id=p) for p in parents], ignore_index=True)
+    title = f"Study {study}: {what}" if parent_run_id is None else f"Study {study}"
+    return write_report(runs, Path(out_dir) / study, _context(uri, parents, runs, title))
+
+
+def _print(files: Any, paper: bool) -> None:
+    from analysis.paper import TABLES
+    from analysis.tables import to_markdown
+
+    print(to_markdown(files.table) if len(files.table) else "no run finished: nothing to tabulate")
+    for note in files.notes:
+        print(f"note: {note}")
+    if paper:
+        for key, t in files.paper.items():
+            print(f"\n{TABLES[key].title}; the paper: DeiT-S on ImageNet-1K")
+            print(to_markdown(t) if len(t) else "(no row of this study answers to a row of the paper's table)")
+        if not files.paper:
+            print("\n(this study names no table of the paper: add `paper: [...]` to its YAML)")
 
 
 def cmd_analyze_tables(args: argparse.Namespace) -> int:
-    from analysis.report import write_report
-    from analysis.tables import paper_table, to_markdown
     from trainables.tracking import tracking_uri
 
-    uri = tracking_uri(args.uri)
-    runs, what = _runs_of(uri, args.study, args.all)
-    title = f"Study {args.study}: {what}"
-    report = write_report(runs, Path(args.out) / args.study, title)
-    print(title)
-    print(to_markdown(paper_table(runs)))
-    print(f"\nreport: {report}")
+    files = build_report(tracking_uri(args.uri), args.study, args.out, pool=args.all)
+    _print(files, args.paper)
+    print(f"\nreport: {files.html} (tables: {files.directory}/table.md, .csv, .tex)")
     return 0
 
 
 def cmd_analyze_report(args: argparse.Namespace) -> int:
-    return cmd_analyze_tables(args)
+    from trainables.tracking import tracking_uri
+
+    files = build_report(tracking_uri(args.uri), args.study, args.out, pool=args.all)
+    _print(files, args.paper)
+    print(f"\nreport: {files.html}")
+    return 0
 
 
 def publish_sweep_report(parent_run_id: str, study: Any, out_dir: str, uri: str | None) -> PublishedReport | None:
-    """Tables and figures of a finished sweep in ``out_dir/<study>``; None when nothing finished."""
-    from analysis.report import write_report
-    from analysis.runs import load_runs
-    from analysis.tables import paper_table, to_markdown
-    from trainables.tracking import tracking_uri
+    """The report of a sweep that just ended, written to ``out_dir/<study>`` and logged to its
+    parent run; the parent's description gets the study's description and table. None when
+    no trial finished."""
+    from analysis.tables import to_markdown
+    from trainables.tracking import RunTracker, tracking_uri
 
-    runs = load_runs(tracking_uri(uri), parent_run_id=parent_run_id)
-    table = paper_table(runs)
-    if table.empty:
+    uri = tracking_uri(uri)
+    files = build_report(uri, study.name, out_dir, parent_run_id=parent_run_id)
+    if files.table.empty:
         return None
-    path = write_report(runs, Path(out_dir) / study.name, f"Study {study.name}")
-    return PublishedReport(to_markdown(table), path)
+    parent = RunTracker(uri, parent_run_id)
+    for path in [files.html, files.markdown, *files.directory.glob("*table*.*"), files.directory / "runs.csv"]:
+        parent.log_artifact(path, "report")
+    for path in (files.directory / "figures").glob("*.*"):
+        parent.log_artifact(path, "report/figures")
+    description = " ".join(study.config.description.split())
+    parent.set_note(f"{description}\n\n{to_markdown(files.table)}\n\nThe full report: artifacts, report/report.html")
+    return PublishedReport(to_markdown(files.table), files.html, {k: to_markdown(v) for k, v in files.paper.items()})

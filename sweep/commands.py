@@ -26,8 +26,19 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     return over
 
 
+def tool(name: str) -> str:
+    """This environment's own ``name`` executable (``.venv/bin/mlflow``), as a user can type it."""
+    from pathlib import Path
+
+    path = Path(sys.executable).parent / name
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
 def mlflow_ui_command(uri: str) -> str:
-    return f"uv run mlflow ui --backend-store-uri {shlex.quote(uri)}   (then open http://127.0.0.1:5000)"
+    return f"{tool('mlflow')} ui --backend-store-uri {shlex.quote(uri)}   (then open http://127.0.0.1:5000)"
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -65,6 +76,10 @@ def _after_sweep(outcome: Any, study: Any, out_dir: str = "reports") -> int:
     report = publish_sweep_report(outcome.parent_run_id, study, out_dir, uri)
     if report is not None:
         print(report.table)
+        for key, table in report.paper.items():
+            from analysis.paper import TABLES
+
+            print(f"\n{TABLES[key].title}, the paper (DeiT-S, ImageNet-1K) beside this study:\n{table}")
         print(f"\nreport: {report.html}")
     if outcome.best is not None:
         print(f"best trial: {outcome.best.label}")
@@ -76,7 +91,7 @@ def _after_sweep(outcome: Any, study: Any, out_dir: str = "reports") -> int:
     print(f"MLflow UI: {mlflow_ui_command(resolved)}")
     optuna_url = optuna_storage_url(resolved)
     if optuna_url:
-        print(f"Optuna dashboard: uv run optuna-dashboard {optuna_url}")
+        print(f"Optuna dashboard: {tool('optuna-dashboard')} {optuna_url}   (then open http://127.0.0.1:8080)")
     print(f"logs: {outcome.log_file}")
     if outcome.interrupted:
         print(f"\ninterrupted: the parent run is marked KILLED; continue with `mjp sweep resume {outcome.experiment_dir}`", file=sys.stderr)

@@ -270,6 +270,11 @@ def run_sweep(study: Study, *, storage: str | None = None, address: str | None =
         "space": ",".join(c.space), "experiment_dir": experiment_dir, "paper_tables": ",".join(map(str, c.paper)),
     })
     parent.log_artifact(study.source, "study")
+    from trainables.tracking import set_experiment_note
+
+    description = " ".join(study.config.description.split())
+    parent.set_note(f"{description}\n\n(the table and the report appear here when the sweep ends)")
+    set_experiment_note(uri, experiment, f"{description}\n\nEach sweep of study `{study.name}` is a parent run; its trials are child runs named by what they train. `mjp analyze report --study {study.name}` writes the study's report.")
     state = dict(study=study.source, smoke=study.smoke, extra=study.extra, uri=uri, experiment=experiment,
                  parent_run_id=parent.run_id, name=run_name, optuna_storage=optuna_storage_url(uri))
     write_state(experiment_dir, state)
@@ -383,7 +388,7 @@ def _finish(study: Study, spec: TrialSpec, parent: RunTracker, grid: Any, experi
     elif done:
         outcome.pareto = pareto_front(done, [(o.metric, o.mode) for o in objectives])
         summary["pareto/size"] = len(outcome.pareto)
-        rows = [{"trial": t.label, **t.params, **{o.metric: t.metrics[o.metric] for o in objectives}} for t in outcome.pareto]
+        rows = [{"trial": t.label, "trial_id": t.trial_id, **t.params, **{o.metric: t.metrics[o.metric] for o in objectives}} for t in outcome.pareto]
         parent.log_text(json.dumps(rows, indent=2), "pareto/pareto_front.json")
     if outcome.interrupted:
         parent.set_tags({keys.TAG_INTERRUPTED: f"{len(done)} of {study.num_trials} trials finished; `mjp sweep resume {experiment_dir}` continues"})

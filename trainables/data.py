@@ -358,3 +358,37 @@ def load_datasets(cfg: TrainConfig) -> DatasetBundle:
     build = {"digits": _digits, "fashion_mnist": _fashion_mnist, "imagefolder": _imagefolder, "cifar10": _cifar, "cifar100": _cifar}
     bundle = build[cfg.data.name](cfg.data)
     return DatasetBundle(_limit(bundle.train, cfg.data.train_limit), _limit(bundle.val, cfg.data.val_limit), bundle.shape, bundle.skipped_log)
+
+
+@dataclass(frozen=True)
+class DatasetInput:
+    """A dataset as MLflow's Dataset column shows it."""
+
+    name: str
+    digest: str
+    source: str
+    profile: dict
+    context: str  # "training" | "evaluation"
+
+
+def dataset_inputs(cfg: TrainConfig, bundle: DatasetBundle) -> list[DatasetInput]:
+    """The training and validation splits a run reads: name, size, where from, a digest."""
+    import hashlib
+
+    d = cfg.data
+    if d.name == "digits":
+        import sklearn
+
+        source = str(Path(sklearn.__file__).parent / "datasets" / "data" / "digits.csv.gz")
+    elif d.name == "fashion_mnist":
+        source = str(Path(d.root or FASHION_MNIST_DEFAULT).resolve())
+    else:
+        source = str(Path(d.root).resolve()) if d.root else d.name
+    out = []
+    for split, ds, context in (("train", bundle.train, "training"), ("val", bundle.val, "evaluation")):
+        size = len(ds) if d.loader == "torch" or split == "val" else data_info(cfg).train_size
+        limit = d.train_limit if split == "train" else d.val_limit
+        digest = hashlib.sha256(f"{d.name}|{source}|{split}|{size}|{limit}|{d.seed if split == 'train' else ''}".encode()).hexdigest()[:16]
+        profile = {"split": split, "num_images": size, "image_size": f"{bundle.shape.img_size}x{bundle.shape.img_size}x{bundle.shape.in_chans}", "num_classes": bundle.shape.num_classes}
+        out.append(DatasetInput(f"{d.name}-{split}", digest, source, profile, context))
+    return out

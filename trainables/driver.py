@@ -87,7 +87,10 @@ def start_run(cfg: TrainConfig, uri: str, *, run_name: str, tags: dict[str, str]
         tags={keys.TAG_KIND: "train", keys.TAG_VARIANT: cfg.variant, "mjp.model": cfg.model.name, "mjp.dataset": cfg.data.name, **(tags or {})},
         parent_run_id=parent_run_id,
     )
-    tracker.log_params(flat_params(cfg))
+    from trainables.labels import variant_words
+
+    words = variant_words(cfg.variant)
+    tracker.log_params({**flat_params(cfg), "table4.row": words[0] if len(words) == 2 else "-", "table4.name": cfg.variant})
     return tracker
 
 
@@ -103,6 +106,8 @@ def _trial_run(spec: TrialSpec, cfg: TrainConfig, params: dict[str, Any], trial_
     tags = {keys.TAG_TRIAL_ID: trial_id, keys.TAG_LABEL: label.display, **{f"{keys.TAG_SAMPLE_PREFIX}{k}": str(v) for k, v in params.items()}}
     if spec.study:
         tags[keys.TAG_STUDY] = spec.study
+    tags[keys.TAG_NOTE] = (f"Trial **{label.display}** of sweep `{spec.name}`: {cfg.model.name} on {cfg.data.name}, "
+                           f"{cfg.optim.epochs} epochs. Its full config is in the params; the paper's metrics of its final evaluation are logged once, per epoch the training curves.")
     return start_run(cfg, spec.uri, run_name=label.run_name, tags=tags, parent_run_id=spec.parent_run_id)
 
 

@@ -78,12 +78,16 @@ def check_store_writable(uri: str) -> None:
             raise TrackingError(f"the MLflow store {path} cannot be written: {err}") from None
 
 
+#: the MLflow UI opens an experiment of this kind on its runs table (not its GenAI traces view)
+EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}
+
+
 def experiment_id(client: MlflowClient, name: str) -> str:
     exp = client.get_experiment_by_name(name)
     if exp is not None:
         return exp.experiment_id
     try:
-        return client.create_experiment(name, artifact_location=_artifact_root(client.tracking_uri))
+        return client.create_experiment(name, artifact_location=_artifact_root(client.tracking_uri), tags=EXPERIMENT_KIND)
     except mlflow.exceptions.MlflowException as err:
         exp = client.get_experiment_by_name(name)  # created meanwhile by another process?
         if exp is None:
@@ -94,7 +98,10 @@ def experiment_id(client: MlflowClient, name: str) -> str:
 def set_experiment_note(uri: str, name: str, text: str) -> None:
     """The experiment's description in the MLflow UI (``mlflow.note.content``)."""
     client = MlflowClient(uri)
-    client.set_experiment_tag(experiment_id(client, name), keys.TAG_NOTE, text)
+    exp = experiment_id(client, name)
+    client.set_experiment_tag(exp, keys.TAG_NOTE, text)
+    for key, value in EXPERIMENT_KIND.items():
+        client.set_experiment_tag(exp, key, value)
 
 
 def git_commit(path: str | Path | None = None) -> str | None:
@@ -237,8 +244,11 @@ def run_config_tree(uri: str, run_id: str) -> dict[str, Any]:
 
     from trainables.overrides import unflatten
 
+    from trainables.config import TrainConfig
+
     params = MlflowClient(uri).get_run(run_id).data.params
-    return unflatten({k: yaml.safe_load(v) if v not in ("", "None") else None for k, v in params.items()})
+    sections = tuple(f"{name}." for name in TrainConfig.model_fields)  # table4.* and the like are not config
+    return unflatten({k: yaml.safe_load(v) if v not in ("", "None") else None for k, v in params.items() if k.startswith(sections)})
 
 
 def get_run_or_fail(uri: str, run_id: str) -> Any:

@@ -20,7 +20,7 @@ from timm.data.distributed_sampler import RepeatAugSampler
 from torch.utils.data import DataLoader, DistributedSampler, Subset
 
 from trainables.config import TrainConfig
-from trainables.data import DatasetBundle, data_info, load_datasets
+from trainables.data import DatasetBundle, data_info, dataset_inputs, load_datasets
 from trainables.engine import build_model, build_state, evaluate, make_mixup, seed_everything, train_one_epoch
 from trainables.final_eval import final_evaluation
 from trainables.seeds import derive_seed
@@ -91,6 +91,8 @@ def train_loop(cfg: TrainConfig, session: Any, *, tracking_uri: str | None, run_
             state.restore(directory)
     tracker = RunTracker(tracking_uri, run_id) if rank == 0 and run_id and tracking_uri else None
     log = EpochLogger(tracker) if tracker else None
+    for dataset in dataset_inputs(cfg, bundle) if tracker else []:
+        tracker.log_dataset(dataset.name, dataset.digest, dataset.source, dataset.profile, dataset.context)
     saves = checkpoint_epochs(cfg, extra_checkpoints)
 
     while state.epoch < cfg.optim.epochs:
