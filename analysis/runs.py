@@ -109,3 +109,38 @@ def load_histories(uri: str, run_ids: list[str], metric_keys: tuple[str, ...]) -
     client = MlflowClient(uri)
     rows = [(run_id, key, m.step, m.value) for run_id in run_ids for key in metric_keys for m in client.get_metric_history(run_id, key)]
     return pd.DataFrame(rows, columns=["run_id", "key", "step", "value"])
+
+
+@dataclass
+class SweepRecord:
+    """What a sweep logged on its parent run: settings, tags, its study file, its Pareto front."""
+
+    run_id: str
+    run_name: str
+    status: str
+    params: dict[str, str]
+    tags: dict[str, str]
+    study_yaml: str
+    pareto: list[dict]
+
+
+def sweep_record(uri: str, parent_run_id: str) -> SweepRecord:
+    import json
+    import tempfile
+    from pathlib import Path
+
+    client = MlflowClient(uri)
+    run = client.get_run(parent_run_id)
+    study_yaml, pareto = "", []
+    with tempfile.TemporaryDirectory() as d:
+        try:
+            files = client.list_artifacts(parent_run_id, "study")
+            if files:
+                study_yaml = Path(client.download_artifacts(parent_run_id, files[0].path, d)).read_text()
+        except (mlflow.exceptions.MlflowException, OSError):  # an artifact store this machine cannot read
+            study_yaml = ""
+        try:
+            pareto = json.loads(Path(client.download_artifacts(parent_run_id, "pareto/pareto_front.json", d)).read_text())
+        except (mlflow.exceptions.MlflowException, OSError):  # a single-objective sweep has no front
+            pareto = []
+    return SweepRecord(parent_run_id, run.info.run_name, run.info.status, dict(run.data.params), dict(run.data.tags), study_yaml, pareto)

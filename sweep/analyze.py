@@ -9,7 +9,6 @@ holds the study's description and its table.
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,50 +36,30 @@ def _sweeps(uri: str, study: str) -> Any:
 
 def _context(uri: str, parents: list[str], runs: Any, title: str) -> Any:
     """A ReportContext from what the sweeps logged on their parent runs."""
-    import tempfile
-
-    from mlflow.tracking import MlflowClient
+    import yaml
 
     from analysis.report import ReportContext
-    from analysis.runs import load_histories
+    from analysis.runs import load_histories, sweep_record
     from mjp import keys
     from sweep.run import optuna_storage_url
 
-    client = MlflowClient(uri)
-    newest = client.get_run(parents[0])
-    params, tags = newest.data.params, newest.data.tags
-    study_yaml, description = "", ""
-    try:
-        with tempfile.TemporaryDirectory() as d:
-            files = [f for f in client.list_artifacts(newest.info.run_id, "study")]
-            if files:
-                study_yaml = Path(client.download_artifacts(newest.info.run_id, files[0].path, d)).read_text()
-    except Exception:  # an artifact store this machine cannot read: the report goes on without it
-        study_yaml = ""
-    if study_yaml:
-        import yaml
-
-        description = str((yaml.safe_load(study_yaml) or {}).get("description", ""))
-    pareto: set[str] = set()
-    try:
-        with tempfile.TemporaryDirectory() as d:
-            rows = json.loads(Path(client.download_artifacts(newest.info.run_id, "pareto/pareto_front.json", d)).read_text())
-        trial_ids = {r.get("trial_id") for r in rows}
-        pareto = set(runs[runs["trial_id"].isin(trial_ids)].run_id) if "trial_id" in runs else set()
-    except Exception:  # no front: a single-objective study
-        pareto = set()
+    newest = sweep_record(uri, parents[0])
+    params = newest.params
+    description = str((yaml.safe_load(newest.study_yaml) or {}).get("description", "")) if newest.study_yaml else ""
+    trial_ids = {r.get("trial_id") for r in newest.pareto}
+    pareto = set(runs[runs["trial_id"].isin(trial_ids)].run_id) if trial_ids and "trial_id" in runs else set()
     optuna_url = optuna_storage_url(uri)
     searched = params.get("search.algorithm") in ("tpe", "random", "nsga2")  # a grid's history and importances say nothing
-    optuna = (optuna_url, newest.info.run_name) if searched and optuna_url and Path(optuna_url.removeprefix("sqlite:///")).is_file() and len(parents) == 1 else None
+    optuna = (optuna_url, newest.run_name) if searched and optuna_url and Path(optuna_url.removeprefix("sqlite:///")).is_file() and len(parents) == 1 else None
     histories = load_histories(uri, list(runs.run_id), (keys.VAL_TOP1, keys.TRAIN_LOSS)) if len(runs) else None
     sweep_lines = (
-        f"{len(parents)} sweep(s), newest {newest.info.run_name} ({newest.info.status.lower()}); {len(runs)} runs; "
+        f"{len(parents)} sweep(s), newest {newest.run_name} ({newest.status.lower()}); {len(runs)} runs; "
         f"search {params.get('search.algorithm', '?')}, objective {params.get('objectives', '?')}",
-        f"MLflow: parent run {newest.info.run_id} in {uri}",
+        f"MLflow: parent run {newest.run_id} in {uri}",
     )
     return ReportContext(
-        study=params.get("study", "?"), title=title, description=description, study_yaml=study_yaml,
-        paper_tables=tuple(t for t in params.get("paper_tables", "").split(",") if t), best=tags.get(keys.TAG_BEST_TRIAL),
+        study=params.get("study", "?"), title=title, description=description, study_yaml=newest.study_yaml,
+        paper_tables=tuple(t for t in params.get("paper_tables", "").split(",") if t), best=newest.tags.get(keys.TAG_BEST_TRIAL),
         pareto_run_ids=pareto, optuna=optuna, experiment_ids=dict(zip(runs.run_id, runs.experiment_id)) if len(runs) else {},
         histories=histories, sweep_lines=sweep_lines,
     )
