@@ -18,7 +18,8 @@ from mjp import keys
 COLOURS = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C", "#CCB974", "#64B5CD")
 
 
-def _group_label(by: list[str], index: object) -> str:
+def group_label(by: list[str], index: object) -> str:
+    """A configuration's name from its group values, e.g. ``J: JP + UNK + DAL (NLN)``."""
     values = index if isinstance(index, tuple) else (index,)
     return ", ".join(label(c, v) for c, v in zip(by, values))
 
@@ -29,7 +30,8 @@ def _zoom(ax, lows: np.ndarray, highs: np.ndarray, floor: float | None = None, c
     ax.set_ylim(max(lo - pad, floor) if floor is not None else lo - pad, min(hi + pad, ceiling) if ceiling is not None else hi + pad)
 
 
-def _spread_note(counts: pd.Series) -> str:
+def spread_note(counts: pd.Series) -> str:
+    """What the error bars show, from the runs per configuration."""
     n = set(int(c) for c in counts)
     if n == {1}:
         return "one run per configuration: no error bars"
@@ -44,7 +46,7 @@ def metric_bars(runs: pd.DataFrame, by: list[str] | None = None) -> Figure | Non
     if done.empty or not panels:
         return None
     grouped = done.groupby(by, dropna=False, sort=True)
-    names = [_group_label(by, i) for i in grouped.size().index]
+    names = [group_label(by, i) for i in grouped.size().index]
     fig = Figure(figsize=(4.2 * len(panels), 0.28 * max(len(l) for l in names) + 3.2))
     axes = np.atleast_1d(fig.subplots(1, len(panels)))
     for ax, (key, title) in zip(axes, panels):
@@ -59,7 +61,7 @@ def metric_bars(runs: pd.DataFrame, by: list[str] | None = None) -> Figure | Non
         ax.set_xticks(x, names, rotation=35, ha="right", fontsize=8)
         ax.set_title(title, fontsize=10)
         ax.grid(axis="y", alpha=0.3)
-    fig.suptitle(_spread_note(grouped.size()) + "; the value axis starts above 0", fontsize=8)
+    fig.suptitle(spread_note(grouped.size()) + "; the value axis starts above 0", fontsize=8)
     fig.tight_layout()
     return fig
 
@@ -78,7 +80,7 @@ def shuffle_curves(runs: pd.DataFrame, by: list[str] | None = None) -> Figure | 
     for i, (index, group) in enumerate(done.groupby(by, dropna=False, sort=True)):
         mean, std = 100 * group[columns].mean(), 100 * group[columns].std()
         colour = COLOURS[i % len(COLOURS)]
-        ax.plot(ratios, mean.values, marker="o", color=colour, label=_group_label(by, index) + (f" (n={len(group)})" if len(group) > 1 else ""))
+        ax.plot(ratios, mean.values, marker="o", color=colour, label=group_label(by, index) + (f" (n={len(group)})" if len(group) > 1 else ""))
         if len(group) > 1:
             ax.fill_between(ratios, (mean - std).values, (mean + std).values, color=colour, alpha=0.15)
     ax.set_xlabel("test-time shuffle ratio (fraction of patches shuffled)")
@@ -106,7 +108,7 @@ def mask_ratio_curves(runs: pd.DataFrame) -> Figure | None:
         ax.set_xlabel("training masking ratio")
         ax.set_title(title, fontsize=10)
         ax.grid(alpha=0.3)
-    fig.suptitle("Table 3 as a plot: " + _spread_note(grouped.size()), fontsize=8)
+    fig.suptitle("Table 3 as a plot: " + spread_note(grouped.size()), fontsize=8)
     fig.tight_layout()
     return fig
 
@@ -124,7 +126,7 @@ def training_curves(runs: pd.DataFrame, histories: pd.DataFrame, by: list[str] |
         for ax, key in zip(axes, (keys.VAL_TOP1, keys.TRAIN_LOSS)):
             curve = mine[mine.key == key].groupby("step")["value"].mean()
             if len(curve):
-                ax.plot(curve.index, (100 if keys.is_fraction(key) else 1) * curve.values, color=COLOURS[i % len(COLOURS)], label=_group_label(by, index))
+                ax.plot(curve.index, (100 if keys.is_fraction(key) else 1) * curve.values, color=COLOURS[i % len(COLOURS)], label=group_label(by, index))
     for ax, title in zip(axes, ("validation top-1 (%)", "training loss")):
         ax.set_xlabel("epoch")
         ax.set_title(title, fontsize=10)

@@ -18,6 +18,8 @@ table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.88em; }
 th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: right; } th { background: #f3f3f3; }
 td:first-child, th:first-child { text-align: left; }
 figure { margin: 1em 0; } figure img { max-width: 100%; border: 1px solid #eee; } figcaption { color: #555; font-size: 0.85em; }
+.scroll { overflow-x: auto; } .row { display: flex; flex-wrap: wrap; gap: 0.8em; align-items: flex-start; }
+.row figure { margin: 0.4em 0; max-width: 32%; } .row figure img { width: 100%; }
 pre { background: #f7f7f7; padding: 0.8em; overflow-x: auto; font-size: 0.8em; }
 """
 
@@ -34,14 +36,24 @@ def table_html(table: pd.DataFrame, table_id: str, links: dict[str, str] | None 
                 text = f'<a href="{html.escape(links[str(value)])}">{text}</a>'
             cells.append(f"<td>{text}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    return f'<table id="{html.escape(table_id)}"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    return f'<div class="scroll"><table id="{html.escape(table_id)}"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
 
 
 def figure_html(figure: Any, alt: str, caption: str) -> str:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
-    data = base64.b64encode(buffer.getvalue()).decode()
+    return image_html(buffer.getvalue(), alt, caption)
+
+
+def image_html(png: bytes, alt: str, caption: str) -> str:
+    """A PNG file's bytes (e.g. a figure a run logged to MLflow) inline."""
+    data = base64.b64encode(png).decode()
     return f'<figure><img src="data:image/png;base64,{data}" alt="{html.escape(alt)}"><figcaption>{html.escape(caption)}</figcaption></figure>'
+
+
+def figure_row(figures: Iterable[str]) -> str:
+    """Rendered figures side by side (up to three per line)."""
+    return f'<div class="row">{"".join(figures)}</div>'
 
 
 def page(title: str, meta: Iterable[str], sections: Iterable[tuple[str, str]]) -> str:

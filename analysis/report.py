@@ -1,6 +1,8 @@
 """A study's report on disk: tables (Markdown, CSV, LaTeX), figures (PNG and SVG), a Markdown
 index and one self-contained HTML page with the study's description and config, its table, the
-paper's numbers beside ours, the best trial(s), the figures and a link to every run in MLflow."""
+robustness and position-embedding tables where the runs logged them, the paper's numbers beside
+ours, the best trial(s), the figures (and each configuration's PE figures as its run logged
+them) and a link to every run in MLflow."""
 
 from __future__ import annotations
 
@@ -11,10 +13,11 @@ from typing import Any
 
 import pandas as pd
 
-from analysis import figures as figs
-from analysis.html import figure_html, page, paragraphs, preformatted, table_html
+from analysis import evaluation_figures, figures as figs
+from analysis.html import figure_html, figure_row, image_html, page, paragraphs, preformatted, table_html
 from analysis.paper import TABLES
-from analysis.tables import group_columns, missing_notes, paper_comparison, study_table, to_latex, to_markdown
+from analysis.robustness import with_relative_mce
+from analysis.tables import PE, ROBUSTNESS, group_columns, missing_notes, paper_comparison, paper_text, study_table, to_latex, to_markdown
 from mjp import keys
 
 #: figure file name -> (figure function's name, caption)
@@ -26,6 +29,26 @@ CAPTIONS = {
     "pareto": "Trade-off between accuracy and consistency (and attack PSNR): every trial, the Pareto front highlighted.",
     "optuna_history": "Optuna's optimisation history of the sweep.",
     "optuna_importances": "Optuna's parameter importances (fANOVA) for the objective.",
+    "corruption_errors": "Error per corruption, mean of the 5 severities, and on the clean images they were made from.",
+    "pe_explained_variance": "Explained variance of the position embedding at k PCA dimensions (Table 6).",
+}
+#: tables beside the main one: name -> (heading, metrics, what the reader must know)
+SECTIONS = {
+    "robustness": ("Robustness (Table 2, supplementary Table 4)", ROBUSTNESS,
+                   "Errors and the mean corruption error are unnormalised percentages (what the reference code prints). "
+                   "mCE (vs baseline) = 100 x mean over corruptions of this row's error / the baseline's (Table 4 row A): "
+                   "below 100 is more robust than the baseline. mCE (AlexNet-normalised), the robustness literature's "
+                   "convention, exists only for ImageNet-1K models evaluated on all 15 corruptions."),
+    "pe": ("Position embeddings (Table 6, supplementary Table 2)", PE,
+           "EV@k: share of the PE's variance in its top k principal components (Definition 1). MAE: 5-fold "
+           "cross-validated linear regression from a PE row to its index (1-D) or to its row and column (2-D), in patches."),
+}
+#: figures a run logs under figures/pe/, shown per configuration in the report
+PE_RUN_FIGURES = {
+    "figures/pe/umap_2d.png": "UMAP 2-D of the PE rows, coloured by row and by column (Fig. 1/7)",
+    "figures/pe/pca_3d.png": "PCA 3-D of the PE rows, coloured by row and by column (Fig. 1b)",
+    "figures/pe/cosine_similarity.png": "cosine similarity of each position's PE to every other",
+    "figures/pe/cls_attention.png": "last-layer CLS attention on the first validation images (Fig. 8)",
 }
 
 
@@ -45,6 +68,7 @@ class ReportContext:
     experiment_ids: dict[str, str] = field(default_factory=dict)  # run id -> experiment id
     histories: pd.DataFrame | None = None
     sweep_lines: tuple[str, ...] = ()
+    run_figures: dict[str, dict[str, bytes]] = field(default_factory=dict)  # configuration -> {artifact path: PNG}
 
 
 @dataclass
@@ -56,6 +80,7 @@ class ReportFiles:
     paper: dict[str, pd.DataFrame]
     figures: list[Path]
     notes: list[str]
+    sections: dict[str, pd.DataFrame] = field(default_factory=dict)  # SECTIONS' tables the runs logged
 
 
 def build_figures(runs: pd.DataFrame, ctx: ReportContext) -> tuple[dict[str, Any], list[str]]:
@@ -66,6 +91,8 @@ def build_figures(runs: pd.DataFrame, ctx: ReportContext) -> tuple[dict[str, Any
         "mask_ratio": figs.mask_ratio_curves(runs),
         "training_curves": figs.training_curves(runs, ctx.histories, by) if ctx.histories is not None else None,
         "pareto": figs.pareto_plot(runs, ctx.pareto_run_ids),
+        "corruption_errors": evaluation_figures.corruption_bars(runs, by),
+        "pe_explained_variance": evaluation_figures.pe_variance_curves(runs, by),
     }
     out = {name: fig for name, fig in made.items() if fig is not None}
     notes: list[str] = []
@@ -103,25 +130,28 @@ def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
 def write_report(runs: pd.DataFrame, out_dir: str | Path, ctx: ReportContext) -> ReportFiles:
     out = Path(out_dir)
     (out / "figures").mkdir(parents=True, exist_ok=True)
+    runs = with_relative_mce(runs)
     table = study_table(runs)
+    sections = {name: t for name, (_, metrics, _) in SECTIONS.items() if len(t := study_table(runs, metrics=metrics))}
     notes = missing_notes(runs)
     paper = {k: paper_comparison(runs, k) for k in ctx.paper_tables}
     runs.to_csv(out / "runs.csv", index=False)
-    for name, t in [("table", table), *[(f"paper_table_{k}", v) for k, v in paper.items()]]:
+    captions = {"table": ctx.title, **{f"{k}_table": SECTIONS[k][0] for k in sections}, **{f"paper_table_{k}": TABLES[k].title for k in paper}}
+    for name, t in [("table", table), *[(f"{k}_table", v) for k, v in sections.items()], *[(f"paper_table_{k}", v) for k, v in paper.items()]]:
         t.to_csv(out / f"{name}.csv", index=False)
         (out / f"{name}.md").write_text(to_markdown(t) + "\n")
-        (out / f"{name}.tex").write_text(to_latex(t, ctx.title if name == "table" else TABLES[name.rsplit("_", 1)[1]].title) + "\n")
+        (out / f"{name}.tex").write_text(to_latex(t, captions[name]) + "\n")
     drawn, figure_notes = build_figures(runs, ctx)
     paths = []
     for name, fig in drawn.items():
         for suffix in ("png", "svg"):
             fig.savefig(out / "figures" / f"{name}.{suffix}", dpi=130, bbox_inches="tight")
         paths.append(out / "figures" / f"{name}.png")
-    markdown = _markdown(ctx, table, paper, notes + figure_notes, [p.name for p in paths])
+    markdown = _markdown(ctx, table, sections, paper, notes + figure_notes, [p.name for p in paths])
     (out / "report.md").write_text(markdown)
-    (out / "report.html").write_text(_html(runs, ctx, table, paper, notes + figure_notes, drawn))
+    (out / "report.html").write_text(_html(runs, ctx, table, sections, paper, notes + figure_notes, drawn))
     _close(drawn)
-    return ReportFiles(out, out / "report.html", out / "report.md", table, paper, paths, notes + figure_notes)
+    return ReportFiles(out, out / "report.html", out / "report.md", table, paper, paths, notes + figure_notes, sections)
 
 
 def _close(drawn: dict[str, Any]) -> None:
@@ -134,25 +164,33 @@ def _close(drawn: dict[str, Any]) -> None:
             plt.close(fig)
 
 
-def _markdown(ctx: ReportContext, table: pd.DataFrame, paper: dict[str, pd.DataFrame], notes: list[str], figure_files: list[str]) -> str:
+def _markdown(ctx: ReportContext, table: pd.DataFrame, sections: dict[str, pd.DataFrame], paper: dict[str, pd.DataFrame], notes: list[str], figure_files: list[str]) -> str:
     lines = [f"# {ctx.title}", "", " ".join(ctx.description.split()), "", *ctx.sweep_lines, "", to_markdown(table) if len(table) else "no run finished", ""]
     lines += [f"- {n}" for n in notes] + ([""] if notes else [])
+    for name, t in sections.items():
+        heading, _, note = SECTIONS[name]
+        lines += [f"## {heading}", "", to_markdown(t), "", note, ""]
     for key, t in paper.items():
-        lines += [f"## {TABLES[key].title}", "", to_markdown(t) if len(t) else "(no row of this study answers to a row of the paper's table)", ""]
-        if TABLES[key].note:
-            lines += [f"Note: {TABLES[key].note}", ""]
+        lines += ["## " + paper_text(key, t), ""]
     lines += [f"![{CAPTIONS.get(f.removesuffix('.png'), f)}](figures/{f})" for f in figure_files]
     return "\n".join(lines + ["", "Files: report.html (self-contained), table.{md,csv,tex}, runs.csv, figures/*.{png,svg}", ""])
 
 
-def _html(runs: pd.DataFrame, ctx: ReportContext, table: pd.DataFrame, paper: dict[str, pd.DataFrame], notes: list[str], drawn: dict[str, Any]) -> str:
+def _html(runs: pd.DataFrame, ctx: ReportContext, table: pd.DataFrame, extra: dict[str, pd.DataFrame], paper: dict[str, pd.DataFrame], notes: list[str], drawn: dict[str, Any]) -> str:
     sections = [("What this study measures", paragraphs([" ".join(ctx.description.split())], "body") if ctx.description else "")]
     results = table_html(table, "results") if len(table) else "<p>No run finished.</p>"
     sections.append(("Results", results + paragraphs(notes)))
+    for name, t in extra.items():
+        heading, _, note = SECTIONS[name]
+        body = table_html(t, name) + paragraphs([note])
+        if name == "pe":
+            body += "".join(f"<h3>{html.escape(group)}</h3>" + figure_row(image_html(png, f"{group}: {PE_RUN_FIGURES[path]}", f"{PE_RUN_FIGURES[path]} (one run of this configuration)") for path, png in found.items())
+                            for group, found in ctx.run_figures.items())
+        sections.append((heading, body))
     if ctx.best:
         sections.append(("Best trial", paragraphs([ctx.best], "body")))
     for key, t in paper.items():
-        body = table_html(t, f"paper-{key}") if len(t) else "<p>No row of this study answers to a row of this table.</p>"
+        body = table_html(t, f"paper-{key}") if len(t) else "<p>No run of this study answers to a row of this table with its metrics.</p>"
         note = "Ours: this study's data and model (see the config below); the paper: DeiT-S on ImageNet-1K. Compare directions, not values."
         sections.append((f"The paper beside ours — {TABLES[key].title}", body + paragraphs([note] + ([TABLES[key].note] if TABLES[key].note else []))))
     sections.append(("Figures", "".join(figure_html(fig, CAPTIONS.get(name, name), CAPTIONS.get(name, name)) for name, fig in drawn.items())))

@@ -144,3 +144,19 @@ def sweep_record(uri: str, parent_run_id: str) -> SweepRecord:
         except (mlflow.exceptions.MlflowException, OSError):  # a single-objective sweep has no front
             pareto = []
     return SweepRecord(parent_run_id, run.info.run_name, run.info.status, dict(run.data.params), dict(run.data.tags), study_yaml, pareto)
+
+
+def run_artifact_bytes(uri: str, run_id: str, paths: tuple[str, ...]) -> dict[str, bytes]:
+    """The artifacts at ``paths`` that the run has (e.g. ``figures/pe/umap_2d.png``), as bytes."""
+    import tempfile
+    from pathlib import Path
+
+    client = MlflowClient(uri)
+    out = {}
+    with tempfile.TemporaryDirectory() as d:
+        for path in paths:
+            try:
+                out[path] = Path(client.download_artifacts(run_id, path, d)).read_bytes()
+            except (mlflow.exceptions.MlflowException, OSError):  # not logged by this run, or unreadable here
+                continue
+    return out

@@ -26,6 +26,22 @@ MAIN: tuple[tuple[str, str], ...] = (
     (keys.pe_ev_key(3), "PE EV@3 (%)"),
     (keys.PE_MAE_2D, "PE 2-D MAE"),
 )
+#: the robustness table (supplementary Table 4): error per corruption (mean of 5 severities) and mCE
+ROBUSTNESS: tuple[tuple[str, str], ...] = (
+    (keys.ROBUST_CLEAN_ERR, "clean error (%)"),
+    *((keys.robust_err_key(c), c.replace("_", " ")) for c in keys.CORRUPTIONS),
+    (keys.ROBUST_MCE_UNNORMALIZED, "mean corruption error (%)"),
+    (keys.ROBUST_MCE_RELATIVE, "mCE (vs baseline, %)"),
+    (keys.ROBUST_MCE, "mCE (AlexNet-normalised)"),
+    (keys.ROBUST_IMAGENET_A_TOP1, "A: top-1 (%)"),
+    (keys.ROBUST_IMAGENET_A_AURRA, "A: AURRA (%)"),
+    (keys.ROBUST_IMAGENET_O_AUPR, "O: AUPR (%)"),
+    (keys.ROBUST_IMAGENET_R_TOP1, "R: top-1 (%)"),
+)
+#: the position-embedding table (Table 6, supplementary Table 2)
+PE: tuple[tuple[str, str], ...] = (*((keys.pe_ev_key(k), f"EV@{k} (%)") for k in keys.PE_EV_DIMS), (keys.PE_MAE_1D, "1-D MAE"), (keys.PE_MAE_2D, "2-D MAE"))
+#: paper tables with more metrics than this are laid out a row per metric
+WIDE = 6
 #: metrics whose deltas against the baseline are shown
 DELTAS = (keys.VAL_TOP1, keys.VAL_CONSISTENCY, keys.VAL_DIFF_NORM)
 LETTERS = {name: "ABCDEFGHIJ"[i] for i, name in enumerate(TABLE4)}
@@ -37,7 +53,10 @@ def privacy_metrics(runs: pd.DataFrame) -> tuple[tuple[str, str], ...]:
     return tuple((c, f"({c[len('privacy/')]}) {c.rsplit('_', 1)[1].upper()}") for c in found)
 
 
-def table_metrics(runs: pd.DataFrame) -> tuple[tuple[str, str], ...]:
+def table_metrics(runs: pd.DataFrame, metrics: tuple[tuple[str, str], ...] | None = None) -> tuple[tuple[str, str], ...]:
+    """(key, title) of ``metrics`` (default: the main table's, with privacy) that the runs logged."""
+    if metrics is not None:
+        return tuple((k, t) for k, t in metrics if k in runs.columns and runs[k].notna().any())
     return tuple((k, t) for k, t in MAIN if k in runs.columns) + privacy_metrics(runs)
 
 
@@ -63,10 +82,10 @@ def finished(runs: pd.DataFrame) -> pd.DataFrame:
     return runs[runs["status"] == "FINISHED"] if "status" in runs else runs
 
 
-def aggregate(runs: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+def aggregate(runs: pd.DataFrame, by: list[str], metrics: tuple[tuple[str, str], ...] | None = None) -> pd.DataFrame:
     """Mean, std and count of every table metric per group of finished runs."""
     done = finished(runs)
-    metrics = [k for k, _ in table_metrics(done)]
+    metrics = [k for k, _ in table_metrics(done, metrics)]
     if done.empty or not metrics:
         return pd.DataFrame()
     grouped = done.groupby(by, dropna=False, sort=True)
@@ -77,11 +96,20 @@ def aggregate(runs: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return agg
 
 
-def format_cell(mean: float | None, std: float | None = None, n: int = 1, percent: bool = False) -> str:
+#: values already in percent (mCE), printed like the percentages
+PERCENT_VALUES = (keys.ROBUST_MCE, keys.ROBUST_MCE_RELATIVE)
+
+
+def cell(row: pd.Series, key: str) -> str:
+    """The formatted mean ± std (n) of ``key`` in a row of ``aggregate``."""
+    return format_cell(row[(key, "mean")], row[(key, "std")], int(row[(key, "count")]), keys.is_fraction(key), 1 if key in PERCENT_VALUES else None)
+
+
+def format_cell(mean: float | None, std: float | None = None, n: int = 1, percent: bool = False, digits: int | None = None) -> str:
     """``81.0 ± 1.4`` over n > 1 runs, ``81.0`` for one, ``""`` when missing (a note says why)."""
     if mean is None or pd.isna(mean):
         return ""
-    scale, digits = (100, 1) if percent else (1, 2 if abs(mean) < 100 else 1)
+    scale, digits = (100, 1) if percent else (1, digits or (2 if abs(mean) < 100 else 1))
     text = f"{scale * mean:.{digits}f}"
     return text + (f" ± {scale * std:.{digits}f}" if n > 1 and std is not None and not pd.isna(std) else "")
 
@@ -99,10 +127,11 @@ def baseline_row(agg: pd.DataFrame, by: list[str]) -> object | None:
     return rows[0] if len(rows) == 1 else None
 
 
-def study_table(runs: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
-    """Strings ready to print: one row per configuration, the paper's metrics as columns."""
+def study_table(runs: pd.DataFrame, by: list[str] | None = None, metrics: tuple[tuple[str, str], ...] | None = None) -> pd.DataFrame:
+    """Strings ready to print: one row per configuration, the paper's metrics (or ``metrics``:
+    ``ROBUSTNESS``, ``PE``) as columns."""
     by = by or group_columns(runs)
-    agg = aggregate(runs, by)
+    agg = aggregate(runs, by, metrics)
     if agg.empty:
         return pd.DataFrame()
     base = baseline_row(agg, by)
@@ -111,9 +140,9 @@ def study_table(runs: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame
         values = index if isinstance(index, tuple) else (index,)
         out = {col.removeprefix("sample."): label(col, v) for col, v in zip(by, values)}
         n = int(row[("n", "")])
-        for key, title in table_metrics(runs):
+        for key, title in table_metrics(finished(runs), metrics):
             count = int(row[(key, "count")])
-            out[title] = format_cell(row[(key, "mean")], row[(key, "std")], count, keys.is_fraction(key))
+            out[title] = cell(row, key)
             if key in DELTAS and base is not None:
                 delta = row[(key, "mean")] - agg.loc[base, (key, "mean")]
                 scale, digits = (100, 1) if keys.is_fraction(key) else (1, 2)
@@ -124,26 +153,32 @@ def study_table(runs: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame
 
 
 def missing_notes(runs: pd.DataFrame, by: list[str] | None = None) -> list[str]:
-    """One line per finished run that lacks a metric the table shows for other runs."""
-    by = by or group_columns(runs)
+    """One line per set of finished runs that lack the same metrics the table shows for others
+    (``A-s0, E-s0: no PE EV@3 (%), PE 2-D MAE (not logged)``), and one per run that did not finish."""
     done = finished(runs)
-    notes = []
-    for key, title in table_metrics(done):
-        lacking = done[done[key].isna()]
-        for r in lacking.itertuples():
-            name = getattr(r, "run_name", None) or r.run_id[:8]
-            notes.append(f"{name}: no {title} ({key} was not logged)")
+    lacking: dict[tuple[str, ...], list[str]] = {}
+    metrics = table_metrics(done)
+    for _, row in done.iterrows():
+        titles = tuple(title for key, title in metrics if pd.isna(row[key]))
+        if titles:
+            lacking.setdefault(titles, []).append(row.get("run_name") or row["run_id"][:8])
+    notes = [f"{', '.join(names)}: no {', '.join(titles)} (not logged)" for titles, names in lacking.items()]
     not_done = runs[runs["status"] != "FINISHED"] if "status" in runs else runs.iloc[0:0]
     notes += [f"{getattr(r, 'run_name', None) or r.run_id[:8]}: {r.status.lower()}, left out of the table" for r in not_done.itertuples()]
     return notes
 
 
 def paper_comparison(runs: pd.DataFrame, table_key: str, by: list[str] | None = None) -> pd.DataFrame:
-    """Our rows that answer to a row of the paper's table ``table_key``, ours beside the paper's."""
+    """Our rows that answer to a row of the paper's table ``table_key``, ours beside the paper's.
+
+    Up to ``WIDE`` metrics: a row per configuration, "ours" and "paper" columns per metric. More
+    (supplementary Table 4's corruptions): a row per metric, "ours" and "paper" columns per
+    configuration, so the table stays readable.
+    """
     paper = TABLES[table_key]
     by = by or group_columns(runs)
-    agg = aggregate(runs, by)
-    rows = []
+    agg = aggregate(runs, by, tuple(paper.columns.items()))
+    pairs = []  # (our label, paper row, {metric title: (ours, theirs)}, n)
     for index, row in (agg.iterrows() if not agg.empty else []):
         values = index if isinstance(index, tuple) else (index,)
         group = dict(zip(by, values))
@@ -152,15 +187,28 @@ def paper_comparison(runs: pd.DataFrame, table_key: str, by: list[str] | None = 
         target = paper_row(table_key, group)
         if target is None or target not in paper.rows:
             continue
-        out = {"ours": ", ".join(label(c, v) for c, v in zip(by, values)), "paper row": target}
+        cells = {}
         for key, title in paper.columns.items():
-            ours = format_cell(row[(key, "mean")], row[(key, "std")], int(row[(key, "count")]), keys.is_fraction(key)) if (key, "mean") in agg.columns else ""
             theirs = paper.rows[target].get(key)
-            out[f"{title}: ours"] = ours
-            out[f"{title}: paper"] = "" if theirs is None else f"{theirs:g}"
-        out["n"] = str(int(row[("n", "")]))
+            cells[title] = (cell(row, key) if (key, "mean") in agg.columns else "", "" if theirs is None else f"{theirs:g}")
+        pairs.append((", ".join(label(c, v) for c, v in zip(by, values)), target, cells, str(int(row[("n", "")]))))
+    if len(paper.columns) <= WIDE:
+        return pd.DataFrame([{"ours": ours, "paper row": target, **{f"{t}: {side}": v for t, (a, b) in cells.items() for side, v in (("ours", a), ("paper", b))}, "n": n}
+                             for ours, target, cells, n in pairs])
+    rows = []
+    for title in paper.columns.values():
+        out = {"metric": title}
+        for ours, target, cells, n in pairs:
+            out[f"{ours} (n={n})"], out[f"paper: {target}"] = cells[title]
         rows.append(out)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows) if pairs else pd.DataFrame()
+
+
+def paper_text(table_key: str, table: pd.DataFrame) -> str:
+    """The paper's table beside ours as console / Markdown text, with its title and note."""
+    paper = TABLES[table_key]
+    body = to_markdown(table) if len(table) else "(no run of this study answers to a row of this table with its metrics)"
+    return f"{paper.title}; the paper: DeiT-S on ImageNet-1K\n{body}" + (f"\nnote: {paper.note}" if paper.note else "")
 
 
 def to_markdown(table: pd.DataFrame) -> str:

@@ -33,9 +33,19 @@ PRIVACY_SETTINGS: tuple[str, ...] = ("a", "b", "c")
 #: attack's condition number of the PE-gradient matrix (how solvable its linear system was)
 PRIVACY_METRICS: tuple[str, ...] = ("mse", "psnr", "ssim", "fft2d", "lpips", "cond")
 
+#: the 15 corruptions of ImageNet-C (``imagecorruptions`` spelling, the benchmark's order)
+CORRUPTIONS: tuple[str, ...] = (
+    "gaussian_noise", "shot_noise", "impulse_noise", "defocus_blur", "glass_blur", "motion_blur", "zoom_blur",
+    "snow", "frost", "fog", "brightness", "contrast", "elastic_transform", "pixelate", "jpeg_compression",
+)
+#: mCE in percent (100 = as bad as the reference), the robustness literature's unit: normalised by
+#: AlexNet's ImageNet-C errors (ImageNet-1K models, all 15 corruptions) / by the study's baseline
+#: run (computed by the analysis, for any data)
 ROBUST_MCE = "robust/mce"
-ROBUST_MCE_UNNORMALIZED = "robust/mce_unnormalized"
 ROBUST_MCE_RELATIVE = "robust/mce_relative"
+#: the mean over corruptions and severities of the error, a fraction (the reference code's "mCE")
+ROBUST_MCE_UNNORMALIZED = "robust/mce_unnormalized"
+#: error on the uncorrupted images the corruptions were made from, a fraction
 ROBUST_CLEAN_ERR = "robust/clean_err"
 ROBUST_IMAGENET_A_TOP1 = "robust/imagenet_a_top1"
 ROBUST_IMAGENET_A_AURRA = "robust/imagenet_a_aurra"
@@ -81,11 +91,15 @@ TAG_SMOKE = "mjp.smoke"
 TAG_ERROR = "mjp.error"
 TAG_STOPPED = "mjp.stopped"
 TAG_INTERRUPTED = "mjp.interrupted"
-TAG_NOTES = "mjp.notes"
 TAG_PROCESS = "mjp.process"  # host:pid of the trial process (its latest attempt)
 TAG_BEST_TRIAL = "mjp.best_trial"
 TAG_BEST_PARAMS = "mjp.best_params"
 TAG_SAMPLE_PREFIX = "mjp.sample."  # + sampled key: the value a sweep chose for this trial
+
+
+def notes_tag(evaluation: str) -> str:
+    """``mjp.<evaluation>.notes``: why an evaluation's metrics are absent (``privacy``, ``robustness``, ``pe``)."""
+    return f"mjp.{evaluation}.notes"
 
 
 def is_fraction(key: str) -> bool:
@@ -93,7 +107,7 @@ def is_fraction(key: str) -> bool:
     name = key.split("/", 1)[-1]
     return (
         key.startswith(("val/top1", "val/top5", "pe/ev_"))
-        or key in (VAL_CONSISTENCY, ROBUST_IMAGENET_A_TOP1, ROBUST_IMAGENET_A_AURRA, ROBUST_IMAGENET_O_AUPR, ROBUST_IMAGENET_R_TOP1, ROBUST_CLEAN_ERR)
+        or key in (VAL_CONSISTENCY, ROBUST_MCE_UNNORMALIZED, ROBUST_IMAGENET_A_TOP1, ROBUST_IMAGENET_A_AURRA, ROBUST_IMAGENET_O_AUPR, ROBUST_IMAGENET_R_TOP1, ROBUST_CLEAN_ERR)
         or (key.startswith("robust/") and name.endswith("_err"))
     )
 

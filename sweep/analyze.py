@@ -61,8 +61,29 @@ def _context(uri: str, parents: list[str], runs: Any, title: str) -> Any:
         study=params.get("study", "?"), title=title, description=description, study_yaml=newest.study_yaml,
         paper_tables=tuple(t for t in params.get("paper_tables", "").split(",") if t), best=newest.tags.get(keys.TAG_BEST_TRIAL),
         pareto_run_ids=pareto, optuna=optuna, experiment_ids=dict(zip(runs.run_id, runs.experiment_id)) if len(runs) else {},
-        histories=histories, sweep_lines=sweep_lines,
+        histories=histories, sweep_lines=sweep_lines, run_figures=_pe_run_figures(uri, runs),
     )
+
+
+def _pe_run_figures(uri: str, runs: Any) -> dict[str, dict[str, bytes]]:
+    """Per configuration, the PE figures its first finished run logged (UMAP, else PCA)."""
+    from analysis.report import PE_RUN_FIGURES
+    from analysis.runs import run_artifact_bytes
+    from analysis.tables import finished, group_columns
+    from analysis.figures import group_label
+
+    done = finished(runs)
+    if done.empty or not any(c.startswith("pe/") for c in done.columns):
+        return {}
+    by = group_columns(done)
+    out = {}
+    for index, group in done.groupby(by, dropna=False, sort=True):
+        found = run_artifact_bytes(uri, group.run_id.iloc[0], tuple(PE_RUN_FIGURES))
+        if "figures/pe/umap_2d.png" in found:
+            found.pop("figures/pe/pca_3d.png", None)
+        if found:
+            out[group_label(by, index)] = found
+    return out
 
 
 def build_report(uri: str, study: str, out_dir: str | Path, pool: bool = False, parent_run_id: str | None = None) -> Any:
@@ -84,16 +105,18 @@ def build_report(uri: str, study: str, out_dir: str | Path, pool: bool = False, 
 
 
 def _print(files: Any, paper: bool) -> None:
-    from analysis.paper import TABLES
-    from analysis.tables import to_markdown
+    from analysis.report import SECTIONS
+    from analysis.tables import paper_text, to_markdown
 
     print(to_markdown(files.table) if len(files.table) else "no run finished: nothing to tabulate")
     for note in files.notes:
         print(f"note: {note}")
+    for name, t in files.sections.items():
+        heading, _, note = SECTIONS[name]
+        print(f"\n{heading}\n{to_markdown(t)}\n{note}")
     if paper:
         for key, t in files.paper.items():
-            print(f"\n{TABLES[key].title}; the paper: DeiT-S on ImageNet-1K")
-            print(to_markdown(t) if len(t) else "(no row of this study answers to a row of the paper's table)")
+            print(f"\n{paper_text(key, t)}")
         if not files.paper:
             print("\n(this study names no table of the paper: add `paper: [...]` to its YAML)")
 
@@ -134,4 +157,6 @@ def publish_sweep_report(parent_run_id: str, study: Any, out_dir: str, uri: str 
         parent.log_artifact(path, "report/figures")
     description = " ".join(study.config.description.split())
     parent.set_note(f"{description}\n\n{to_markdown(files.table)}\n\nThe full report: artifacts, report/report.html")
-    return PublishedReport(to_markdown(files.table), files.html, {k: to_markdown(v) for k, v in files.paper.items()})
+    from analysis.tables import paper_text
+
+    return PublishedReport(to_markdown(files.table), files.html, {k: paper_text(k, v) for k, v in files.paper.items()})

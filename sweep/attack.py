@@ -20,8 +20,8 @@ def cmd_attack(args: argparse.Namespace) -> int:
     from analysis.markdown import markdown_table
     from mjp.keys import privacy_key
     from mjp.privacy import NotAttackable
-    from trainables.data import load_datasets
-    from trainables.privacy_eval import fixed_images, run_privacy_eval
+    from trainables.data import fixed_images, load_datasets
+    from trainables.privacy_eval import run_privacy_eval
 
     cfg = trained.cfg
     images, labels = fixed_images(load_datasets(cfg).val, args.images)

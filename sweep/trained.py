@@ -34,7 +34,7 @@ def load_trained(*, run: str | None = None, checkpoint: str | None = None, confi
         get_run_or_fail(resolved_uri, run)
         from trainables.overrides import parse_overrides
 
-        cfg = build_config(run_config_tree(resolved_uri, run), parse_overrides(overrides or []), source=f"MLflow run {run}")
+        cfg = build_config(run_config_tree(resolved_uri, run), parse_overrides(overrides or []), source=f"MLflow run {run}" + (" with --set " + " ".join(overrides) if overrides else ""))
         weights_file = str(download_run_checkpoint(resolved_uri, run, tempfile.mkdtemp()))
     from trainables.data import data_info
     from trainables.engine import build_model

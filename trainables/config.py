@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from mjp.config import TABLE4, TABLE4_NAMES, MJPConfig
-from mjp.keys import CONSISTENCY_RATIO, SHUFFLE_EVAL_RATIOS
+from mjp.keys import CONSISTENCY_RATIO, CORRUPTIONS, PE_EV_DIMS, SHUFFLE_EVAL_RATIOS
 from trainables.errors import ConfigError
 from trainables.overrides import apply_overrides, did_you_mean, flatten, parse_overrides
 from trainables.seeds import derive_seed
@@ -81,9 +81,41 @@ class PrivacySection(_Section):
     client_dtype: Literal["float32", "float64"] = Field("float32", description="precision of the simulated client's gradients")
 
 
+class RobustnessSection(_Section):
+    """Robustness at the end of training (Table 2, supplementary Table 4)."""
+
+    #: ImageNet-C corruptions made on the fly from the validation images (5 severities each)
+    corruptions: tuple[str, ...] = CORRUPTIONS
+    images: int | None = Field(1000, ge=1, description="the first N validation images are corrupted (None: all)")
+    workers: int | None = Field(None, ge=1, description="processes making corruptions (default: the worker's CPUs)")
+    imagenet_c_root: str | None = Field(None, description="a pre-made ImageNet-C: <root>/<corruption>/<severity>/<class>/*.JPEG")
+    imagenet_a_root: str | None = Field(None, description="ImageNet-A: <root>/<wnid>/*.jpg (200 classes)")
+    imagenet_o_root: str | None = Field(None, description="ImageNet-O: <root>/<wnid>/*.jpg, against data.root/val's images of its classes")
+    imagenet_r_root: str | None = Field(None, description="ImageNet-R: <root>/<wnid>/*.jpg (200 classes)")
+
+    @field_validator("corruptions")
+    @classmethod
+    def _known(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [c for c in v if c not in CORRUPTIONS]
+        if unknown:
+            raise ValueError(f"unknown corruptions {unknown}{did_you_mean(unknown[0], CORRUPTIONS)}; allowed: {', '.join(CORRUPTIONS)}")
+        return v
+
+
+class PEAnalysisSection(_Section):
+    """What the position embedding learnt, at the end of training (Table 6, supplementary Table 2, Fig. 1/4/7/8)."""
+
+    dims: tuple[int, ...] = PE_EV_DIMS
+    folds: int = Field(5, ge=2, description="cross-validation folds of the position regression")
+    umap: bool = Field(True, description="the 2-D UMAP projection (numba compiles on first use: seconds)")
+    attention_images: int = Field(4, ge=0, description="validation images whose last-layer CLS attention is drawn")
+
+
 class EvalSection(_Section):
     consistency_ratio: float = Field(CONSISTENCY_RATIO, ge=0, le=1)
     privacy: PrivacySection | None = None
+    robustness: RobustnessSection | None = None
+    pe_analysis: PEAnalysisSection | None = None
     shuffle_ratios: tuple[float, ...] = SHUFFLE_EVAL_RATIOS
     seed: int | None = Field(None, description="test-time shuffles, attacks, corruptions; default: derived from runtime.seed")
 

@@ -51,11 +51,37 @@ class DataInfo:
 
 
 @dataclass(frozen=True)
+class PixelScale:
+    """How the model's inputs relate to pixels in [0, 1]: ``input = (pixel - mean) / std`` per channel."""
+
+    mean: tuple[float, ...]
+    std: tuple[float, ...]
+
+    def _shape(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        view = (1, -1, 1, 1)
+        return torch.tensor(self.mean, device=x.device).view(view), torch.tensor(self.std, device=x.device).view(view)
+
+    def to_pixels(self, x: torch.Tensor) -> torch.Tensor:
+        """Model inputs ``[B, C, H, W]`` -> pixels in [0, 1]."""
+        mean, std = self._shape(x)
+        return (x * std + mean).clamp(0, 1)
+
+    def to_inputs(self, pixels: torch.Tensor) -> torch.Tensor:
+        mean, std = self._shape(pixels)
+        return (pixels - mean) / std
+
+
+#: what timm's transforms normalise with (imagefolder, cifar)
+IMAGENET_SCALE = PixelScale((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
+
+
+@dataclass(frozen=True)
 class DatasetBundle:
     train: Dataset
     val: Dataset
     shape: DataShape
     skipped_log: Path | None = None  # data.on_bad_image=skip: where skipped paths are recorded
+    pixels: PixelScale = IMAGENET_SCALE
 
 
 class UnreadableImage(DataError):
@@ -86,9 +112,10 @@ class TensorImages(Dataset):
         return x, self.labels[i]
 
 
-def _standardise(train: np.ndarray, *others: np.ndarray) -> list[torch.Tensor]:
+def _standardise(train: np.ndarray, *others: np.ndarray) -> tuple[list[torch.Tensor], PixelScale]:
+    """Images in [0, 1] standardised with the training set's mean and std (and that scale)."""
     mean, std = float(train.mean()), float(train.std())
-    return [torch.from_numpy(((a - mean) / std).astype(np.float32)) for a in (train, *others)]
+    return [torch.from_numpy(((a - mean) / std).astype(np.float32)) for a in (train, *others)], PixelScale((mean,), (std,))
 
 
 def _digits(cfg: DataSection) -> DatasetBundle:
@@ -98,9 +125,9 @@ def _digits(cfg: DataSection) -> DatasetBundle:
     digits = load_digits()
     images = digits.images.astype(np.float32)[:, None] / 16.0  # [1797, 1, 8, 8]
     x_tr, x_va, y_tr, y_va = train_test_split(images, digits.target, test_size=0.2, random_state=0, stratify=digits.target)
-    x_tr, x_va = _standardise(x_tr, x_va)
+    (x_tr, x_va), scale = _standardise(x_tr, x_va)
     aug = cfg.augment != "none"
-    return DatasetBundle(TensorImages(x_tr, torch.from_numpy(y_tr), aug), TensorImages(x_va, torch.from_numpy(y_va)), DataShape(10, 1, 8))
+    return DatasetBundle(TensorImages(x_tr, torch.from_numpy(y_tr), aug), TensorImages(x_va, torch.from_numpy(y_va)), DataShape(10, 1, 8), pixels=scale)
 
 
 def _idx_header(head: bytes, path: Path, ndim: int) -> tuple[int, ...]:
@@ -135,13 +162,14 @@ def _idx_file(root: Path, stem: str) -> Path | None:
 def _fashion_mnist(cfg: DataSection) -> DatasetBundle:
     root = Path(cfg.root or FASHION_MNIST_DEFAULT)
     arrays = {key: _read_idx(path, 3 if key.endswith("images") else 1) for key, path in _fashion_files(root).items()}
-    x_tr, x_va = _standardise(arrays["train_images"][:, None] / 255.0, arrays["val_images"][:, None] / 255.0)
+    (x_tr, x_va), scale = _standardise(arrays["train_images"][:, None] / 255.0, arrays["val_images"][:, None] / 255.0)
     aug = cfg.augment != "none"
     y_tr, y_va = (torch.from_numpy(arrays[k].astype(np.int64)) for k in ("train_labels", "val_labels"))
-    return DatasetBundle(TensorImages(x_tr, y_tr, aug), TensorImages(x_va, y_va), DataShape(10, 1, 28))
+    return DatasetBundle(TensorImages(x_tr, y_tr, aug), TensorImages(x_va, y_va), DataShape(10, 1, 28), pixels=scale)
 
 
-def _readable_loader(path: str):
+def readable_loader(path: str):
+    """An RGB PIL image from ``path``; ``UnreadableImage`` naming the file when it cannot be decoded."""
     from PIL import Image
 
     try:
@@ -195,7 +223,8 @@ def _cap_rand_augment(transform: Any) -> Any:
     return transform
 
 
-def _image_transforms(cfg: DataSection, img_size: int, train: bool):
+def image_transforms(cfg: DataSection, img_size: int, train: bool):
+    """timm's transform for ``cfg.augment`` (DeiT's recipe, a small one, or the eval resize + crop)."""
     from timm.data import create_transform
 
     if cfg.augment == "deit" and train:
@@ -212,9 +241,9 @@ def _imagefolder(cfg: DataSection) -> DatasetBundle:
 
     root, size = Path(cfg.root), cfg.img_size or 224
     meta = shard_metadata(root)
-    val = ImageFolder(meta["val_root"] if meta else str(root / "val"), transform=_image_transforms(cfg, size, False), loader=_readable_loader)
+    val = ImageFolder(meta["val_root"] if meta else str(root / "val"), transform=image_transforms(cfg, size, False), loader=readable_loader)
     # the Ray Data loader reads the training split itself (trainables/data_ray.py)
-    train = val if cfg.loader == "ray_data" else ImageFolder(str(root / "train"), transform=_image_transforms(cfg, size, True), loader=_readable_loader)
+    train = val if cfg.loader == "ray_data" else ImageFolder(str(root / "train"), transform=image_transforms(cfg, size, True), loader=readable_loader)
     log = None
     if cfg.on_bad_image == "skip":
         import tempfile
@@ -230,8 +259,8 @@ def _cifar(cfg: DataSection) -> DatasetBundle:
     cls = datasets.CIFAR10 if cfg.name == "cifar10" else datasets.CIFAR100
     size = cfg.img_size or 32
     kw = dict(root=cfg.root, download=cfg.download)
-    train = cls(train=True, transform=_image_transforms(cfg, size, True), **kw)
-    val = cls(train=False, transform=_image_transforms(cfg, size, False), **kw)
+    train = cls(train=True, transform=image_transforms(cfg, size, True), **kw)
+    val = cls(train=False, transform=image_transforms(cfg, size, False), **kw)
     return DatasetBundle(train, val, DataShape(10 if cfg.name == "cifar10" else 100, 3, size))
 
 
@@ -357,7 +386,14 @@ def load_datasets(cfg: TrainConfig) -> DatasetBundle:
     """Train and val datasets for ``cfg.data`` (after ``check_data``)."""
     build = {"digits": _digits, "fashion_mnist": _fashion_mnist, "imagefolder": _imagefolder, "cifar10": _cifar, "cifar100": _cifar}
     bundle = build[cfg.data.name](cfg.data)
-    return DatasetBundle(_limit(bundle.train, cfg.data.train_limit), _limit(bundle.val, cfg.data.val_limit), bundle.shape, bundle.skipped_log)
+    return DatasetBundle(_limit(bundle.train, cfg.data.train_limit), _limit(bundle.val, cfg.data.val_limit), bundle.shape, bundle.skipped_log, bundle.pixels)
+
+
+def fixed_images(dataset: Dataset, n: int | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The first ``n`` items of ``dataset`` (all when None): ``[n, C, H, W]``, ``[n]``; the same set every run."""
+    count = len(dataset) if n is None else min(n, len(dataset))
+    items = [dataset[i] for i in range(count)]
+    return torch.stack([x for x, _ in items]), torch.tensor([int(y) for _, y in items])
 
 
 @dataclass(frozen=True)

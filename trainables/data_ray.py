@@ -32,9 +32,9 @@ SHUFFLE_BUFFER = 2048
 
 @functools.lru_cache(maxsize=4)
 def _transform(data: DataSection) -> Any:
-    from trainables.data import _image_transforms
+    from trainables.data import image_transforms
 
-    return _image_transforms(data, data.img_size or 224, True)
+    return image_transforms(data, data.img_size or 224, True)
 
 
 def _label_of(path: str, classes: dict[str, int]) -> int:

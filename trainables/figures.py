@@ -1,4 +1,5 @@
-"""Figures a training run logs: top-1 against the test-time shuffle ratio (the paper's Fig. 3).
+"""Figures a training run logs: top-1 against the test-time shuffle ratio (the paper's Fig. 3) and
+the corruption error against severity (ImageNet-C's per-corruption curves).
 
 Matplotlib's object API (``Figure``), not pyplot: no global figure state, no backend to select.
 """
@@ -19,5 +20,22 @@ def shuffle_accuracy_figure(results: dict[str, float], ratios: tuple[float, ...]
     ax.set_ylabel("top-1 (%)")
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def corruption_figure(errors: dict[str, list[float]], title: str) -> Figure:
+    """Error (%) at severities 1..5, one line per corruption (``errors``: corruption -> 5 fractions)."""
+    fig = Figure(figsize=(6.4, 3.8))
+    ax = fig.subplots()
+    styles = ("-", "--", ":")
+    for i, (name, values) in enumerate(errors.items()):
+        ax.plot(range(1, len(values) + 1), [100 * v for v in values], marker=".", linestyle=styles[i // 10 % 3], label=name.replace("_", " "))
+    ax.set_xlabel("severity")
+    ax.set_ylabel("error (%)")
+    ax.set_xticks(range(1, 6))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=6, ncol=1, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    ax.set_title(title, fontsize=9)
     fig.tight_layout()
     return fig

@@ -62,6 +62,7 @@ def _build_on_meta(cfg: TrainConfig, info: DataInfo, *, with_mjp: bool):
     from trainables.engine import build_model
 
     c = cfg if with_mjp else cfg.model_copy(update={"mjp": None})
+    c = c.model_copy(update={"model": c.model.model_copy(update={"pretrained_file": None})})  # a meta model cannot take weights
     try:
         with torch.device("meta"):
             return build_model(c, info.shape)
@@ -137,6 +138,40 @@ def _evaluations_apply(cfg: TrainConfig, model: Any) -> None:
         raise ConfigError(f"eval.privacy.lpips_backbone={privacy.lpips_backbone!r} does not exist")
 
 
+def _class_folders(key: str, root: str) -> list[str]:
+    """The class folders of an ImageNet-A/O/R copy, which must be ImageNet-1K wnids."""
+    from mjp.robustness import imagenet_synsets
+
+    folder = Path(root)
+    if not folder.is_dir():
+        raise ConfigError(f"{key}={root!r} is not a directory; allowed: a folder of <wnid>/<image> (or leave it unset: the metric is then absent)")
+    classes = sorted(p.name for p in folder.iterdir() if p.is_dir())
+    known = set(imagenet_synsets())
+    strange = [c for c in classes if c not in known]
+    if not classes or strange:
+        raise ConfigError(f"{key}={root!r}: expected class folders named by ImageNet-1K wnids (e.g. n01498041), found {strange[:3] or 'none'}")
+    return classes
+
+
+def _robustness_applies(cfg: TrainConfig, info: DataInfo) -> None:
+    """The folders ``eval.robustness`` names exist and fit the model, before any training."""
+    r = cfg.eval.robustness
+    if r is None:
+        return
+    if r.imagenet_c_root is not None:
+        root = Path(r.imagenet_c_root)
+        absent = [f"{c}/{s}" for c in r.corruptions for s in range(1, 6) if not (root / c / str(s)).is_dir()]
+        if absent:
+            raise ConfigError(f"eval.robustness.imagenet_c_root={r.imagenet_c_root!r} lacks {len(absent)} of the <corruption>/<severity> folders the config asks for, e.g. {', '.join(absent[:3])}; give the corruptions it has in eval.robustness.corruptions")
+    sets = {k: v for k, v in (("imagenet_a_root", r.imagenet_a_root), ("imagenet_o_root", r.imagenet_o_root), ("imagenet_r_root", r.imagenet_r_root)) if v is not None}
+    if sets and info.shape.num_classes != 1000:
+        raise ConfigError(f"eval.robustness.{next(iter(sets))} needs a model of the 1000 ImageNet-1K classes, but data.name={cfg.data.name!r} has {info.shape.num_classes}; remove it")
+    for key, root in sets.items():
+        _class_folders(f"eval.robustness.{key}", root)
+    if r.imagenet_o_root is not None and not (cfg.data.root and (Path(cfg.data.root) / "val").is_dir()):
+        raise ConfigError(f"eval.robustness.imagenet_o_root: ImageNet-O is scored against ImageNet's validation images, but data.root={cfg.data.root!r} has no val/ folder")
+
+
 @dataclass(frozen=True)
 class Preflight:
     """What the pre-flight learnt: the data, and the model's size."""
@@ -192,4 +227,5 @@ def preflight(cfg: TrainConfig) -> Preflight:
         raise ConfigError(f"{size}x{size} images do not split into {patch[0]}x{patch[1]} jigsaw patches; set mjp.patch_size (ResNet) or model.kwargs.patch_size to a divisor of {size}")
     _ratios_select_patches(cfg, (size // patch[0]) * (size // patch[1]))
     _evaluations_apply(cfg, model)
+    _robustness_applies(cfg, info)
     return Preflight(info, sum(p.numel() for p in model.parameters()))

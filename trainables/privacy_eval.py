@@ -11,12 +11,7 @@ from torch.utils.data import Dataset
 from mjp.keys import privacy_key
 from mjp.privacy import LPIPS, LPIPS_MISSING, AttackResult, attack_images
 from trainables.config import PrivacySection, TrainConfig
-
-
-def fixed_images(dataset: Dataset, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The first ``n`` items of ``dataset``: ``[n, C, H, W]``, ``[n]`` (the same set every run)."""
-    items = [dataset[i] for i in range(min(n, len(dataset)))]
-    return torch.stack([x for x, _ in items]), torch.tensor([int(y) for _, y in items])
+from trainables.data import fixed_images
 
 
 def run_privacy_eval(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, cfg: PrivacySection, *, seed: int = 0, dal_weight: float = 0.0) -> tuple[dict[str, float], dict[str, AttackResult], list[str]]:

@@ -50,6 +50,12 @@ def console_logs_to(path: Path | None, verbose: bool = False) -> None:
 
     if not verbose:
         os.environ["RAY_AIR_NEW_OUTPUT"] = "0"  # the legacy reporter prints nothing at verbose=0
+    library_logs_to(path, verbose)
+
+
+def library_logs_to(path: Path | None, verbose: bool = False) -> None:
+    """The libraries' INFO records (MLflow's database set-up, ...) and Python warnings to ``path``
+    only (verbose: also to stderr); a command that starts no Ray calls this alone."""
     handlers: list[logging.Handler] = []
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)

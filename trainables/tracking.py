@@ -203,11 +203,12 @@ class RunTracker:
         self.client.log_text(self.run_id, text, artifact_file)
 
     def log_figure(self, figure: Any, name: str, artifact_dir: str = "figures") -> None:
-        """Save a matplotlib figure as ``<artifact_dir>/<name>``."""
+        """Save a matplotlib figure as ``<artifact_dir>/<name>`` (``name`` may hold a sub-folder)."""
+        sub = Path(artifact_dir) / name
         with tempfile.TemporaryDirectory() as d:
-            path = Path(d) / name
+            path = Path(d) / sub.name
             figure.savefig(path, dpi=120, bbox_inches="tight")
-            self.log_artifact(path, artifact_dir)
+            self.log_artifact(path, str(sub.parent))
 
     def set_status(self, status: str) -> None:
         """``RUNNING`` (re-attach), or a terminal ``FINISHED`` / ``FAILED`` / ``KILLED``."""

@@ -96,9 +96,9 @@ def test_deit_augmentation_never_posterizes_to_zero_bits():
     (a crash in about 1 of 300 images); the cap keeps every op valid."""
     import random
 
-    from trainables.data import _image_transforms
+    from trainables.data import image_transforms
 
-    transform = _image_transforms(build_config({"data": {"augment": "deit"}}).data, 32, True)
+    transform = image_transforms(build_config({"data": {"augment": "deit"}}).data, 32, True)
     picture = Image.fromarray(np.random.default_rng(0).integers(0, 255, (40, 40, 3), dtype=np.uint8))
     random.seed(0)
     torch.manual_seed(0)

@@ -60,24 +60,33 @@ def test_exhausted_retries_mark_the_run_failed_with_one_line(tmp_path, local_ray
     assert row.status == "FAILED" and row["tags.mjp.error"] == outcome.error
 
 
-def test_privacy_step_logs_scores_and_figure_and_mjp_attack_reads_the_run(tmp_path, local_ray, capsys, monkeypatch):
+def test_end_of_training_evaluations_are_logged_and_mjp_attack_and_evaluate_read_the_run(tmp_path, local_ray, capsys, monkeypatch):
     from sweep.cli import main
 
     cfg = config(tmp_path, **{
         "optim.epochs": 1, "model.april_block": True, "model.kwargs.embed_dim": 32,
         "eval.privacy": {"settings": ["a", "c"], "images": 2},
+        "eval.robustness": {"images": 8, "corruptions": ["shot_noise", "pixelate"], "workers": 1},
+        "eval.pe_analysis": {"umap": False, "attention_images": 2},
     })
     outcome = run_training(cfg, stream=io.StringIO())
     assert outcome.error is None
     assert {"privacy/a_psnr", "privacy/c_psnr", "privacy/a_ssim", "privacy/c_fft2d"} <= outcome.metrics.keys()
     client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
     assert "figures/privacy_reconstructions.png" in {a.path for a in client.list_artifacts(outcome.run_id, "figures")}
-    assert "lpips" in client.get_run(outcome.run_id).data.tags["mjp.privacy.notes"]
+    tags = client.get_run(outcome.run_id).data.tags
+    assert "lpips" in tags["mjp.privacy.notes"] and "ImageNet-A/O/R: absent" in tags["mjp.robustness.notes"]
+    assert {"robust/shot_noise_err", "robust/pixelate_err", "robust/mce_unnormalized", "pe/ev_3", "pe/mae_2d"} <= outcome.metrics.keys()
+    assert {"robustness/errors.json"} == {a.path for a in client.list_artifacts(outcome.run_id, "robustness")}
+    assert {"figures/pe/cls_attention.png", "figures/robustness/errors_by_severity.png"} <= {a.path for a in client.list_artifacts(outcome.run_id, "figures/pe")} | {a.path for a in client.list_artifacts(outcome.run_id, "figures/robustness")}
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
     assert main(["attack", "--run", outcome.run_id, "--images", "2", "--setting", "a"]) == 0
     out = capsys.readouterr().out
     assert "april attack on 2 images of digits" in out and "| a |" in out
+
+    assert main(["evaluate", "--run", outcome.run_id, "--what", "pe", "--set", "eval.pe_analysis.dims=[8]"]) == 0
+    assert "pe/ev_8" in client.get_run(outcome.run_id).data.metrics  # logged into the same run
 
 
 def test_april_attack_on_a_model_without_the_block_fails_before_launch(tmp_path):
