@@ -61,9 +61,10 @@ def table_metrics(runs: pd.DataFrame, metrics: tuple[tuple[str, str], ...] | Non
 
 
 def group_columns(runs: pd.DataFrame) -> list[str]:
-    """What a sweep varied (its sampled keys, seeds excluded); ``variant`` when nothing was sampled."""
+    """What a sweep varied (its sampled keys, seeds excluded; the variant first, then by name, so
+    labels read the same whatever order MLflow returns columns in); ``variant`` when nothing was sampled."""
     sampled = [c for c in runs.columns if c.startswith("sample.") and c != "sample.runtime.seed" and runs[c].notna().any()]
-    return sampled or ["variant"]
+    return sorted(sampled, key=lambda c: (c != "sample.mjp.variant", c)) or ["variant"]
 
 
 def variant_title(name: object) -> str:

@@ -34,7 +34,7 @@ from trainables.driver import TrialResources, TrialSpec, find_child_run, start_r
 from trainables.errors import UserError
 from trainables.labels import run_label
 from trainables.ray_runtime import console_logs_to, ensure_ray, ray_session_logs
-from trainables.tracking import RunTracker, check_store_writable, sqlite_path, tracking_uri
+from trainables.tracking import RunTracker, check_store_writable, optuna_storage_url, sqlite_path, tracking_uri
 
 STATE_FILE = "mjp_sweep.json"
 LOG_FILE = "sweep.log"
@@ -127,12 +127,6 @@ def storage_root(path: str | None) -> str:
 def log_file_for(experiment_dir: str, name: str) -> Path:
     """The sweep's log file: in its experiment directory when that is local, else ./logs/."""
     return Path(experiment_dir) / LOG_FILE if "://" not in experiment_dir else Path("logs").resolve() / f"{name}.log"
-
-
-def optuna_storage_url(uri: str) -> str | None:
-    """Optuna's study lives beside a SQLite MLflow store (``optuna.db``); None for other stores."""
-    path = sqlite_path(uri)
-    return f"sqlite:///{path.parent / 'optuna.db'}" if path is not None else None
 
 
 def asha_rungs(study: Study) -> tuple[int, ...]:
@@ -316,6 +310,7 @@ class _parent_closed_on_error:
 def resume_sweep(experiment_dir: str, *, address: str | None = None, verbose: bool = False, stream: TextIO | None = None) -> SweepOutcome:
     """Continue an interrupted sweep: unfinished and errored trials run again under their own
     MLflow child runs; finished trials are kept; the Optuna state is restored by Tune."""
+    experiment_dir = experiment_dir if "://" in experiment_dir else str(Path(experiment_dir).resolve())
     state = read_state(experiment_dir)
     study = load_study(state["study"], smoke=state["smoke"], overrides=state["extra"])
     check_store_writable(state["uri"])

@@ -87,5 +87,5 @@ def attention_figure(result: PEResult, model: nn.Module, bundle: DatasetBundle, 
     except ValueError as err:
         result.notes.append(f"no CLS attention maps: {err}")
         return
-    pixels = bundle.pixels.to_pixels(images).permute(0, 2, 3, 1).numpy()
+    pixels = bundle.pixels.to_pixels(images).permute(0, 2, 3, 1).cpu().numpy()
     result.figures.append((draw(pixels, maps.float().cpu().numpy(), f"{title}: last-layer CLS attention"), "pe/cls_attention.png"))

@@ -77,7 +77,7 @@ def made_corruption_errors(cfg: TrainConfig, model: nn.Module, bundle: DatasetBu
     number of images."""
     r = cfg.eval.robustness
     images, labels = fixed_images(bundle.val, r.images)
-    truth = labels.numpy()
+    truth = labels.cpu().numpy()
     clean = float((predictions(model, images, device)[0] != truth).mean())
     workers = r.workers or max(1, int(cfg.scaling.cpus_per_worker))
     errors: dict[str, list[float]] = {c: [0.0] * 5 for c in r.corruptions}

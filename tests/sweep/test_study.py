@@ -34,7 +34,7 @@ def fake_imagenet(tmp_path_factory):
 
 
 def test_every_shipped_study_validates_at_smoke_size(fake_fashion):
-    assert set(SHIPPED) == {"quickstart", "mask_ratio", "variants", "backbones", "tune", "pareto", "fashion", "privacy"}
+    assert set(SHIPPED) == {"quickstart", "mask_ratio", "variants", "backbones", "tune", "pareto", "fashion", "privacy", "robustness"}
     for name in SHIPPED:  # fashion reads IDX files: fake ones, the machine may not have Debian's
         overrides = {"data.root": str(fake_fashion)} if name == "fashion" else {}
         assert load_study(name, smoke=True, overrides=overrides).num_trials >= 2
@@ -86,7 +86,7 @@ def test_bad_study_files_fail_before_launch_naming_the_key(tmp_path, study, mess
 
 
 def test_unknown_study_lists_the_shipped_ones():
-    with pytest.raises(ConfigError, match="shipped: backbones, fashion, mask_ratio, pareto, privacy, quickstart, tune, variants"):
+    with pytest.raises(ConfigError, match="shipped: backbones, fashion, mask_ratio, pareto, privacy, quickstart, robustness, tune, variants"):
         resolve_study_path("nope")
 
 
