@@ -22,6 +22,16 @@ from torch import nn
 from torch.utils.data import DataLoader
 
 
+@contextlib.contextmanager
+def _as_directory(checkpoint: Any) -> Iterator[Path | None]:
+    """A Ray checkpoint (Train's or Tune's) as a local directory for the ``with`` block; None without one."""
+    if checkpoint is None:
+        yield None
+    else:
+        with checkpoint.as_directory() as d:
+            yield Path(d)
+
+
 @dataclass
 class RayTrainSession:
     """One worker of a ``TorchTrainer`` (Ray Train V2)."""
@@ -42,14 +52,8 @@ class RayTrainSession:
     def prepare_loader(self, loader: DataLoader) -> DataLoader:
         return self._torch.prepare_data_loader(loader, add_dist_sampler=False)  # our samplers shard
 
-    @contextlib.contextmanager
-    def restored(self) -> Iterator[Path | None]:
-        checkpoint = self._train.get_checkpoint()
-        if checkpoint is None:
-            yield None
-        else:
-            with checkpoint.as_directory() as d:
-                yield Path(d)
+    def restored(self) -> contextlib.AbstractContextManager[Path | None]:
+        return _as_directory(self._train.get_checkpoint())
 
     def report(self, metrics: dict[str, Any], checkpoint_dir: Path | None) -> None:
         ckpt = self._train.Checkpoint.from_directory(str(checkpoint_dir)) if checkpoint_dir else None
@@ -79,14 +83,8 @@ class TuneSession:
     def prepare_loader(self, loader: DataLoader) -> DataLoader:
         return loader
 
-    @contextlib.contextmanager
-    def restored(self) -> Iterator[Path | None]:
-        checkpoint = self._tune.get_checkpoint()
-        if checkpoint is None:
-            yield None
-        else:
-            with checkpoint.as_directory() as d:
-                yield Path(d)
+    def restored(self) -> contextlib.AbstractContextManager[Path | None]:
+        return _as_directory(self._tune.get_checkpoint())
 
     def report(self, metrics: dict[str, Any], checkpoint_dir: Path | None) -> None:
         from ray.tune import Checkpoint
