@@ -13,7 +13,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from mjp.robustness.corruptions import CORRUPTIONS
+from mjp.keys import CORRUPTIONS
 
 #: AlexNet's ImageNet-C error per corruption, the mean over the 5 severities (Hendrycks &
 #: Dietterich, 2019; as listed in AugMix's ImageNet evaluation code, "taken from
