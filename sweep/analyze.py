@@ -41,7 +41,7 @@ def _context(uri: str, parents: list[str], runs: Any, title: str) -> Any:
     from analysis.report import ReportContext
     from analysis.runs import load_histories, sweep_record
     from mjp import keys
-    from sweep.run import optuna_storage_url
+    from trainables.tracking import optuna_storage_url
 
     newest = sweep_record(uri, parents[0])
     params = newest.params

@@ -66,7 +66,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 def _after_sweep(outcome: Any, study: Any, out_dir: str = "reports") -> int:
     """The end of a sweep: failures, the table, the report, where to look next; the exit status."""
     from sweep.analyze import publish_sweep_report
-    from sweep.run import optuna_storage_url
+    from trainables.tracking import optuna_storage_url
 
     for t in outcome.failed:
         print(f"failed: {t.label}: {t.error}", file=sys.stderr)

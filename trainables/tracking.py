@@ -45,6 +45,12 @@ def sqlite_path(uri: str) -> Path | None:
     return Path(uri[len("sqlite:///") :]) if uri.startswith("sqlite:///") else None
 
 
+def optuna_storage_url(uri: str) -> str | None:
+    """Optuna's study lives beside a SQLite MLflow store (``optuna.db``); None for other stores."""
+    path = sqlite_path(uri)
+    return f"sqlite:///{path.parent / 'optuna.db'}" if path is not None else None
+
+
 def _artifact_root(uri: str) -> str | None:
     """Artifacts next to a SQLite store (absolute); a server decides its own."""
     path = sqlite_path(uri)
