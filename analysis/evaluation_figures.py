@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from analysis.figures import COLOURS, group_label, spread_note
+from analysis.figures import COLOURS, curves_per_group, group_label, spread_note
 from analysis.robustness import corruption_columns
 from analysis.tables import finished, group_columns
 from mjp import keys
@@ -48,26 +48,5 @@ def corruption_bars(runs: pd.DataFrame, by: list[str] | None = None) -> Figure |
 
 def pe_variance_curves(runs: pd.DataFrame, by: list[str] | None = None) -> Figure | None:
     """Explained variance (%) of the PE at k = 1.. PCA dimensions, one line per configuration."""
-    by = by or group_columns(runs)
-    done = finished(runs)
-    prefix = "pe/ev_"
-    columns = sorted((c for c in done.columns if c.startswith(prefix) and done[c].notna().any()), key=lambda c: int(c[len(prefix):]))
-    if done.empty or len(columns) < 2:
-        return None
-    ks = [int(c[len(prefix):]) for c in columns]
-    fig = Figure(figsize=(5.6, 4.0))
-    ax = fig.subplots()
-    grouped = done.groupby(by, dropna=False, sort=True)
-    for i, (index, group) in enumerate(grouped):
-        mean, std = 100 * group[columns].mean(), 100 * group[columns].std()
-        colour = COLOURS[i % len(COLOURS)]
-        ax.plot(ks, mean.values, marker="o", color=colour, label=group_label(by, index) + (f" (n={len(group)})" if len(group) > 1 else ""))
-        if len(group) > 1:
-            ax.fill_between(ks, (mean - std).values, (mean + std).values, color=colour, alpha=0.15)
-    ax.set_xlabel("PCA dimensions k")
-    ax.set_ylabel("explained variance of the PE (%)")
-    ax.set_title("Explained variance of the PE (Table 6 as a plot); the paper reads a lower curve as a less sparse, more informative PE", fontsize=8)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
+    return curves_per_group(runs, by, "pe/ev_", int, xlabel="PCA dimensions k", ylabel="explained variance of the PE (%)", size=(5.6, 4.0),
+                            title="Explained variance of the PE (Table 6 as a plot); the paper reads a lower curve as a less sparse, more informative PE")

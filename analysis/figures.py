@@ -66,30 +66,36 @@ def metric_bars(runs: pd.DataFrame, by: list[str] | None = None) -> Figure | Non
     return fig
 
 
-def shuffle_curves(runs: pd.DataFrame, by: list[str] | None = None) -> Figure | None:
-    """Top-1 (%) against the test-time shuffle ratio, one line per configuration (Fig. 3)."""
+def curves_per_group(runs: pd.DataFrame, by: list[str] | None, prefix: str, x_of: type, *, xlabel: str, ylabel: str, title: str, size: tuple[float, float] = (6.4, 4.2)) -> Figure | None:
+    """One line per configuration through the columns ``<prefix><x>`` (fractions, drawn in %),
+    x parsed by ``x_of``; a band of ± std where a configuration has several seeds."""
     by = by or group_columns(runs)
     done = finished(runs)
-    prefix = "val/top1_shuffled_"
-    columns = sorted((c for c in done.columns if c.startswith(prefix) and done[c].notna().any()), key=lambda c: float(c[len(prefix):]))
+    columns = sorted((c for c in done.columns if c.startswith(prefix) and done[c].notna().any()), key=lambda c: x_of(c[len(prefix):]))
     if done.empty or len(columns) < 2:
         return None
-    ratios = [float(c[len(prefix):]) for c in columns]
-    fig = Figure(figsize=(6.4, 4.2))
+    xs = [x_of(c[len(prefix):]) for c in columns]
+    fig = Figure(figsize=size)
     ax = fig.subplots()
     for i, (index, group) in enumerate(done.groupby(by, dropna=False, sort=True)):
         mean, std = 100 * group[columns].mean(), 100 * group[columns].std()
         colour = COLOURS[i % len(COLOURS)]
-        ax.plot(ratios, mean.values, marker="o", color=colour, label=group_label(by, index) + (f" (n={len(group)})" if len(group) > 1 else ""))
+        ax.plot(xs, mean.values, marker="o", color=colour, label=group_label(by, index) + (f" (n={len(group)})" if len(group) > 1 else ""))
         if len(group) > 1:
-            ax.fill_between(ratios, (mean - std).values, (mean + std).values, color=colour, alpha=0.15)
-    ax.set_xlabel("test-time shuffle ratio (fraction of patches shuffled)")
-    ax.set_ylabel("top-1 (%)")
-    ax.set_title("Accuracy under a test-time jigsaw (the paper's Fig. 3)", fontsize=10)
+            ax.fill_between(xs, (mean - std).values, (mean + std).values, color=colour, alpha=0.15)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10 if len(title) < 70 else 8)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
+
+
+def shuffle_curves(runs: pd.DataFrame, by: list[str] | None = None) -> Figure | None:
+    """Top-1 (%) against the test-time shuffle ratio, one line per configuration (Fig. 3)."""
+    return curves_per_group(runs, by, "val/top1_shuffled_", float, xlabel="test-time shuffle ratio (fraction of patches shuffled)",
+                            ylabel="top-1 (%)", title="Accuracy under a test-time jigsaw (the paper's Fig. 3)")
 
 
 def mask_ratio_curves(runs: pd.DataFrame) -> Figure | None:
