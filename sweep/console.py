@@ -1,8 +1,8 @@
 """The console of a Tune run: one live view instead of Ray's logs.
 
 In a terminal: a table that redraws in place, a row per trial labelled by what it is, with its
-state, epochs done, the objective (latest and best), its time, and the run's elapsed time and
-ETA. Not in a terminal (CI, a pipe, a file): plain lines, no ANSI codes: one when a trial starts,
+state, a progress bar over its epochs, the objective (latest and best), its time, and the run's
+elapsed time and ETA. Not in a terminal (CI, a pipe, a file): plain lines, no ANSI codes: one when a trial starts,
 one when it ends (``mjp train``: one per epoch), and the table once at the end. A trial that
 fails prints one line with its reason and the path of its full error.
 """
@@ -185,13 +185,20 @@ class ConsoleView(tune.Callback):
         return f"{self.title} · {len(self.rows)}/{self.total_trials} trials started ({counts or 'starting'}) · {_clock(time.monotonic() - self.started)}{left}"
 
     def _table(self) -> Any:
+        from rich.progress_bar import ProgressBar
         from rich.table import Table
 
         table = Table(title=self._summary(), title_justify="left", expand=False)
-        for i, header in enumerate(self._headers()):
-            table.add_column(header, justify="left" if i < 2 else "right", no_wrap=i == 0)
+        headers = self._headers()
+        table.add_column(headers[0], justify="left", no_wrap=True)
+        table.add_column(headers[1], justify="left", no_wrap=True, min_width=8)  # "retrying"
+        table.add_column("progress", no_wrap=True)
+        for header in headers[2:]:
+            table.add_column(header, justify="right")
         for row in self.rows.values():
-            table.add_row(*self._cells(row))
+            cells = self._cells(row)
+            bar = ProgressBar(total=max(row.epochs, 1), completed=row.epochs if row.state == "done" else row.epoch, width=16)
+            table.add_row(*cells[:2], bar, *cells[2:])
         return table
 
     def plain_table(self) -> str:
