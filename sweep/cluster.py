@@ -27,8 +27,12 @@ AWS_PROVIDER_KEYS = frozenset({
 
 def validate_cluster_config(path: str | Path) -> dict[str, Any]:
     """The launcher config as ``ray up`` will see it (defaults filled in); ``ConfigError`` if invalid."""
+    import logging
+
     import jsonschema
     from ray.autoscaler._private.util import prepare_config, validate_config
+
+    logging.getLogger("ray.autoscaler._private.util").setLevel(logging.WARNING)  # its INFO lines narrate the defaults it fills in
 
     path = Path(path)
     raw = read_yaml_mapping(path, "cluster config")
