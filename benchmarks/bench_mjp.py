@@ -1,10 +1,13 @@
 """Step time of MJP (JP+UNK+DAL mlp, ratio 0.27) against the same timm model without MJP.
 
 Both models are built, fed and stepped alternately in one process (A, B, A, B, ...) so machine
-noise hits both alike; the ratio of medians is the number to read. Also times mask + permutation
-sampling and the token gather alone. Prints a Markdown table; ``--out`` appends it to a file.
+noise hits both alike; the ratio of medians is the number to read, and img/s of each. As in the
+training engine, the MJP step samples its shuffle outside the model and passes it in, so
+``--compile`` compiles the same graph the engine runs. Also times mask + permutation sampling and
+the token gather alone. Prints a Markdown table; ``--out`` appends it to a file.
 
     python benchmarks/bench_mjp.py [--models deit_tiny_patch16_224 deit_small_patch16_224] [--batch 64] [--steps 6]
+    python benchmarks/bench_mjp.py --device cuda --models deit_small_patch16_224 --batch 256 --amp bf16 [--compile]
 """
 
 from __future__ import annotations
@@ -29,16 +32,18 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
-def make_step(model: torch.nn.Module, device: torch.device, batch: int, dal_weight: float = 0.01):
+def make_step(model: torch.nn.Module, device: torch.device, batch: int, amp: bool, compile_model: bool, dal_weight: float = 0.01):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     x = torch.randn(batch, 3, 224, 224, device=device)
     y = torch.randint(0, 1000, (batch,), device=device)
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp)
+    sample = getattr(model, "mjp_sample_shuffle", None)
+    run = torch.compile(model) if compile_model else model
 
     def step() -> None:
         opt.zero_grad(set_to_none=True)
         with autocast:
-            out = model(x)
+            out = run(x, shuffle=sample(x)) if sample is not None else run(x)
             if isinstance(out, MJPOutput):
                 loss = torch.nn.functional.cross_entropy(out.logits, y) + dal_weight * out.loss_dal
             else:
@@ -57,15 +62,15 @@ def timed(fn, device: torch.device) -> float:
     return (time.perf_counter() - t0) * 1e3
 
 
-def bench_model(name: str, device: torch.device, batch: int, steps: int) -> dict[str, float]:
+def bench_model(name: str, device: torch.device, batch: int, steps: int, amp: bool = False, compile_model: bool = False) -> dict[str, float]:
     torch.manual_seed(0)
     base = timm.create_model(name).to(device).train()
     torch.manual_seed(0)
     ours = create_model(name, mjp=MJPConfig(mask_ratio=0.27, dal="mlp")).to(device).train()
     if device.type == "cuda":
         ours.mjp_reseed(0, device)
-    step_base, step_ours = make_step(base, device, batch), make_step(ours, device, batch)
-    for _ in range(2):  # warm-up
+    step_base, step_ours = make_step(base, device, batch, amp, compile_model), make_step(ours, device, batch, amp, compile_model)
+    for _ in range(3 if compile_model else 2):  # warm-up (and compile)
         step_base(), step_ours()
     t_base, t_ours = [], []
     for _ in range(steps):
@@ -91,21 +96,25 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--amp", choices=["none", "bf16"], default="none", help="bf16 autocast (as runtime.amp=bf16)")
+    parser.add_argument("--compile", action="store_true", help="torch.compile both models (as runtime.compile=true)")
     parser.add_argument("--out", help="append the table to this Markdown file")
     args = parser.parse_args()
     device = torch.device(args.device)
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads"
+    mode = f"{'bf16' if args.amp == 'bf16' else 'fp32'}, {'compiled' if args.compile else 'eager'}"
     lines = [
-        f"### bench_mjp: {device.type} ({where}), batch {args.batch}, median of {args.steps} steps",
+        f"### bench_mjp: {device.type} ({where}), batch {args.batch}, {mode}, median of {args.steps} steps",
         f"torch {torch.__version__}, timm {timm.__version__}; MJP = JP+UNK+DAL(mlp), ratio 0.27, per-sample masks",
         "",
-        "| model | timm step (ms) | MJP step (ms) | MJP / timm | mask+perm+gather (ms) | mask share of MJP step |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        "| model | timm step (ms) | MJP step (ms) | MJP / timm | timm img/s | MJP img/s | mask+perm+gather (ms) | mask share of MJP step |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for name in args.models:
-        r = bench_model(name, device, args.batch, args.steps)
+        r = bench_model(name, device, args.batch, args.steps, args.amp == "bf16", args.compile)
         lines.append(
-            f"| {name} | {r['base']:.1f} | {r['mjp']:.1f} | {r['ratio']:.3f} | {r['mask']:.2f} | {100 * r['mask'] / r['mjp']:.2f}% |"
+            f"| {name} | {r['base']:.1f} | {r['mjp']:.1f} | {r['ratio']:.3f} | {1e3 * args.batch / r['base']:,.0f} | {1e3 * args.batch / r['mjp']:,.0f} "
+            f"| {r['mask']:.2f} | {100 * r['mask'] / r['mjp']:.2f}% |"
         )
     table = "\n".join(lines) + "\n"
     print(table)
