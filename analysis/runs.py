@@ -43,17 +43,18 @@ def tidy(raw: pd.DataFrame) -> pd.DataFrame:
     """``mlflow.search_runs`` output -> the tidy frame described in the module doc."""
     if raw.empty:
         return pd.DataFrame(columns=["run_id", "experiment_id", "status", *TAG_COLUMNS.values()])
-    out = pd.DataFrame({"run_id": raw["run_id"], "experiment_id": raw["experiment_id"], "status": raw["status"], "start_time": raw["start_time"]})
+    columns: dict[str, pd.Series | None] = {"run_id": raw["run_id"], "experiment_id": raw["experiment_id"], "status": raw["status"], "start_time": raw["start_time"]}
     for col, name in TAG_COLUMNS.items():
-        out[name] = raw[col] if col in raw else None
+        columns[name] = raw[col] if col in raw else None
     for col in raw.columns:
         if col.startswith("params."):
-            out[col[len("params.") :]] = raw[col].map(_parse)
+            columns[col[len("params.") :]] = raw[col].map(_parse)
         elif col.startswith("metrics."):
-            out[col[len("metrics.") :]] = raw[col]
+            columns[col[len("metrics.") :]] = raw[col]
         elif col.startswith("tags.mjp.sample."):
-            out["sample." + col[len("tags.mjp.sample.") :]] = raw[col].map(_parse)
-    return out.copy()
+            columns["sample." + col[len("tags.mjp.sample.") :]] = raw[col].map(_parse)
+    # one frame built at once: hundreds of metric columns inserted one by one fragment it
+    return pd.DataFrame({k: v if v is not None else pd.Series(None, index=raw.index, dtype=object) for k, v in columns.items()})
 
 
 def load_runs(uri: str, experiment: str | None = None, *, parent_run_id: str | None = None) -> pd.DataFrame:
