@@ -37,8 +37,10 @@ def tool(name: str) -> str:
         return str(path)
 
 
-def mlflow_ui_command(uri: str) -> str:
-    return f"{tool('mlflow')} ui --backend-store-uri {shlex.quote(uri)}   (then open http://127.0.0.1:5000)"
+def mlflow_ui_command(uri: str, experiment: str) -> str:
+    from trainables.tracking import experiment_runs_page
+
+    return f"{tool('mlflow')} ui --backend-store-uri {shlex.quote(uri)}   (then open {experiment_runs_page(uri, experiment)})"
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -59,7 +61,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from sweep.report import metrics_table
 
     print(metrics_table(outcome.metrics, f"{cfg.model.name} / {cfg.variant} (MLflow run {outcome.run_id})"))
-    print(f"\nMLflow UI: {mlflow_ui_command(tracking_uri(cfg.tracking.uri))}")
+    print(f"\nMLflow UI: {mlflow_ui_command(tracking_uri(cfg.tracking.uri), cfg.tracking.experiment)}")
     return 0
 
 
@@ -86,7 +88,7 @@ def _after_sweep(outcome: Any, study: Any, out_dir: str = "reports") -> int:
     from trainables.tracking import tracking_uri
 
     resolved = tracking_uri(uri)
-    print(f"MLflow UI: {mlflow_ui_command(resolved)}")
+    print(f"MLflow UI: {mlflow_ui_command(resolved, study.train_config({}).tracking.experiment)}")
     optuna_url = optuna_storage_url(resolved)
     if optuna_url:
         print(f"Optuna dashboard: {tool('optuna-dashboard')} {optuna_url}   (then open http://127.0.0.1:8080)")

@@ -84,7 +84,8 @@ def check_store_writable(uri: str) -> None:
             raise TrackingError(f"the MLflow store {path} cannot be written: {err}") from None
 
 
-#: the MLflow UI opens an experiment of this kind on its runs table (not its GenAI traces view)
+#: the kind the MLflow UI shows for our experiments (model training, not GenAI); it still opens an
+#: experiment on its overview, so the commands print the runs table's address (experiment_runs_page)
 EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}
 
 
@@ -99,6 +100,13 @@ def experiment_id(client: MlflowClient, name: str) -> str:
         if exp is None:
             raise TrackingError(f"cannot create MLflow experiment {name!r} in {client.tracking_uri}: {str(err).splitlines()[0][:300]}") from None
         return exp.experiment_id
+
+
+def experiment_runs_page(uri: str, name: str, host: str = "http://127.0.0.1:5000") -> str:
+    """The MLflow UI's address of the experiment's runs table (MLflow 3 opens an experiment on its
+    GenAI overview otherwise); the UI's home when the experiment does not exist."""
+    exp = MlflowClient(uri).get_experiment_by_name(name)
+    return f"{host}/#/experiments/{exp.experiment_id}/runs" if exp is not None else host
 
 
 def set_experiment_note(uri: str, name: str, text: str) -> None:
