@@ -26,11 +26,11 @@ TINY = {
 }
 
 
-def study(tmp: Path, epochs: int = 3) -> str:
+def study(tmp: Path, epochs: int = 2) -> str:
     path = tmp / "study.yaml"
     path.write_text(yaml.safe_dump({
         "name": "faults", "base": "trainables/configs/digits_vit_tiny.yaml", "train": {**TINY, "optim": {"epochs": epochs}},
-        "space": {"mjp.variant": {"type": "grid", "values": ["A", "E", "G", "J"]}},
+        "space": {"mjp.variant": {"type": "grid", "values": ["A", "G", "J"]}},
         "objective": {"metric": "val/top1"}, "search": {"algorithm": "grid"}, "budget": {"max_concurrent": 1},
     }))
     return str(path)
@@ -67,13 +67,13 @@ def experiment_dir(tmp: Path) -> str:
 def assert_each_trial_once(uri: str) -> None:
     parent, kids = children(uri)
     assert parent.info.status == "FINISHED" and keys.TAG_INTERRUPTED not in parent.data.tags
-    assert sorted(k.data.tags[keys.TAG_VARIANT] for k in kids) == ["baseline", "jp", "jp_unk", "jp_unk_dal_mlp"]
+    assert sorted(k.data.tags[keys.TAG_VARIANT] for k in kids) == ["baseline", "jp_unk", "jp_unk_dal_mlp"]
     assert {k.info.status for k in kids} == {"FINISHED"}
     client = mlflow.MlflowClient(uri)
     for k in kids:
         steps = [m.step for m in client.get_metric_history(k.info.run_id, keys.VAL_TOP1)]
-        assert steps == sorted(set(steps)) == [1, 2, 3], (k.info.run_name, steps)
-    assert [m.value for m in client.get_metric_history(parent.info.run_id, "sweep/trials")] == [4.0]
+        assert steps == sorted(set(steps)) == [1, 2], (k.info.run_name, steps)
+    assert [m.value for m in client.get_metric_history(parent.info.run_id, "sweep/trials")] == [3.0]
 
 
 @pytest.mark.slow
@@ -91,7 +91,7 @@ def test_ctrl_c_then_sigkill_then_resume_runs_every_trial_exactly_once(tmp_path)
     assert first.returncode == 130, err
     assert "interrupted: the parent run is marked KILLED; continue with `mjp sweep resume" in err and "Traceback" not in err + out
     parent, kids = children(uri)
-    assert parent.info.status == "KILLED" and "of 4 trials finished" in parent.data.tags[keys.TAG_INTERRUPTED]
+    assert parent.info.status == "KILLED" and "of 3 trials finished" in parent.data.tags[keys.TAG_INTERRUPTED]
     assert "RUNNING" not in {k.info.status for k in kids}
 
     second = mjp(tmp_path, "sweep", "resume", experiment_dir(tmp_path))
