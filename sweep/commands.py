@@ -47,7 +47,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from trainables.config import load_config
 
     cfg = load_config(args.config, args.set)
-    from sweep.run import run_training
+    from sweep.training import run_training
     from trainables.tracking import tracking_uri
 
     outcome = run_training(cfg, address=args.address, verbose=args.verbose)

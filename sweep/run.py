@@ -1,4 +1,4 @@
-"""Run and resume Tune experiments: a sweep over a study, or one training (``mjp train``).
+"""Run and resume a sweep over a study as a Tune experiment (one training: ``sweep.training``).
 
 Each trial is ``trainables.driver.tune_trial`` and an MLflow run (a child of the sweep's parent
 run). The sweep's state (parent run id, study, overrides, Optuna storage) is kept in
@@ -29,12 +29,10 @@ from mjp import keys
 from sweep.console import ConsoleView, failure_reason
 from sweep.space import define_by_run, make_sampler
 from sweep.study import Study, load_study
-from trainables.config import TrainConfig
-from trainables.driver import TrialResources, TrialSpec, find_child_run, start_run, tune_trial
+from trainables.driver import TrialResources, TrialSpec, find_child_run, tune_trial
 from trainables.errors import UserError
-from trainables.labels import run_label
 from trainables.ray_runtime import console_logs_to, ensure_ray, ray_session_logs
-from trainables.tracking import RunTracker, check_store_writable, optuna_storage_url, sqlite_path, tracking_uri
+from trainables.tracking import RunTracker, check_store_writable, optuna_storage_url, tracking_uri
 
 STATE_FILE = "mjp_sweep.json"
 LOG_FILE = "sweep.log"
@@ -218,13 +216,13 @@ def _view(study: Study, spec: TrialSpec, stream: TextIO | None) -> ConsoleView:
     )
 
 
-def _announce(stream: TextIO | None, text: str) -> None:
+def announce(stream: TextIO | None, text: str) -> None:
     import sys
 
     print(text, file=stream or sys.stdout, flush=True)
 
 
-def _start_logging(experiment_dir: str, name: str, verbose: bool) -> Path:
+def start_logging(experiment_dir: str, name: str, verbose: bool) -> Path:
     log = log_file_for(experiment_dir, name)
     console_logs_to(log, verbose)
     return log
@@ -250,8 +248,8 @@ def run_sweep(study: Study, *, storage: str | None = None, address: str | None =
 
         check_disk_space(storage, 12 * study.max_parameters, f"the study's largest model ({study.max_parameters / 1e6:.1f}M parameters)")
     experiment_dir = f"{storage}/{run_name}"
-    log = _start_logging(experiment_dir, run_name, verbose)
-    _announce(stream, f"sweep {run_name}: {study.num_trials} trials, {study.max_concurrent} at a time · logs: {log}")
+    log = start_logging(experiment_dir, run_name, verbose)
+    announce(stream, f"sweep {run_name}: {study.num_trials} trials, {study.max_concurrent} at a time · logs: {log}")
     parent = RunTracker.create(uri, experiment, run_name=run_name, tags={
         keys.TAG_KIND: "sweep", keys.TAG_STUDY: study.name, keys.TAG_SMOKE: str(study.smoke),
         "mjp.driver": f"{socket.gethostname()}:{os.getpid()}", "mjp.experiment_dir": experiment_dir,
@@ -272,7 +270,7 @@ def run_sweep(study: Study, *, storage: str | None = None, address: str | None =
     state = dict(study=study.source, smoke=study.smoke, extra=study.extra, uri=uri, experiment=experiment,
                  parent_run_id=parent.run_id, name=run_name, optuna_storage=optuna_storage_url(uri))
     write_state(experiment_dir, state)
-    with _parent_closed_on_error(parent):
+    with run_closed_on_error(parent):
         ensure_ray(address, num_cpus=None if address else _cpus_needed(study), verbose=verbose, dashboard=_uses_ray_train(study))
         _link_ray_logs(experiment_dir)
         spec = _spec(study, state, storage)
@@ -286,8 +284,9 @@ def run_sweep(study: Study, *, storage: str | None = None, address: str | None =
         return _finish(study, spec, parent, grid, experiment_dir, recorder, log)
 
 
-class _parent_closed_on_error:
-    """A sweep that crashes leaves its parent run FAILED (Ctrl-C during set-up: KILLED), never RUNNING."""
+class run_closed_on_error:
+    """A sweep (or a training) that crashes leaves its (parent) run FAILED (Ctrl-C during set-up:
+    KILLED), never RUNNING."""
 
     def __init__(self, parent: RunTracker):
         self.parent = parent
@@ -316,13 +315,13 @@ def resume_sweep(experiment_dir: str, *, address: str | None = None, verbose: bo
     check_store_writable(state["uri"])
     if not tune.Tuner.can_restore(experiment_dir):
         raise UserError(f"{experiment_dir} holds no restorable Tune experiment")
-    log = _start_logging(experiment_dir, state["name"], verbose)
-    _announce(stream, f"resuming sweep {state['name']} · logs: {log}")
+    log = start_logging(experiment_dir, state["name"], verbose)
+    announce(stream, f"resuming sweep {state['name']} · logs: {log}")
     parent = RunTracker(state["uri"], state["parent_run_id"])
     parent.set_status("RUNNING")
     parent.set_tags({"mjp.driver": f"{socket.gethostname()}:{os.getpid()}"})
     storage = experiment_dir.rstrip("/").rsplit("/", 1)[0]
-    with _parent_closed_on_error(parent):
+    with run_closed_on_error(parent):
         ensure_ray(address, num_cpus=None if address else _cpus_needed(study), verbose=verbose, dashboard=_uses_ray_train(study))
         _link_ray_logs(experiment_dir)
         spec = _spec(study, state, storage)
@@ -393,56 +392,3 @@ def _finish(study: Study, spec: TrialSpec, parent: RunTracker, grid: Any, experi
         parent.client.delete_tag(parent.run_id, keys.TAG_INTERRUPTED) if keys.TAG_INTERRUPTED in parent.client.get_run(parent.run_id).data.tags else None
         parent.set_status("FINISHED")
     return outcome
-
-
-@dataclass
-class TrainingOutcome:
-    run_id: str
-    metrics: dict[str, Any]
-    error: str | None
-    interrupted: bool = False
-    log_file: str | None = None
-
-
-def run_training(cfg: TrainConfig, *, address: str | None = None, verbose: bool = False, stream: TextIO | None = None) -> TrainingOutcome:
-    """One training run (``mjp train``), as a Tune run of one trial: the same trial function,
-    checkpoints, retries (``runtime.max_failures``) and console as a sweep's trials."""
-    from trainables.preflight import check_disk_space, preflight
-
-    checked = preflight(cfg)
-    uri = tracking_uri(cfg.tracking.uri)
-    check_store_writable(uri)
-    label = run_label(cfg)
-    name = cfg.tracking.run_name or label.run_name
-    storage = storage_root(cfg.tracking.storage_path or "runs")
-    check_disk_space(storage, checked.checkpoint_bytes, f"{cfg.model.name} ({checked.parameters / 1e6:.1f}M parameters)")
-    stamp = f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    log = _start_logging(f"{storage}/{stamp}", stamp, verbose)
-    _announce(stream, f"train {label.display}: {cfg.optim.epochs} epochs on {cfg.data.name} · logs: {log}")
-    s = cfg.scaling
-    ensure_ray(address, num_cpus=None if address else max(os.cpu_count() or 1, math.ceil(s.cpus_per_worker * s.num_workers + 0.25)), verbose=verbose, dashboard=not s.in_process)
-    tracker = start_run(cfg, uri, run_name=name, tags={keys.TAG_LABEL: label.display})
-    spec = TrialSpec(name=stamp, base_tree=cfg.model_dump(mode="json"), uri=uri, experiment=cfg.tracking.experiment, storage=f"{storage}/{stamp}-train", run_id=tracker.run_id)
-    view = ConsoleView(f"train {label.display}", lambda p: label.display, lambda p: cfg.optim.epochs, [(keys.VAL_TOP1, "max")], 1, per_epoch_lines=True, stream=stream)
-    recorder = SweepRecorder(uri, cfg.tracking.experiment, None, 1, None)
-    tuner = tune.Tuner(
-        tune.with_resources(tune.with_parameters(tune_trial, spec=spec), TrialResources(spec)),
-        tune_config=tune.TuneConfig(num_samples=1),
-        run_config=tune.RunConfig(
-            name=stamp, storage_path=storage, callbacks=[recorder, view], verbose=2 if verbose else 0,
-            failure_config=tune.FailureConfig(max_failures=cfg.runtime.max_failures if s.in_process else 0),
-        ),
-    )
-    with _parent_closed_on_error(tracker):
-        result = tuner.fit()[0]
-    if recorder.interrupted and tracker.status == "RUNNING":
-        tracker.set_tags({keys.TAG_INTERRUPTED: "interrupted"})
-        tracker.set_status("KILLED")
-    error = failure_reason_of(result.error) if result.error else None
-    return TrainingOutcome(tracker.run_id, dict(result.metrics or {}), error, recorder.interrupted, str(log))
-
-
-def failure_reason_of(error: BaseException) -> str:
-    from trainables.driver import one_line_reason
-
-    return one_line_reason(error).removeprefix("trainables.driver.TrialFailed: ").removeprefix("TrialFailed: ")

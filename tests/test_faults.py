@@ -137,7 +137,7 @@ class KillAt:
 
 @pytest.mark.slow
 def test_a_trial_process_killed_mid_epoch_resumes_from_its_checkpoint_logging_nothing_twice(tmp_path, local_ray):
-    from sweep.run import run_training
+    from sweep.training import run_training
     from trainables.config import build_config
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"

@@ -45,7 +45,7 @@ def test_decode_and_augment_gives_the_dataloader_s_tensors(tmp_path):
 def test_a_broken_image_is_named_or_skipped(tmp_path):
     cfg = config(tmp_path, folder(tmp_path / "img"))
     batch = {"bytes": np.array([b"not an image"], dtype=object), "path": np.array(["/x/cat/bad.jpg"])}
-    from trainables.data import UnreadableImage
+    from trainables.image_folder import UnreadableImage
 
     with pytest.raises(UnreadableImage, match="cannot read image /x/cat/bad.jpg"):
         decode_and_augment(batch, cfg.data, {"cat": 0})
@@ -67,7 +67,7 @@ def test_prepared_shards_hold_the_encoded_bytes_and_labels(tmp_path):
 @pytest.mark.slow
 def test_training_reads_the_train_split_through_ray_data(tmp_path, local_ray):
     """In the trial's own process; the TorchTrainer path (2 workers, shards) is in test_ray_train."""
-    from sweep.run import run_training
+    from sweep.training import run_training
 
     outcome = run_training(config(tmp_path, folder(tmp_path / "img")), stream=io.StringIO())
     assert outcome.error is None and outcome.metrics["epoch"] == 2
