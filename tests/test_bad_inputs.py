@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import gzip
 import os
-import pickle
 import struct
 import subprocess
 from pathlib import Path

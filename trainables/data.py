@@ -2,13 +2,13 @@
 
 ``check_data(cfg)`` runs before Ray starts and fails with a message saying what is missing or
 broken and how to fix it; ``data_info(cfg)`` gives sizes and image shape without loading;
-``load_datasets(cfg)`` builds the train/val datasets with their transforms.
+``load_datasets(cfg)`` builds the train/val datasets with their transforms. Reading an image folder
+(listing, decoding, skipping bad files) is ``trainables.image_folder``.
 """
 
 from __future__ import annotations
 
 import gzip
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from torch.utils.data import Dataset, Subset
 
 from trainables.config import DataSection, TrainConfig
 from trainables.errors import DataError
+from trainables.image_folder import SkippingImages, readable_loader, scan_imagefolder
 
 FASHION_MNIST_DEFAULT = "/usr/share/datasets/fashion-mnist"
 FASHION_MNIST_FILES = {
@@ -27,7 +28,6 @@ FASHION_MNIST_FILES = {
     "val_images": "t10k-images-idx3-ubyte",
     "val_labels": "t10k-labels-idx1-ubyte",
 }
-IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
 #: scikit-learn's digits (1,797 images) split 80/20, stratified, fixed
 DIGITS_TRAIN, DIGITS_VAL = 1437, 360
 
@@ -82,14 +82,6 @@ class DatasetBundle:
     shape: DataShape
     skipped_log: Path | None = None  # data.on_bad_image=skip: where skipped paths are recorded
     pixels: PixelScale = IMAGENET_SCALE
-
-
-class UnreadableImage(DataError):
-    """An image file that cannot be decoded; ``path`` names it."""
-
-    def __init__(self, path: str, reason: object):
-        super().__init__(f"cannot read image {path}: {reason}; remove it, or set data.on_bad_image=skip")
-        self.path = path
 
 
 class TensorImages(Dataset):
@@ -168,43 +160,6 @@ def _fashion_mnist(cfg: DataSection) -> DatasetBundle:
     return DatasetBundle(TensorImages(x_tr, y_tr, aug), TensorImages(x_va, y_va), DataShape(10, 1, 28), pixels=scale)
 
 
-def readable_loader(path: str):
-    """An RGB PIL image from ``path``; ``UnreadableImage`` naming the file when it cannot be decoded."""
-    from PIL import Image
-
-    try:
-        with open(path, "rb") as fh:
-            return Image.open(fh).convert("RGB")
-    except Exception as err:  # PIL raises many kinds; every one means this file is unusable
-        raise UnreadableImage(path, err) from err
-
-
-class SkippingImages(Dataset):
-    """``data.on_bad_image: skip``: an unreadable image is replaced by the next readable one, and
-    its path appended to ``log_file`` (shared by the DataLoader's worker processes)."""
-
-    def __init__(self, inner: Dataset, log_file: Path):
-        self.inner, self.log_file = inner, log_file
-        self.samples, self.classes = getattr(inner, "samples", None), getattr(inner, "classes", None)
-
-    def __len__(self) -> int:
-        return len(self.inner)
-
-    def __getitem__(self, i: int):
-        for k in range(len(self.inner)):
-            try:
-                return self.inner[(i + k) % len(self.inner)]
-            except UnreadableImage as err:
-                with open(self.log_file, "a") as fh:
-                    fh.write(err.path + "\n")
-        raise DataError(f"no readable image in {len(self.inner)} files")
-
-
-def skipped_images(log_file: Path) -> list[str]:
-    """The distinct paths ``SkippingImages`` skipped so far."""
-    return sorted(set(log_file.read_text().splitlines())) if log_file.is_file() else []
-
-
 #: DeiT's RandAugment magnitudes are N(9, 0.5) clipped to [0, 10]. At 10 its increasing posterize
 #: keeps 4 - int(10 / 10 * 4) = 0 bits: older Pillow made that a black image, Pillow >= 11 raises
 #: "bits must be between or equal to 1 and 8" (about 1 image in 300, so nearly every ImageNet
@@ -262,50 +217,6 @@ def _cifar(cfg: DataSection) -> DatasetBundle:
     train = cls(train=True, transform=image_transforms(cfg, size, True), **kw)
     val = cls(train=False, transform=image_transforms(cfg, size, False), **kw)
     return DatasetBundle(train, val, DataShape(10 if cfg.name == "cifar10" else 100, 3, size))
-
-
-@dataclass(frozen=True)
-class FolderScan:
-    """An ImageNet-style folder as seen by a listing (no image is opened)."""
-
-    classes: dict[str, list[str]]  # split -> class names
-    counts: dict[str, int]  # split -> image files
-    empty_files: list[str]  # zero-byte image files
-
-
-def scan_imagefolder(root: Path) -> FolderScan:
-    """List ``root/{train,val}/<class>/*`` with file sizes; ``DataError`` for a broken layout."""
-    classes: dict[str, list[str]] = {}
-    counts: dict[str, int] = {}
-    empty: list[str] = []
-    for split in ("train", "val"):
-        d = root / split
-        if not d.is_dir():
-            raise DataError(f"data.root={str(root)!r}: missing {split}/ (expected {root}/train/<class>/*.jpg and {root}/val/<class>/*.jpg)")
-        folders = sorted(p for p in d.iterdir() if p.is_dir())
-        if not folders:
-            raise DataError(f"{d} has no class folders")
-        without = []
-        counts[split] = 0
-        for folder in folders:
-            n = 0
-            with os.scandir(folder) as entries:
-                for entry in entries:
-                    if entry.name.lower().endswith(IMAGE_EXTENSIONS) and entry.is_file():
-                        n += 1
-                        if entry.stat().st_size == 0:
-                            empty.append(entry.path)
-            if n == 0:
-                without.append(folder.name)
-            counts[split] += n
-        if without:
-            raise DataError(f"{d}: class folders without images: {', '.join(without[:10])}")
-        classes[split] = [p.name for p in folders]
-    if classes["train"] != classes["val"]:
-        only_train = sorted(set(classes["train"]) - set(classes["val"]))
-        only_val = sorted(set(classes["val"]) - set(classes["train"]))
-        raise DataError(f"{root}: train and val classes differ (only in train: {only_train[:10]}, only in val: {only_val[:10]})")
-    return FolderScan(classes, counts, sorted(empty))
 
 
 def _fashion_files(root: Path) -> dict[str, Path]:

@@ -15,7 +15,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from trainables.data import IMAGE_EXTENSIONS
+from trainables.image_folder import IMAGE_EXTENSIONS
 from trainables.errors import DataError
 
 

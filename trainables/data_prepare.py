@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from trainables.data import IMAGE_EXTENSIONS, scan_imagefolder
+from trainables.image_folder import IMAGE_EXTENSIONS, scan_imagefolder
 from trainables.errors import DataError
 from trainables.shards import SHARD_MARKER
 

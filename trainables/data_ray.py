@@ -21,7 +21,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from trainables.config import DataSection, TrainConfig
-from trainables.data import IMAGE_EXTENSIONS, UnreadableImage
+from trainables.image_folder import IMAGE_EXTENSIONS, UnreadableImage
 from trainables.shards import shard_metadata
 
 #: images each decode-and-augment task handles at once

@@ -36,7 +36,7 @@ def final_evaluation(
     metrics = evaluate_shuffles(cfg, state.model, val_loader, session.device, session.rank, reduce)
     skipped: list[str] = []
     if bundle.skipped_log is not None:  # data.on_bad_image=skip: counted over every worker's shard
-        from trainables.data import skipped_images
+        from trainables.image_folder import skipped_images
 
         skipped = skipped_images(bundle.skipped_log)
         metrics["data/skipped_images"] = float(reduce(torch.tensor([float(len(skipped))], device=session.device)).item())

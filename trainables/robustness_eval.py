@@ -90,7 +90,7 @@ def made_corruption_errors(cfg: TrainConfig, model: nn.Module, bundle: DatasetBu
 def _folder(root: str | Path, transform: Any) -> Any:
     from torchvision.datasets import ImageFolder
 
-    from trainables.data import readable_loader
+    from trainables.image_folder import readable_loader
 
     return ImageFolder(str(root), transform=transform, loader=readable_loader)
 

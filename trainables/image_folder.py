@@ -1,0 +1,104 @@
+"""Reading an ImageNet-style folder (``<root>/{train,val}/<class>/<image>``): which files are
+images, a listing that checks the layout without opening an image, and decoding that names the
+file it cannot read (or, with ``data.on_bad_image: skip``, skips it and keeps its path)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from torch.utils.data import Dataset
+
+from trainables.errors import DataError
+
+IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
+
+
+class UnreadableImage(DataError):
+    """An image file that cannot be decoded; ``path`` names it."""
+
+    def __init__(self, path: str, reason: object):
+        super().__init__(f"cannot read image {path}: {reason}; remove it, or set data.on_bad_image=skip")
+        self.path = path
+
+
+def readable_loader(path: str):
+    """An RGB PIL image from ``path``; ``UnreadableImage`` naming the file when it cannot be decoded."""
+    from PIL import Image
+
+    try:
+        with open(path, "rb") as fh:
+            return Image.open(fh).convert("RGB")
+    except Exception as err:  # PIL raises many kinds; every one means this file is unusable
+        raise UnreadableImage(path, err) from err
+
+
+class SkippingImages(Dataset):
+    """``data.on_bad_image: skip``: an unreadable image is replaced by the next readable one, and
+    its path appended to ``log_file`` (shared by the DataLoader's worker processes)."""
+
+    def __init__(self, inner: Dataset, log_file: Path):
+        self.inner, self.log_file = inner, log_file
+        self.samples, self.classes = getattr(inner, "samples", None), getattr(inner, "classes", None)
+
+    def __len__(self) -> int:
+        return len(self.inner)
+
+    def __getitem__(self, i: int):
+        for k in range(len(self.inner)):
+            try:
+                return self.inner[(i + k) % len(self.inner)]
+            except UnreadableImage as err:
+                with open(self.log_file, "a") as fh:
+                    fh.write(err.path + "\n")
+        raise DataError(f"no readable image in {len(self.inner)} files")
+
+
+def skipped_images(log_file: Path) -> list[str]:
+    """The distinct paths ``SkippingImages`` skipped so far."""
+    return sorted(set(log_file.read_text().splitlines())) if log_file.is_file() else []
+
+
+@dataclass(frozen=True)
+class FolderScan:
+    """An ImageNet-style folder as seen by a listing (no image is opened)."""
+
+    classes: dict[str, list[str]]  # split -> class names
+    counts: dict[str, int]  # split -> image files
+    empty_files: list[str]  # zero-byte image files
+
+
+def scan_imagefolder(root: Path) -> FolderScan:
+    """List ``root/{train,val}/<class>/*`` with file sizes; ``DataError`` for a broken layout."""
+    classes: dict[str, list[str]] = {}
+    counts: dict[str, int] = {}
+    empty: list[str] = []
+    for split in ("train", "val"):
+        d = root / split
+        if not d.is_dir():
+            raise DataError(f"data.root={str(root)!r}: missing {split}/ (expected {root}/train/<class>/*.jpg and {root}/val/<class>/*.jpg)")
+        folders = sorted(p for p in d.iterdir() if p.is_dir())
+        if not folders:
+            raise DataError(f"{d} has no class folders")
+        without = []
+        counts[split] = 0
+        for folder in folders:
+            n = 0
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.name.lower().endswith(IMAGE_EXTENSIONS) and entry.is_file():
+                        n += 1
+                        if entry.stat().st_size == 0:
+                            empty.append(entry.path)
+            if n == 0:
+                without.append(folder.name)
+            counts[split] += n
+        if without:
+            raise DataError(f"{d}: class folders without images: {', '.join(without[:10])}")
+        classes[split] = [p.name for p in folders]
+    if classes["train"] != classes["val"]:
+        only_train = sorted(set(classes["train"]) - set(classes["val"]))
+        only_val = sorted(set(classes["val"]) - set(classes["train"]))
+        raise DataError(f"{root}: train and val classes differ (only in train: {only_train[:10]}, only in val: {only_val[:10]})")
+    return FolderScan(classes, counts, sorted(empty))
