@@ -67,7 +67,8 @@ def consistency(model: nn.Module, images: torch.Tensor, ratio: float = CONSISTEN
     model.eval()
     try:
         agree, diff = consistency_per_image(model, images, ratio, generator=generator)
-        return {"consistency": agree.float().mean().item(), "diff_norm": diff.mean().item()}
+        means = torch.stack([agree.float().mean(), diff.float().mean()]).tolist()  # one host sync
+        return {"consistency": means[0], "diff_norm": means[1]}
     finally:
         model.train(was_training)
 

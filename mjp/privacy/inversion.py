@@ -45,7 +45,7 @@ def invert_gradients(
     x = torch.randn(shape, generator=generator).to(targets[0].device).requires_grad_(True)
     opt = torch.optim.Adam([x], lr=lr)
     sched = torch.optim.lr_scheduler.MultiStepLR(opt, milestones=[int(steps * f) for f in (0.375, 0.625, 0.875)], gamma=0.1)
-    history: list[float] = []
+    history: list[torch.Tensor] = []  # on the device: no host sync per step
     # double backward: the fused attention kernels have no second derivative on every device
     math_attention = torch.nn.attention.sdpa_kernel([torch.nn.attention.SDPBackend.MATH])
     try:
@@ -62,8 +62,8 @@ def invert_gradients(
             x.grad.sign_()  # signed gradients, as in the original attack
             opt.step()
             sched.step()
-            history.append(objective.item())
+            history.append(objective.detach())
     finally:
         math_attention.__exit__(None, None, None)
         model.train(was_training)
-    return InversionResult(x.detach(), history)
+    return InversionResult(x.detach(), torch.stack(history).tolist() if history else [])

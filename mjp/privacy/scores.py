@@ -68,12 +68,13 @@ def image_scores(recon: torch.Tensor, target: torch.Tensor, *, lpips: LPIPS | No
         raise ValueError(f"recon {tuple(recon.shape)} and target {tuple(target.shape)} differ in shape")
     side = min(target.shape[-2:])
     window = 11 if side >= 11 else side - (side % 2 == 0)  # odd, fits the image (7 for 8x8 digits)
-    out = {
-        "mse": ((recon - target) ** 2).mean().item(),
-        "psnr": psnr(recon, target).mean().item(),
-        "ssim": ssim(recon, target, data_range=1.0, size_average=True, win_size=window).item(),
-        "fft2d": fft2d_distance(recon, target).mean().item(),
+    scores = {
+        "mse": ((recon - target) ** 2).mean(),
+        "psnr": psnr(recon, target).mean(),
+        "ssim": ssim(recon, target, data_range=1.0, size_average=True, win_size=window),
+        "fft2d": fft2d_distance(recon, target).mean(),
     }
     if lpips is not None:
-        out["lpips"] = lpips(recon, target).mean().item()
-    return out
+        scores["lpips"] = lpips(recon, target).mean()
+    values = torch.stack([v.float().reshape(()) for v in scores.values()]).tolist()  # one host sync
+    return dict(zip(scores, values))

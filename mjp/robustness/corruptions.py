@@ -45,6 +45,7 @@ def corrupt(images: torch.Tensor, corruption: str, severity: int, *, seed: int) 
     from PIL import Image
 
     function = corruption_dict[corruption]
+    # imagecorruptions works on uint8 numpy arrays: the one copy to the host is the point of this call
     pixels = (images.detach().float().clamp(0, 1) * 255).round().to(torch.uint8).permute(0, 2, 3, 1).cpu().numpy()
     saved = np.random.get_state()
     out = np.empty(pixels.shape[:3] + (3,), dtype=np.uint8)
