@@ -79,26 +79,24 @@ def test_flat_params_round_trip():
     assert "eval.privacy.images" in known_keys() and "optim.epochs" in known_keys()
 
 
-def test_missing_empty_duplicate_and_malformed_files(tmp_path):
+def test_missing_files_and_directories_are_named(tmp_path):
     with pytest.raises(ConfigError, match="does not exist"):
         load_config(tmp_path / "nope.yaml")
     with pytest.raises(ConfigError, match="is a directory; give a YAML file"):
         load_config(tmp_path)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("- just\n- a list\n", "expected a YAML mapping, got a list"),
+    ("", "is empty; it must hold a YAML mapping"),
+    ("optim:\n  epochs: 30\n  base_lr: 0.1\n  epochs: 3\n", "duplicate key 'epochs' on lines 2 and 4; keep one"),
+    ("optim: {epochs: [1, 2}\n", "is not valid YAML"),
+    ("optim: !!python/object/apply:os.system ['touch /tmp/pwned']\n", "is not valid YAML"),  # never runs code
+], ids=["list", "empty", "duplicate key", "malformed", "python tag"])
+def test_a_bad_yaml_file_is_one_clear_error(tmp_path, text, message):
     bad = tmp_path / "bad.yaml"
-    bad.write_text("- just\n- a list\n")
-    with pytest.raises(ConfigError, match="expected a YAML mapping, got a list"):
-        load_config(bad)
-    bad.write_text("")
-    with pytest.raises(ConfigError, match="is empty; it must hold a YAML mapping"):
-        load_config(bad)
-    bad.write_text("optim:\n  epochs: 30\n  base_lr: 0.1\n  epochs: 3\n")
-    with pytest.raises(ConfigError, match="duplicate key 'epochs' on lines 2 and 4; keep one"):
-        load_config(bad)
-    bad.write_text("optim: {epochs: [1, 2}\n")
-    with pytest.raises(ConfigError, match="is not valid YAML"):
-        load_config(bad)
-    bad.write_text("optim: !!python/object/apply:os.system ['touch /tmp/pwned']\n")
-    with pytest.raises(ConfigError, match="is not valid YAML"):
+    bad.write_text(text)
+    with pytest.raises(ConfigError, match=message):
         load_config(bad)
 
 
