@@ -71,10 +71,15 @@ def load_runs(uri: str, experiment: str | None = None, *, parent_run_id: str | N
     return runs[runs["kind"] != "sweep"].reset_index(drop=True)
 
 
+def _sweeps_query(study: str | None) -> str:
+    """MLflow's filter for sweep parent runs (of ``study``)."""
+    return f"tags.`{keys.TAG_KIND}` = 'sweep'" + (f" and tags.`{keys.TAG_STUDY}` = '{study}'" if study else "")
+
+
 def load_sweeps(uri: str, study: str | None = None) -> pd.DataFrame:
     """Sweep parent runs (newest first), optionally of one study."""
     mlflow.set_tracking_uri(uri)
-    query = "tags.`mjp.kind` = 'sweep'" + (f" and tags.`mjp.study` = '{study}'" if study else "")
+    query = _sweeps_query(study)
     raw = mlflow.search_runs(search_all_experiments=True, filter_string=query, order_by=["attributes.start_time DESC"], output_format="pandas")
     return tidy(raw)
 
@@ -97,7 +102,7 @@ def sweep_summaries(uri: str, study: str | None = None, limit: int = 10) -> list
     experiments = [e.experiment_id for e in client.search_experiments()]
     if not experiments:
         return []
-    query = f"tags.`{keys.TAG_KIND}` = 'sweep'" + (f" and tags.`{keys.TAG_STUDY}` = '{study}'" if study else "")
+    query = _sweeps_query(study)
     out = []
     for s in client.search_runs(experiments, filter_string=query, order_by=["attributes.start_time DESC"], max_results=limit):
         children = client.search_runs([s.info.experiment_id], filter_string=f"tags.`{keys.TAG_PARENT}` = '{s.info.run_id}'")
