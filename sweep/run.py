@@ -119,6 +119,11 @@ def read_state(experiment_dir: str) -> dict[str, Any]:
 def storage_root(path: str | None) -> str:
     """Where Tune keeps experiments: ``--storage``, ``$MJP_SWEEP_STORAGE`` or ./ray_results."""
     path = path or os.environ.get("MJP_SWEEP_STORAGE") or "ray_results"
+    return absolute(path)
+
+
+def absolute(path: str) -> str:
+    """A local path made absolute (pyarrow and Tune refuse relative ones); a URI as it is."""
     return path if "://" in path else str(Path(path).resolve())
 
 
@@ -309,7 +314,7 @@ class run_closed_on_error:
 def resume_sweep(experiment_dir: str, *, address: str | None = None, verbose: bool = False, stream: TextIO | None = None) -> SweepOutcome:
     """Continue an interrupted sweep: unfinished and errored trials run again under their own
     MLflow child runs; finished trials are kept; the Optuna state is restored by Tune."""
-    experiment_dir = experiment_dir if "://" in experiment_dir else str(Path(experiment_dir).resolve())
+    experiment_dir = absolute(experiment_dir)
     state = read_state(experiment_dir)
     study = load_study(state["study"], smoke=state["smoke"], overrides=state["extra"])
     check_store_writable(state["uri"])
