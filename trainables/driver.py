@@ -12,12 +12,11 @@ from __future__ import annotations
 import os
 import socket
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from mjp import keys
 from trainables.config import TrainConfig, build_config, flat_params
-from trainables.labels import RunLabel, run_label
+from trainables.labels import RunLabel, run_label, variant_words
 from trainables.overrides import expand_presets
 from trainables.tracking import RunTracker
 
@@ -87,8 +86,6 @@ def start_run(cfg: TrainConfig, uri: str, *, run_name: str, tags: dict[str, str]
         tags={keys.TAG_KIND: "train", keys.TAG_VARIANT: cfg.variant, "mjp.model": cfg.model.name, "mjp.dataset": cfg.data.name, **(tags or {})},
         parent_run_id=parent_run_id,
     )
-    from trainables.labels import variant_words
-
     words = variant_words(cfg.variant)
     tracker.log_params({**flat_params(cfg), "table4.row": words[0] if len(words) == 2 else "-", "table4.name": cfg.variant})
     return tracker
@@ -162,7 +159,7 @@ def tune_trial(params: dict[str, Any], spec: TrialSpec) -> None:
         else:
             from ray.tune.integration.ray_train import TuneReportCallback
 
-            trainer = make_trainer(cfg, spec.uri, tracker.run_id, f"{spec.name}-{trial_id}", str(Path(spec.storage)), [TuneReportCallback()], spec.checkpoint_epochs)
+            trainer = make_trainer(cfg, spec.uri, tracker.run_id, f"{spec.name}-{trial_id}", spec.storage, [TuneReportCallback()], spec.checkpoint_epochs)
             trainer.fit()  # raises TrainingFailedError once Ray Train's retries are exhausted
     except Exception as err:  # not BaseException: Tune stops a trial (ASHA) with SystemExit
         reason = one_line_reason(err)
