@@ -86,3 +86,43 @@ def test_top_up_joins_blocks_so_there_are_no_lone_patches():
         components += n
         lone += int((np.bincount(labels.ravel())[1:] == 1).sum())
     assert lone / components < 0.01
+
+
+class _CountOps(torch.utils._python_dispatch.TorchDispatchMode):
+    """Counts the aten ops a call dispatches (each one a kernel launch, or more, on a GPU)."""
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.count += 1
+        return func(*args, **(kwargs or {}))
+
+
+def test_sample_shuffle_runs_a_small_constant_number_of_ops():
+    """No Python loop over rounds: the same op count whatever the batch, ratio and grid (<= 60)."""
+    from mjp import sample_shuffle
+
+    counts = {}
+    for batch, ratio, grid in [(64, 0.27, (14, 14)), (256, 0.1, (14, 14)), (256, 0.27, (14, 14)), (256, 0.5, (14, 14)), (256, 0.27, (24, 24)), (64, 0.03, (24, 24))]:
+        sample_shuffle(batch, grid, ratio, generator=torch.Generator().manual_seed(0))  # per-grid constants made once
+        with _CountOps() as ops:
+            s = sample_shuffle(batch, grid, ratio, generator=torch.Generator().manual_seed(0))
+        counts[(batch, ratio, grid)] = ops.count
+        assert (s.mask.sum(1) == target_count(grid[0] * grid[1], ratio)).all()
+    assert len(set(counts.values())) == 1 and max(counts.values()) <= 60, counts
+
+
+@pytest.mark.parametrize("ratio", [0.1, 0.27, 0.5])
+def test_masks_are_blocky_at_every_training_ratio(ratio, gen):
+    """Blocks grow ring by ring to the exact count: no lone patches at the training ratios."""
+    from scipy import ndimage
+
+    masks = sample_block_masks(300, 14, ratio, generator=gen).view(300, 14, 14).numpy()
+    components = lone = 0
+    for m in masks:
+        labels, n = ndimage.label(m)
+        components += n
+        lone += int((np.bincount(labels.ravel())[1:] == 1).sum())
+    assert lone / components < 0.01
