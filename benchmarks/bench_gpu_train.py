@@ -50,13 +50,13 @@ def train_loop(params: dict[str, Any]) -> None:
 
     from trainables.config import load_config
     from trainables.data import DataShape
-    from trainables.engine import build_model, build_state, seed_everything, train_one_epoch
+    from trainables.engine import build_algorithm, build_model, build_state, seed_everything, train_one_epoch
 
     cfg = load_config(PROJECT / "trainables" / "configs" / "imagenet_deit_small.yaml", params["overrides"])
     device = ray.train.torch.get_device()
     seed_everything(0)
     model = build_model(cfg, DataShape(num_classes=1000, in_chans=3, img_size=224)).to(device)
-    model.mjp_reseed(0, device=device if device.type == "cuda" else "cpu")
+    algorithm = build_algorithm(cfg, model, 0, device)
     if cfg.runtime.channels_last:
         model = model.to(memory_format=torch.channels_last)
     model = ray.train.torch.prepare_model(model)
@@ -66,7 +66,7 @@ def train_loop(params: dict[str, Any]) -> None:
     x = torch.randn(cfg.data.batch_size, 3, 224, 224, generator=g).to(device)
     y = torch.randint(0, 1000, (cfg.data.batch_size,), generator=g).to(device)
     warmup, steps = params["warmup"], params["steps"]
-    state = build_state(cfg, model, steps, 1)
+    state = build_state(cfg, model, steps, 1, algorithm)
     start = time.perf_counter()
     train_one_epoch(cfg, state, FixedBatch(x, y, warmup), device)
     warm_s = time.perf_counter() - start

@@ -25,6 +25,7 @@ import torch
 
 import mjp
 from mjp import MJPConfig, MJPOutput, create_model
+from mjp.algorithm import MJPAlgorithm
 
 
 def sync(device: torch.device) -> None:
@@ -32,18 +33,17 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
-def make_step(model: torch.nn.Module, device: torch.device, batch: int, amp: bool, compile_model: bool, dal_weight: float = 0.01):
+def make_step(model: torch.nn.Module, device: torch.device, batch: int, amp: bool, compile_model: bool, sample=None, dal_weight: float = 0.01):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     x = torch.randn(batch, 3, 224, 224, device=device)
     y = torch.randint(0, 1000, (batch,), device=device)
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp)
-    sample = getattr(model, "mjp_sample_shuffle", None)
     run = torch.compile(model) if compile_model else model
 
     def step() -> None:
         opt.zero_grad(set_to_none=True)
         with autocast:
-            out = run(x, shuffle=sample(x)) if sample is not None else run(x)
+            out = run(x, shuffle=sample(x, 0)) if sample is not None else run(x)
             if isinstance(out, MJPOutput):
                 loss = torch.nn.functional.cross_entropy(out.logits, y) + dal_weight * out.loss_dal
             else:
@@ -67,16 +67,15 @@ def bench_model(name: str, device: torch.device, batch: int, steps: int, amp: bo
     base = timm.create_model(name).to(device).train()
     torch.manual_seed(0)
     ours = create_model(name, mjp=MJPConfig(mask_ratio=0.27, dal="mlp")).to(device).train()
-    if device.type == "cuda":
-        ours.mjp_reseed(0, device)
-    step_base, step_ours = make_step(base, device, batch, amp, compile_model), make_step(ours, device, batch, amp, compile_model)
+    algorithm = MJPAlgorithm.for_model(ours, seed=0, device=device)  # masks drawn on the device, as in training
+    step_base, step_ours = make_step(base, device, batch, amp, compile_model), make_step(ours, device, batch, amp, compile_model, algorithm.shuffle)
     for _ in range(3 if compile_model else 2):  # warm-up (and compile)
         step_base(), step_ours()
     t_base, t_ours = [], []
     for _ in range(steps):
         t_base.append(timed(step_base, device))
         t_ours.append(timed(step_ours, device))
-    gen = ours.mjp_generator
+    gen = algorithm.generator
     grid = tuple(ours.patch_embed.grid_size)
     tokens = torch.randn(batch, grid[0] * grid[1], ours.embed_dim, device=device)
 

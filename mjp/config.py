@@ -76,6 +76,12 @@ class MJPConfig(BaseModel):
         return self
 
     @property
+    def pe_differs_unshuffled(self) -> bool:
+        """True when even an unshuffled forward adds more than the model's own PE (E_idx in the
+        reference mode is added to every slot, at training and at evaluation alike)."""
+        return self.pos_embed == "idx" and self.idx_mode == "reference"
+
+    @property
     def shuffles(self) -> bool:
         return self.shuffle != "none" and self.mask_ratio > 0 and self.jigsaw_prob > 0
 

@@ -10,6 +10,7 @@ shuffling tokens after the embedding equals shuffling image patches before it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import torch
 
@@ -18,14 +19,24 @@ from mjp.masking import sample_block_masks
 
 @dataclass(frozen=True)
 class JigsawShuffle:
-    """One batch's shuffle. ``mask``: bool ``[B, N]``; ``perm``: long ``[B, N]``; ``grid``: (H, W)."""
+    """One batch's shuffle. ``mask``: bool ``[B, N]``; ``perm``: long ``[B, N]``; ``grid``: (H, W);
+    ``pixel_order``: SPP's pixel half, long ``[B or 1, N, ph * pw]`` (``pixel_orders``), else None."""
 
     mask: torch.Tensor
     perm: torch.Tensor
     grid: tuple[int, int]
+    pixel_order: torch.Tensor | None = None
 
     def to(self, device: torch.device | str) -> "JigsawShuffle":
-        return JigsawShuffle(self.mask.to(device, non_blocking=True), self.perm.to(device, non_blocking=True), self.grid)
+        order = self.pixel_order.to(device, non_blocking=True) if self.pixel_order is not None else None
+        return JigsawShuffle(self.mask.to(device, non_blocking=True), self.perm.to(device, non_blocking=True), self.grid, order)
+
+
+@lru_cache(maxsize=32)
+def _positions(n: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sort keys made once per length and device: ``i / n`` and ``1 + i / n``, each ``[1, n]``."""
+    position = torch.arange(n, dtype=torch.float32, device=device).div_(n).unsqueeze(0)
+    return position, position + 1.0
 
 
 def jigsaw_permutation(mask: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
@@ -45,11 +56,11 @@ def jigsaw_permutation(mask: torch.Tensor, *, generator: torch.Generator | None 
     b, n = mask.shape
     gen_device = generator.device if generator is not None else mask.device
     keys = torch.rand(b, n, generator=generator, device=gen_device).to(mask.device)
-    position = torch.arange(n, device=mask.device, dtype=keys.dtype).expand(b, n) / n
+    position, after = _positions(n, mask.device)
     # Selected positions first (in index order / in random order), then the rest in index order:
     # pairing the two orders maps selected -> selected at random and the rest to themselves.
-    in_order = torch.where(mask, position, 1.0 + position).argsort(dim=1)
-    at_random = torch.where(mask, keys, 1.0 + position).argsort(dim=1)
+    in_order = torch.where(mask, position, after).argsort(dim=1)
+    at_random = torch.where(mask, keys, after).argsort(dim=1)
     return torch.empty_like(in_order).scatter_(1, in_order, at_random)
 
 
@@ -128,6 +139,38 @@ def shuffle_image_patches(images: torch.Tensor, perm: torch.Tensor, patch: int |
     return _from_patches(moved, grid)
 
 
+def pixel_orders(
+    mask: torch.Tensor,
+    patch: int | tuple[int, int],
+    *,
+    generator: torch.Generator | None = None,
+    shared: bool = False,
+) -> torch.Tensor:
+    """SPP's pixel orders: a random order of the ``ph * pw`` pixels of each selected patch.
+
+    ``mask [B, N]`` -> long ``[B, N, ph * pw]``; the identity where ``mask`` is False. ``shared``:
+    one order for every patch of the batch (the reference code's SPP); else one per (image, patch).
+    """
+    ph, pw = (patch, patch) if isinstance(patch, int) else tuple(patch)
+    b, n = mask.shape
+    gen_device = generator.device if generator is not None else mask.device
+    keys = torch.rand(1 if shared else b, 1 if shared else n, ph * pw, generator=generator, device=gen_device).to(mask.device)
+    return torch.where(mask.unsqueeze(-1), keys.argsort(-1), torch.arange(ph * pw, device=mask.device))
+
+
+def apply_pixel_order(images: torch.Tensor, order: torch.Tensor, patch: int | tuple[int, int]) -> torch.Tensor:
+    """Move the pixels inside each patch (the same order on every channel).
+
+    ``images [B, C, H, W]``, ``order [B, N, ph * pw]`` (``pixel_orders``) -> ``[B, C, H, W]``.
+    """
+    patch = (patch, patch) if isinstance(patch, int) else tuple(patch)
+    patches, grid = _to_patches(images, patch)
+    b, n, c, ph, pw = patches.shape
+    flat = patches.reshape(b, n, c, ph * pw)
+    moved = flat.gather(3, order.unsqueeze(2).expand_as(flat)).reshape(b, n, c, ph, pw)
+    return _from_patches(moved, grid)
+
+
 def shuffle_pixels_within_patches(
     images: torch.Tensor,
     mask: torch.Tensor,
@@ -136,18 +179,8 @@ def shuffle_pixels_within_patches(
     generator: torch.Generator | None = None,
     shared: bool = False,
 ) -> torch.Tensor:
-    """SPP's pixel half: permute the pixels inside each selected patch (same order on all channels).
+    """SPP's pixel half in one call: ``pixel_orders`` then ``apply_pixel_order``.
 
     ``images [B, C, H, W]``, ``mask [B, N]`` -> ``[B, C, H, W]``; unselected patches are unchanged.
-    ``shared``: one pixel order for every patch of the batch (the reference code's SPP); else an
-    order per (image, patch).
     """
-    patch = (patch, patch) if isinstance(patch, int) else tuple(patch)
-    patches, grid = _to_patches(images, patch)
-    b, n, c, ph, pw = patches.shape
-    gen_device = generator.device if generator is not None else images.device
-    keys = torch.rand(1 if shared else b, 1 if shared else n, ph * pw, generator=generator, device=gen_device).to(images.device).expand(b, n, -1)
-    order = torch.where(mask.unsqueeze(-1), keys.argsort(-1), torch.arange(ph * pw, device=images.device))
-    flat = patches.reshape(b, n, c, ph * pw)
-    moved = flat.gather(3, order.unsqueeze(2).expand_as(flat)).reshape(b, n, c, ph, pw)
-    return _from_patches(moved, grid)
+    return apply_pixel_order(images, pixel_orders(mask, patch, generator=generator, shared=shared), patch)

@@ -7,6 +7,7 @@ from pathlib import Path
 import torch
 
 from mjp import MJPConfig, create_model
+from mjp.algorithm import MJPAlgorithm
 
 ROOT = Path(__file__).resolve().parents[1]
 #: ``.numpy()`` calls on tensors that are on the CPU by construction, with why
@@ -54,7 +55,8 @@ def test_the_compiled_model_has_one_graph_and_no_recompile_per_batch():
     torch.manual_seed(0)
     model = create_model("vit_tiny_patch16_224", mjp=MJPConfig(mask_ratio=0.27, dal="pca"), img_size=32, patch_size=4, embed_dim=32, depth=2, num_heads=2, num_classes=10).train()
     x = torch.randn(8, 3, 32, 32)
-    explained = torch._dynamo.explain(model)(x, shuffle=model.mjp_sample_shuffle(x))
+    algorithm = MJPAlgorithm.for_model(model, seed=0)
+    explained = torch._dynamo.explain(model)(x, shuffle=algorithm.shuffle(x, 0))
     assert explained.graph_count == 1 and explained.graph_break_count == 0, [b.reason for b in explained.break_reasons]
 
     compiles = []
@@ -66,6 +68,6 @@ def test_the_compiled_model_has_one_graph_and_no_recompile_per_batch():
     torch._dynamo.reset()
     compiled = torch.compile(model, backend=counting_backend)
     for _ in range(4):  # a fresh shuffle per batch: new masks, same shapes
-        out = compiled(x, shuffle=model.mjp_sample_shuffle(x))
+        out = compiled(x, shuffle=algorithm.shuffle(x, 0))
         (out.logits.sum() + out.loss_dal).backward()
     assert len(compiles) == 1

@@ -23,7 +23,7 @@ from torch import nn
 
 import mjp
 from mjp import keys
-from mjp.dal import dal_weight_at
+from mjp.algorithm import MJPAlgorithm
 from mjp.metrics import consistency_per_image, shuffled_correct
 from mjp.models import MJPOutput
 from mjp.models.factory import takes_image_size
@@ -65,8 +65,14 @@ def lr_factor(step: int, total: int, warmup: int, min_ratio: float) -> float:
     return min_ratio + 0.5 * (1 - min_ratio) * (1 + math.cos(math.pi * min(t, 1.0)))
 
 
-def build_state(cfg: TrainConfig, model: nn.Module, steps_per_epoch: int, world_size: int) -> TrainState:
-    """AdamW (DeiT lr scaling, no decay on PEs, E_unk, norms, biases), warm-up + cosine, grad scaler."""
+def build_algorithm(cfg: TrainConfig, model: nn.Module, rank: int = 0, device: torch.device | str = "cpu") -> MJPAlgorithm:
+    """The MJP step hook of one data-parallel worker: its own jigsaw stream, drawn on ``device``."""
+    return MJPAlgorithm.for_model(unwrap(model), seed=derive_seed(cfg.mjp.seed, "jigsaw", rank), device=device, warmup_epochs=cfg.optim.jigsaw_warmup_epochs)
+
+
+def build_state(cfg: TrainConfig, model: nn.Module, steps_per_epoch: int, world_size: int, algorithm: MJPAlgorithm | None = None) -> TrainState:
+    """AdamW (DeiT lr scaling, no decay on PEs, E_unk, norms, biases), warm-up + cosine, grad scaler;
+    ``algorithm`` defaults to rank 0's on the CPU (``build_algorithm``)."""
     raw = unwrap(model)
     o = cfg.optim
     lr = o.base_lr * cfg.data.batch_size * world_size / o.lr_batch_ref
@@ -77,7 +83,7 @@ def build_state(cfg: TrainConfig, model: nn.Module, steps_per_epoch: int, world_
     min_ratio = min(o.min_lr / lr, 1.0)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, total, warmup, min_ratio))
     scaler = torch.amp.GradScaler(enabled=cfg.runtime.amp == "fp16" and torch.cuda.is_available())
-    return TrainState(model, optimizer, scheduler, scaler, total)
+    return TrainState(model, optimizer, scheduler, scaler, total, algorithm=algorithm or build_algorithm(cfg, raw))
 
 
 def make_mixup(cfg: TrainConfig, num_classes: int) -> Mixup | None:
@@ -105,9 +111,8 @@ def train_one_epoch(
     ``on_log(metrics, step)`` is called every ``runtime.log_every`` steps with the running means.
     Raises ``NonFiniteLossError`` when the loss is NaN/inf (checked at those same points).
     """
-    model, raw = state.model, unwrap(state.model)
+    model, algorithm = state.model, state.algorithm
     model.train()
-    raw.mjp_active = state.epoch >= cfg.optim.jigsaw_warmup_epochs
     criterion = SoftTargetCrossEntropy() if mixup else nn.CrossEntropyLoss(label_smoothing=cfg.optim.label_smoothing)
     steps_per_epoch = max(1, state.total_steps // cfg.optim.epochs)
     dal_warmup = cfg.optim.dal_warmup_epochs / cfg.optim.epochs
@@ -128,12 +133,12 @@ def train_one_epoch(
         if mixup is not None:
             x, y = mixup(x, y)
         step = state.epoch * steps_per_epoch + seen
-        shuffle = raw.mjp_sample_shuffle(x)
+        shuffle = algorithm.shuffle(x, state.epoch)
         with _autocast(cfg, device):
             out = model(x, shuffle=shuffle)
             logits, dal = (out.logits, out.loss_dal) if isinstance(out, MJPOutput) else (out, None)
             loss = criterion(logits, y)
-            total = loss if dal is None else loss + dal_weight_at(cfg.mjp, step / max(state.total_steps, 1), dal_warmup) * dal
+            total = loss if dal is None else loss + algorithm.dal_weight(step / max(state.total_steps, 1), dal_warmup) * dal
         state.optimizer.zero_grad(set_to_none=True)
         state.scaler.scale(total).backward()
         if cfg.optim.clip_grad:
@@ -186,7 +191,7 @@ def evaluate_shuffles(cfg: TrainConfig, model: nn.Module, loader: Iterable, devi
     ``val/top1_shuffled_<r>`` for every ``eval.shuffle_ratios``; seeded per worker."""
     raw = unwrap(model)
     raw.eval()
-    gen = torch.Generator().manual_seed(derive_seed(cfg.eval.seed, "eval", rank))
+    gen = torch.Generator(device=device).manual_seed(derive_seed(cfg.eval.seed, "eval", rank))  # draws on the device
     ratios = cfg.eval.shuffle_ratios
     sums = torch.zeros(3 + len(ratios), dtype=torch.float64, device=device)  # agree, diff, n, correct per ratio
     for x, y in loader:

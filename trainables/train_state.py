@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from mjp.algorithm import MJPAlgorithm
 from trainables.errors import UserError
 
 CHECKPOINT_FILE = "state.pt"
@@ -85,6 +86,7 @@ class TrainState:
     scaler: torch.amp.GradScaler
     total_steps: int
     epoch: int = 0  # epochs completed
+    algorithm: MJPAlgorithm | None = None  # the jigsaw's generator travels with the checkpoint
 
     def state_dict(self) -> dict[str, Any]:
         raw = unwrap(self.model)
@@ -99,7 +101,7 @@ class TrainState:
                 cuda=torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
                 numpy=_numpy_state(),
                 python=_python_state(),
-                mjp=raw.mjp_generator.get_state(),
+                mjp=self.algorithm.generator.get_state() if self.algorithm else torch.empty(0, dtype=torch.uint8),
             ),
         )
 
@@ -116,7 +118,8 @@ class TrainState:
             torch.cuda.set_rng_state_all(rng["cuda"])
         _set_numpy_state(rng["numpy"])
         _set_python_state(rng["python"])
-        raw.mjp_generator.set_state(rng["mjp"])
+        if self.algorithm is not None and rng["mjp"].numel():
+            self.algorithm.generator.set_state(rng["mjp"])
 
     def save(self, directory: str | Path) -> Path:
         """Serialise in memory, then write: torch's own file writer reports a full disk as

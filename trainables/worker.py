@@ -21,7 +21,7 @@ from torch.utils.data import DataLoader, DistributedSampler, Subset
 
 from trainables.config import TrainConfig
 from trainables.data import DatasetBundle, data_info, dataset_inputs, load_datasets
-from trainables.engine import build_model, build_state, evaluate, make_mixup, seed_everything, train_one_epoch
+from trainables.engine import build_algorithm, build_model, build_state, evaluate, make_mixup, seed_everything, train_one_epoch
 from trainables.final_eval import final_evaluation
 from trainables.seeds import derive_seed
 from trainables.train_state import TrainState
@@ -76,14 +76,14 @@ def train_loop(cfg: TrainConfig, session: Any, *, tracking_uri: str | None, run_
     train_size = min(data_info(cfg).train_size, cfg.data.train_limit or 2**62) if cfg.data.loader == "ray_data" else len(bundle.train)
     sampler, train_loader, val_loader = make_loaders(cfg, bundle, session, train_size)
     model = build_model(cfg, bundle.shape)
-    model.mjp_reseed(derive_seed(cfg.mjp.seed, "jigsaw", rank), device=session.device if session.device.type == "cuda" else "cpu")
+    algorithm = build_algorithm(cfg, model, rank, session.device)
     if cfg.runtime.channels_last:
         model = model.to(memory_format=torch.channels_last)
     # E_unk / DAL head sit out of the graph while the jigsaw is warming up.
     model = session.prepare_model(model, find_unused_parameters=cfg.optim.jigsaw_warmup_epochs > 0)
     if cfg.runtime.compile:
         model = torch.compile(model)
-    state: TrainState = build_state(cfg, model, len(train_loader), session.world)
+    state: TrainState = build_state(cfg, model, len(train_loader), session.world, algorithm)
     mixup = make_mixup(cfg, bundle.shape.num_classes)
     with session.restored() as directory:
         resumed = directory is not None

@@ -1,4 +1,4 @@
-"""What every MJP model shares: its config, its generator, when to shuffle, the PE at shuffled slots, DAL.
+"""What every MJP model shares: its config, the PE at shuffled slots, DAL; the shuffle is an argument.
 
 A family (ViT, Swin, ResNet) mixes ``MJPMixin`` in front of its timm class and says where the
 shuffle happens. ``forward(x)`` returns logits ``[B, classes]``, or in training mode
@@ -7,7 +7,7 @@ with DAL on an ``MJPOutput(logits, loss_dal)`` so that DDP sees the DAL head's p
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 import torch
 from torch import nn
@@ -15,7 +15,7 @@ from timm.layers import resample_abs_pos_embed, trunc_normal_
 
 from mjp.config import MJPConfig
 from mjp.dal import DALHead, dal_loss
-from mjp.jigsaw import JigsawShuffle, patch_grid, sample_shuffle, shuffle_pixels_within_patches
+from mjp.jigsaw import JigsawShuffle, apply_pixel_order
 from mjp.pos_embed import slot_position_embedding
 
 
@@ -33,10 +33,7 @@ class MJPMixin:
 
     def _init_mjp(self, cfg: MJPConfig, dim: int, grid: tuple[int, int]) -> None:
         self.mjp_cfg = cfg
-        #: The engine turns this off for the reference code's jigsaw warm-up epochs.
-        self.mjp_active = True
         self.mjp_grid = tuple(grid)
-        self._mjp_generator: torch.Generator | None = None
         if cfg.pos_embed == "unk":
             self.mjp_unk_embed = nn.Parameter(torch.zeros(1, 1, dim))
             trunc_normal_(self.mjp_unk_embed, std=cfg.unk_init_std)
@@ -46,47 +43,16 @@ class MJPMixin:
         if cfg.dal != "none":
             self.mjp_dal_head = DALHead(cfg.dal, dim)
 
-    # --- randomness -------------------------------------------------------------------------
-    @property
-    def mjp_generator(self) -> torch.Generator:
-        """CPU generator for masks and permutations, seeded with ``mjp_cfg.seed`` on first use."""
-        if self._mjp_generator is None:
-            self._mjp_generator = torch.Generator().manual_seed(self.mjp_cfg.seed)
-        return self._mjp_generator
-
-    def mjp_reseed(self, seed: int, device: torch.device | str = "cpu") -> None:
-        """Use a fresh generator (e.g. ``seed + rank`` per data-parallel worker) on ``device``."""
-        self._mjp_generator = torch.Generator(device=device).manual_seed(seed)
-
     # --- the shuffle ------------------------------------------------------------------------
     def mjp_patch_size(self) -> tuple[int, int]:
         raise NotImplementedError
 
-    def mjp_sample_shuffle(self, images: torch.Tensor) -> JigsawShuffle | None:
-        """This step's shuffle for ``images [B, C, H, W]``, or None when MJP does not shuffle now."""
-        cfg = self.mjp_cfg
-        if not (self.training and self.mjp_active and cfg.shuffles):
-            return None
-        grid = patch_grid(tuple(images.shape[-2:]), self.mjp_patch_size())
-        reference_spp = cfg.shuffle == "patches_and_pixels" and cfg.spp_mode == "reference"
-        return sample_shuffle(
-            images.shape[0],
-            grid,
-            1.0 if reference_spp else cfg.mask_ratio,  # the reference's SPP moves every patch
-            generator=self.mjp_generator,
-            device=images.device,
-            per_batch=cfg.mask_mode == "per_batch" or reference_spp,
-            apply_prob=cfg.jigsaw_prob,
-            min_block=cfg.min_block_patches,
-            aspect_ratio=cfg.aspect_ratio,
-        )
-
     def _mjp_shuffle_pixels(self, images: torch.Tensor, shuffle: JigsawShuffle | None) -> torch.Tensor:
-        """SPP's pixel half, before the patch embedding (identity for other variants)."""
-        cfg = self.mjp_cfg
-        if shuffle is None or cfg.shuffle != "patches_and_pixels":
+        """SPP's pixel half, before the patch embedding: the shuffle's pixel orders (identity for
+        other variants, and for shuffles without pixel orders, such as the test-time ones)."""
+        if shuffle is None or shuffle.pixel_order is None or self.mjp_cfg.shuffle != "patches_and_pixels":
             return images
-        return shuffle_pixels_within_patches(images, shuffle.mask, self.mjp_patch_size(), generator=self.mjp_generator, shared=cfg.spp_mode == "reference")
+        return apply_pixel_order(images, shuffle.pixel_order, self.mjp_patch_size())
 
     # --- position embeddings ----------------------------------------------------------------
     def mjp_pe_rows(self) -> torch.Tensor | None:
@@ -123,16 +89,13 @@ class MJPMixin:
         return set(base) | {"mjp_unk_embed", "mjp_idx_embed", "pos_embed", "absolute_pos_embed"}
 
     # --- forward ----------------------------------------------------------------------------
-    def forward(self, x: torch.Tensor, shuffle: JigsawShuffle | None | Literal["sample"] = "sample") -> torch.Tensor | MJPOutput:
+    def forward(self, x: torch.Tensor, shuffle: JigsawShuffle | None = None) -> torch.Tensor | MJPOutput:
         """``x [B, C, H, W]`` -> logits ``[B, classes]`` (``MJPOutput`` in training with DAL).
 
-        ``shuffle``: ``"sample"`` (default) draws this batch's shuffle from the model's generator
-        (in training mode; none in eval mode); a ``JigsawShuffle`` applies that one; ``None``
-        applies none. The training engine samples outside the model and passes it in, so a
-        compiled model never traces the random draw.
+        ``shuffle``: the batch's jigsaw (``mjp.algorithm.MJPAlgorithm.shuffle`` in training,
+        ``mjp.metrics`` at evaluation), or None. The model holds no random state: the same
+        inputs and parameters give the same output, and a compiled model never traces a draw.
         """
-        if isinstance(shuffle, str):
-            shuffle = self.mjp_sample_shuffle(x)
         logits = self.forward_head(self.forward_features(x, shuffle=shuffle))
         if self.training and self.mjp_cfg.dal != "none":
             return MJPOutput(logits, self.mjp_dal_loss(shuffle))

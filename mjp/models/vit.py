@@ -8,6 +8,7 @@ are separate parameters named ``mjp_*``. Covers deit_* and vit_* models, includi
 from __future__ import annotations
 
 import torch
+from timm.models._manipulate import checkpoint_seq
 from timm.models.vision_transformer import VisionTransformer
 
 from mjp.jigsaw import JigsawShuffle, shuffle_tokens
@@ -16,8 +17,6 @@ from mjp.models.base import MJPMixin
 
 class MJPViTMixin(MJPMixin):
     """Token-space jigsaw after the patch embedding; E_unk at shuffled slots; CLS keeps its PE."""
-
-    _mjp_active_shuffle: JigsawShuffle | None = None
 
     def mjp_patch_size(self) -> tuple[int, int]:
         return tuple(self.patch_embed.patch_size)
@@ -28,17 +27,26 @@ class MJPViTMixin(MJPMixin):
         return self.pos_embed[:, 0 if self.no_embed_class else self.num_prefix_tokens :]
 
     def forward_features(self, x: torch.Tensor, attn_mask=None, is_causal: bool = False, *, shuffle: JigsawShuffle | None = None) -> torch.Tensor:
-        """``x [B, C, H, W]`` -> tokens ``[B, prefix + N, D]`` after the final norm."""
-        x = self._mjp_shuffle_pixels(x, shuffle)
-        self._mjp_active_shuffle = shuffle
-        try:
-            return super().forward_features(x, attn_mask=attn_mask, is_causal=is_causal)
-        finally:
-            self._mjp_active_shuffle = None
+        """``x [B, C, H, W]`` -> tokens ``[B, prefix + N, D]`` after the final norm.
 
-    def _pos_embed(self, x: torch.Tensor) -> torch.Tensor:
-        shuffle = self._mjp_active_shuffle
-        if shuffle is None:
+        timm's ``forward_features`` with the shuffle passed down to ``_pos_embed`` as an argument.
+        """
+        x = self.patch_embed(self._mjp_shuffle_pixels(x, shuffle))
+        x = self._pos_embed(x, shuffle)
+        x = self.norm_pre(self.patch_drop(x))
+        if attn_mask is not None or is_causal:
+            for block in self.blocks:
+                x = block(x, attn_mask=attn_mask, is_causal=is_causal)
+        elif self.grad_checkpointing and not torch.jit.is_scripting():
+            x = checkpoint_seq(self.blocks, x)
+        else:
+            x = self.blocks(x)
+        return self.norm(x)
+
+    def _pos_embed(self, x: torch.Tensor, shuffle: JigsawShuffle | None = None) -> torch.Tensor:
+        """Patch tokens ``[B, N, D]`` (``[B, H, W, D]`` with ``dynamic_img_size``) -> ``[B, prefix + N, D]``:
+        shuffled by ``shuffle``, with the PE ``mjp.pos_embed`` gives each slot, prefix tokens in front."""
+        if shuffle is None and not self.mjp_cfg.pe_differs_unshuffled:
             return super()._pos_embed(x)  # bit-for-bit timm
         if x.dim() == 4:  # dynamic_img_size: [B, H, W, D]
             grid = (x.shape[1], x.shape[2])

@@ -3,6 +3,7 @@ import timm
 import torch
 
 from mjp import TABLE4_NAMES, MJPConfig, MJPOutput, create_model, sample_shuffle
+from mjp.algorithm import MJPAlgorithm
 from tests.conftest import TINY_VIT
 
 VIT = "vit_tiny_patch16_224"
@@ -11,6 +12,11 @@ VIT = "vit_tiny_patch16_224"
 def build(variant="J", seed=0, **kw):
     torch.manual_seed(seed)
     return create_model(VIT, mjp=MJPConfig.variant(variant, **kw), **TINY_VIT)
+
+
+def train_forward(model, x, seed=0):
+    """A training-mode forward with a shuffle drawn as the engine draws it."""
+    return model.train()(x, shuffle=MJPAlgorithm.for_model(model, seed=seed).shuffle(x, epoch=0))
 
 
 @pytest.mark.parametrize("variant", ["A", "J"])
@@ -43,7 +49,8 @@ def test_every_table4_variant_trains_a_step(letter):
     model = build(letter).train()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    out = model(torch.randn(8, 3, 32, 32))
+    x = torch.randn(8, 3, 32, 32)
+    out = model(x, shuffle=MJPAlgorithm.for_model(model, seed=0).shuffle(x, epoch=0))
     logits, aux = (out.logits, out.loss_dal) if isinstance(out, MJPOutput) else (out, 0.0)
     assert logits.shape == (8, 10)
     loss = torch.nn.functional.cross_entropy(logits, torch.arange(8)) + 0.01 * aux
@@ -82,12 +89,34 @@ def test_eval_mode_does_not_shuffle_unless_asked():
     assert not torch.equal(model(x), model(x, shuffle=shuffle))
 
 
-def test_training_shuffles_are_reproducible_from_the_seed():
+def test_the_model_is_a_pure_function_and_the_algorithm_holds_the_randomness():
     x = torch.randn(2, 3, 32, 32)
-    a, b = build("G", seed=3).train(), build("G", seed=3).train()
-    assert torch.equal(a(x), b(x))
-    a.mjp_reseed(99)
-    assert not torch.equal(a(x), b(x))
+    model = build("G", seed=3).train()
+    assert torch.equal(model(x), model(x))  # no shuffle drawn inside the model, in training mode too
+    a, b = (MJPAlgorithm.for_model(model, seed=3) for _ in range(2))
+    assert torch.equal(model(x, shuffle=a.shuffle(x, 0)), model(x, shuffle=b.shuffle(x, 0)))
+    other = MJPAlgorithm.for_model(model, seed=99)
+    assert not torch.equal(a.shuffle(x, 0).mask, other.shuffle(x, 0).mask)
+    assert not any(isinstance(v, torch.Generator) for v in vars(model).values())
+    assert not hasattr(model, "mjp_active") and not hasattr(model, "_mjp_active_shuffle")
+
+
+def test_jigsaw_warmup_epochs_are_unshuffled():
+    model = build("J")
+    algorithm = MJPAlgorithm.for_model(model, seed=0, warmup_epochs=2)
+    x = torch.randn(2, 3, 32, 32)
+    assert algorithm.shuffle(x, 0) is None and algorithm.shuffle(x, 1) is None
+    assert algorithm.shuffle(x, 2).mask.any()
+
+
+def test_the_algorithm_state_round_trips():
+    model, x = build("J"), torch.randn(2, 3, 32, 32)
+    a = MJPAlgorithm.for_model(model, seed=5)
+    state = a.state_dict()
+    first = a.shuffle(x, 0)
+    b = MJPAlgorithm.for_model(model, seed=6)
+    b.load_state_dict(state)
+    assert torch.equal(b.shuffle(x, 0).perm, first.perm)
 
 
 @pytest.mark.parametrize(
@@ -103,7 +132,7 @@ def test_timm_vit_options(extra):
     model = create_model(VIT, mjp=MJPConfig.variant("J"), **kw)
     x = torch.randn(2, 3, 32, 32)
     assert torch.equal(ref(x), model.eval()(x))
-    out = model.train()(x)
+    out = train_forward(model, x)
     (out.logits.sum() + out.loss_dal).backward()
     assert model.mjp_unk_embed.grad.abs().sum() > 0
 
@@ -111,7 +140,7 @@ def test_timm_vit_options(extra):
 def test_dynamic_img_size_shuffles_other_sizes():
     torch.manual_seed(0)
     model = create_model(VIT, mjp=MJPConfig.variant("F"), dynamic_img_size=True, **TINY_VIT).train()
-    out = model(torch.randn(2, 3, 48, 40))
+    out = train_forward(model, torch.randn(2, 3, 48, 40))
     assert out.shape == (2, 10)
 
 
@@ -120,8 +149,8 @@ def test_swin_gets_an_absolute_pe_and_mjp():
     model = create_model(
         "swin_tiny_patch4_window7_224", mjp=MJPConfig.variant("J"),
         img_size=32, window_size=4, embed_dim=16, depths=(1, 1), num_heads=(1, 2), num_classes=10,
-    ).train()
-    out = model(torch.randn(2, 3, 32, 32))
+    )
+    out = train_forward(model, torch.randn(2, 3, 32, 32))
     (out.logits.sum() + out.loss_dal).backward()
     assert model.absolute_pos_embed.shape == (1, 64, 16) and model.absolute_pos_embed.grad is not None
     assert model.mjp_unk_embed.grad.abs().sum() > 0
@@ -174,9 +203,30 @@ def test_reference_idx_adds_its_table_to_every_slot():
     assert torch.equal(ours.mjp_slot_pos(ours.mjp_grid, None), ours.mjp_pe_rows())  # ours: only at shuffled slots
 
 
+@pytest.mark.parametrize("extra", [{}, dict(dynamic_img_size=True)], ids=["fixed", "dynamic_img_size"])
+def test_reference_idx_is_added_in_the_unshuffled_forward_too(extra):
+    """Evaluation (no shuffle) of a reference-mode IDX model must see E_idx, as its training did."""
+    torch.manual_seed(0)
+    model = create_model(VIT, mjp=MJPConfig.variant("F", idx_mode="reference"), **TINY_VIT, **extra).eval()
+    x = torch.randn(2, 3, 32, 32)
+    with_idx = model(x)
+    with torch.no_grad():
+        model.mjp_idx_embed.zero_()
+    without = model(x)
+    assert not torch.allclose(with_idx, without)
+    torch.manual_seed(0)
+    plain = timm.create_model(VIT, **TINY_VIT, **extra).eval()
+    assert torch.allclose(without, plain(x), atol=1e-6)  # E_idx = 0: exactly timm's forward
+
+
 def test_reference_spp_moves_every_patch_with_one_batch_order():
     model = create_model(VIT, mjp=MJPConfig.variant("C", spp_mode="reference", mask_ratio=0.27), **TINY_VIT).train()
-    shuffle = model.mjp_sample_shuffle(torch.randn(3, 3, 32, 32))
+    x = torch.randn(3, 3, 32, 32)
+    shuffle = MJPAlgorithm.for_model(model, seed=0).shuffle(x, 0)
     assert shuffle.mask.all() and torch.equal(shuffle.perm[0], shuffle.perm[1]) and torch.equal(shuffle.perm[1], shuffle.perm[2])
+    assert (shuffle.pixel_order == shuffle.pixel_order[:1, :1]).all()  # one pixel order for every patch of the batch
     ours = create_model(VIT, mjp=MJPConfig.variant("C", mask_ratio=0.27), **TINY_VIT).train()
-    assert (ours.mjp_sample_shuffle(torch.randn(3, 3, 32, 32)).mask.sum(1) == 17).all()  # round(64 x 0.27)
+    spp = MJPAlgorithm.for_model(ours, seed=0).shuffle(x, 0)
+    assert (spp.mask.sum(1) == 17).all()  # round(64 x 0.27)
+    assert spp.pixel_order.shape == (3, 64, 16)
+    assert not torch.equal(ours(x, shuffle=spp), ours(x, shuffle=type(spp)(spp.mask, spp.perm, spp.grid)))  # the pixels moved

@@ -18,9 +18,9 @@ import torch.multiprocessing as mp
 
 from mjp import sample_shuffle
 from trainables.config import build_config
-from trainables.engine import build_model, build_state, seed_everything, train_one_epoch
+from mjp.algorithm import MJPAlgorithm
+from trainables.engine import build_algorithm, build_model, build_state, seed_everything, train_one_epoch
 from trainables.data import DataShape
-from trainables.seeds import derive_seed
 
 STEPS, PER_RANK, WORLD = 3, 8, 2
 TINY = {"model": {"kwargs": {"patch_size": 2, "embed_dim": 32, "depth": 2, "num_heads": 2}},
@@ -45,9 +45,9 @@ def train(variant: str, rank: int, world: int) -> torch.nn.Module:
     model = build_model(cfg, SHAPE)
     part = slice(rank * PER_RANK * WORLD // world, (rank + 1) * PER_RANK * WORLD // world)
     fixed = iter([None if s is None else type(s)(s.mask[part], s.perm[part], s.grid) for s in shuffles(variant)])
-    model.mjp_sample_shuffle = lambda x: next(fixed)
     wrapped = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
     state = build_state(cfg, wrapped, STEPS, world)
+    state.algorithm.shuffle = lambda x, epoch: next(fixed)
     state.total_steps = STEPS
     train_one_epoch(cfg, state, [(x[part], y[part]) for x, y in batches()], torch.device("cpu"))
     return model
@@ -77,16 +77,14 @@ def test_each_rank_draws_its_own_masks():
     cfg = build_config(TINY)
     masks = []
     for rank in range(WORLD):
-        model = build_model(cfg, SHAPE).train()
-        model.mjp_reseed(derive_seed(cfg.mjp.seed, "jigsaw", rank))  # as the worker loop does
-        masks.append(model.mjp_sample_shuffle(torch.zeros(PER_RANK, 1, 8, 8)).mask)
+        model = build_model(cfg, SHAPE)
+        masks.append(build_algorithm(cfg, model, rank).shuffle(torch.zeros(PER_RANK, 1, 8, 8), epoch=0).mask)  # as the worker loop does
     assert not torch.equal(masks[0], masks[1])
 
 
 def test_ranks_would_share_masks_without_their_own_seeds():
     """The control: the same seed on both ranks gives the same masks (what per-rank seeds avoid)."""
     cfg = build_config(TINY)
-    a, b = (build_model(cfg, SHAPE).train() for _ in range(2))
-    a.mjp_reseed(5), b.mjp_reseed(5)
+    a, b = (MJPAlgorithm.for_model(build_model(cfg, SHAPE), seed=5) for _ in range(2))
     x = torch.zeros(PER_RANK, 1, 8, 8)
-    assert torch.equal(a.mjp_sample_shuffle(x).mask, b.mjp_sample_shuffle(x).mask)
+    assert torch.equal(a.shuffle(x, 0).mask, b.shuffle(x, 0).mask)

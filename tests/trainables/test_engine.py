@@ -71,12 +71,14 @@ def test_lr_schedule_warms_up_then_decays_to_min():
 
 
 def test_jigsaw_warmup_turns_the_shuffle_off():
+    """No slot is shuffled in a warm-up epoch, so E_unk gets no gradient and stays as it was."""
     cfg, model, state, train, _ = setup({"optim.jigsaw_warmup_epochs": 1})
+    unk = model.mjp_unk_embed.detach().clone()
     train_one_epoch(cfg, state, train, CPU)
-    assert model.mjp_active is False
+    assert torch.equal(model.mjp_unk_embed, unk)
     state.epoch = 1
     train_one_epoch(cfg, state, train, CPU)
-    assert model.mjp_active is True
+    assert not torch.equal(model.mjp_unk_embed, unk)
 
 
 def test_a_nan_loss_stops_the_run_with_its_epoch():
@@ -89,3 +91,18 @@ def test_a_nan_loss_stops_the_run_with_its_epoch():
         model.head.weight.fill_(float("nan"))
     with pytest.raises(NonFiniteLossError, match="train/loss is nan in epoch 1"):
         train_one_epoch(cfg, state, train, CPU, on_log=lambda m, step: None)
+
+
+def test_masks_do_not_depend_on_the_loader_worker_count():
+    """Masks come from the run's jigsaw generator on the training device, one draw per batch, so
+    the number of data-loader processes cannot change them."""
+    drawn = {}
+    for workers in (0, 2):
+        cfg, model, state, _, _ = setup({"optim.epochs": 1})
+        bundle = load_datasets(cfg)
+        loader = DataLoader(bundle.train, batch_size=64, shuffle=True, drop_last=True, num_workers=workers, generator=torch.Generator().manual_seed(0))
+        masks, sample = [], state.algorithm.shuffle
+        state.algorithm.shuffle = lambda x, epoch: masks.append(sample(x, epoch)) or masks[-1]
+        train_one_epoch(cfg, state, loader, CPU)
+        drawn[workers] = torch.stack([s.mask for s in masks])
+    assert torch.equal(drawn[0], drawn[2])

@@ -1,0 +1,81 @@
+"""``MJPAlgorithm``: what MJP adds to a training loop beside the model (Algorithm 1 as a step hook).
+
+The model is a pure function of its inputs and parameters: ``model(x, shuffle=...)``. Everything
+that changes from batch to batch lives here: the generator that draws masks, permutations and
+SPP's pixel orders; the jigsaw warm-up (the reference code trains its first epochs unshuffled);
+"which shuffle does this batch get"; and lambda, the DAL loss weight, over training. A training
+loop builds one per data-parallel worker, asks it for each batch's shuffle, hands that shuffle to
+the model, and checkpoints its ``state_dict`` with the rest of the training state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from mjp.config import MJPConfig
+from mjp.dal import dal_weight_at
+from mjp.jigsaw import JigsawShuffle, patch_grid, pixel_orders, sample_shuffle
+
+
+class MJPAlgorithm:
+    """Per-batch decisions of MJP for one model on one worker.
+
+    Args:
+        cfg: the model's ``MJPConfig``.
+        patch_size: the model's jigsaw patch (``model.mjp_patch_size()``).
+        seed: seeds the generator (derive one per worker: ``seed + rank`` or a hash of both).
+        device: where masks are drawn (the training device: no host work, no copy per step).
+        warmup_epochs: epochs trained without the jigsaw (reference code: 20; ours: 0).
+    """
+
+    def __init__(self, cfg: MJPConfig, patch_size: tuple[int, int], *, seed: int, device: torch.device | str = "cpu", warmup_epochs: int = 0):
+        self.cfg = cfg
+        self.patch_size = tuple(patch_size)
+        self.warmup_epochs = warmup_epochs
+        self.generator = torch.Generator(device=device).manual_seed(seed)
+
+    @classmethod
+    def for_model(cls, model: Any, *, seed: int, device: torch.device | str = "cpu", warmup_epochs: int = 0) -> "MJPAlgorithm":
+        """The algorithm of an MJP model (anything with ``mjp_cfg`` and ``mjp_patch_size()``)."""
+        return cls(model.mjp_cfg, model.mjp_patch_size(), seed=seed, device=device, warmup_epochs=warmup_epochs)
+
+    def shuffles_in(self, epoch: int) -> bool:
+        """Whether batches of ``epoch`` (0-based) are shuffled."""
+        return self.cfg.shuffles and epoch >= self.warmup_epochs
+
+    def shuffle(self, images: torch.Tensor, epoch: int) -> JigsawShuffle | None:
+        """This batch's shuffle for ``images [B, C, H, W]`` in ``epoch``, on the generator's device,
+        or None when MJP does not shuffle then. SPP's shuffle carries its pixel orders."""
+        if not self.shuffles_in(epoch):
+            return None
+        cfg = self.cfg
+        grid = patch_grid(tuple(images.shape[-2:]), self.patch_size)
+        spp = cfg.shuffle == "patches_and_pixels"
+        reference_spp = spp and cfg.spp_mode == "reference"
+        shuffle = sample_shuffle(
+            images.shape[0],
+            grid,
+            1.0 if reference_spp else cfg.mask_ratio,  # the reference's SPP moves every patch
+            generator=self.generator,
+            per_batch=cfg.mask_mode == "per_batch" or reference_spp,
+            apply_prob=cfg.jigsaw_prob,
+            min_block=cfg.min_block_patches,
+            aspect_ratio=cfg.aspect_ratio,
+        )
+        if spp:
+            order = pixel_orders(shuffle.mask, self.patch_size, generator=self.generator, shared=reference_spp)
+            shuffle = JigsawShuffle(shuffle.mask, shuffle.perm, shuffle.grid, order)
+        return shuffle.to(images.device)
+
+    def dal_weight(self, progress: float, warmup: float = 0.0) -> float:
+        """lambda at ``progress`` in [0, 1] of all steps (``mjp.dal.dal_weight_at``)."""
+        return dal_weight_at(self.cfg, progress, warmup)
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """The generator's state (a uint8 tensor), for checkpoints."""
+        return {"generator": self.generator.get_state()}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        self.generator.set_state(state["generator"])
