@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from mjp import MJPConfig
-from mjp.dal import DALHead, dal_loss, dal_weight_at, grid_targets, position_weights
+from mjp.dal import DALHead, dal_loss, dal_weight_at, grid_targets, position_weights, top2_subspace
 
 
 def linear_grid_pe(grid=(6, 7), dim=16, seed=0):
@@ -102,6 +102,40 @@ def test_pca_subspace_matches_the_svd():
     g = torch.Generator().manual_seed(3)
     x = torch.randn(60, 24, generator=g) @ torch.diag(torch.linspace(5, 0.1, 24))
     x = x - x.mean(0)
-    q = top2_subspace(x, torch.full((60,), 1 / 60), torch.randn(60, 2, generator=g), iterations=200)
+    q = top2_subspace(x, torch.full((60,), 1 / 60))
     v = torch.linalg.svd(x, full_matrices=False).Vh[:2].T
     assert torch.allclose(q @ q.T, v @ v.T, atol=1e-4)  # the same subspace
+
+
+def _angle_degrees(q: torch.Tensor, v: torch.Tensor) -> float:
+    """Largest principal angle between the spans of two orthonormal ``[D, 2]`` bases (from its sine,
+    which, unlike the cosine, resolves small angles)."""
+    q, v = q.double(), v.double()
+    sines = torch.linalg.svdvals(q - v @ (v.T @ q)).clamp(max=1.0)
+    return math.degrees(math.asin(sines.max().item()))
+
+
+@pytest.mark.parametrize("n, d", [(196, 384), (64, 32)], ids=["N < D (DeiT-S)", "N > D"])
+def test_pca_head_subspace_is_exact_on_a_flat_spectrum_at_initialisation(n, d):
+    """A PE at initialisation (trunc-normal rows): s1..s4 nearly equal. The pca head's subspace is the
+    exact SVD's (16 subspace iterations left it 40 degrees off)."""
+    g = torch.Generator().manual_seed(0)
+    u, _ = torch.linalg.qr(torch.randn(n, d, generator=g, dtype=torch.float64))
+    v, _ = torch.linalg.qr(torch.randn(d, d, generator=g, dtype=torch.float64))
+    k = min(n, d)
+    spectrum = torch.linspace(0.66, 0.3, k, dtype=torch.float64)
+    spectrum[1] = 0.66 * 0.995  # s1 ~ s2, s2 / s3 ~ 1.01: a gap, but a small one
+    rows = (u[:, :k] * spectrum) @ v[:, :k].T
+    rows = (rows - rows.mean(0)).float()
+    q = top2_subspace(rows, torch.full((n,), 1 / n))
+    exact = torch.linalg.svd(rows.double(), full_matrices=False).Vh[:2].T
+    assert _angle_degrees(q, exact) < 0.5
+
+
+def test_pca_head_subspace_is_exact_on_a_decaying_spectrum():
+    """A trained-like PE: a steep spectrum (s1 / s2 = 4): deflation keeps the second direction."""
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(196, 48, generator=g) @ torch.diag(torch.logspace(1, -2, 48))
+    x = x - x.mean(0)
+    q = top2_subspace(x, torch.full((196,), 1 / 196))
+    assert _angle_degrees(q, torch.linalg.svd(x.double(), full_matrices=False).Vh[:2].T) < 0.01
