@@ -20,6 +20,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+#: Every seed of a run lies in ``[0, SEED_BOUND)``: what numpy, Ray Data and torch all take as they
+#: are, so no consumer reduces a seed (configs refuse larger ones).
+SEED_BOUND = 2**32
+
 Shuffle = Literal["none", "patches", "patches_and_pixels"]
 PosEmbed = Literal["standard", "none", "unk", "idx"]
 DalHead = Literal["none", "pca", "linear", "mlp"]
@@ -59,7 +63,7 @@ class MJPConfig(BaseModel):
     dal_schedule: DalSchedule = "constant"
     dal_final_weight: float = Field(0.005, ge=0.0)
     patch_size: int | None = Field(None, ge=1, description="pixel patch size for models without a patch embedding (ResNet); default 16")
-    seed: int = 0
+    seed: int = Field(0, ge=0, lt=SEED_BOUND)
 
     @model_validator(mode="after")
     def _consistent(self) -> "MJPConfig":

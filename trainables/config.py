@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from mjp.config import TABLE4, TABLE4_NAMES, MJPConfig
+from mjp.config import SEED_BOUND, TABLE4, TABLE4_NAMES, MJPConfig
 from mjp.keys import CONSISTENCY_RATIO, CORRUPTIONS, PE_EV_DIMS, SHUFFLE_EVAL_RATIOS
 from trainables.errors import ConfigError
 from trainables.overrides import apply_overrides, did_you_mean, flatten, parse_overrides
@@ -47,7 +47,7 @@ class DataSection(_Section):
     repeated_aug: int = Field(1, ge=1, description="repeats per sample (DeiT's repeated augmentation: 3)")
     train_limit: int | None = Field(None, ge=1, description="use only the first N training images")
     val_limit: int | None = Field(None, ge=1, description="use only the first N validation images")
-    seed: int | None = Field(None, description="sample order; default: derived from runtime.seed")
+    seed: int | None = Field(None, ge=0, lt=SEED_BOUND, description="sample order; default: derived from runtime.seed")
     on_bad_image: Literal["fail", "skip"] = Field("fail", description="imagefolder: an unreadable image fails the run, or is skipped and counted")
     #: ``torch``: a DataLoader per worker (decoding on that worker's node); ``ray_data``: the
     #: training split decoded and augmented by Ray Data tasks on any CPU node (imagefolder only)
@@ -117,7 +117,7 @@ class EvalSection(_Section):
     robustness: RobustnessSection | None = None
     pe_analysis: PEAnalysisSection | None = None
     shuffle_ratios: tuple[float, ...] = SHUFFLE_EVAL_RATIOS
-    seed: int | None = Field(None, description="test-time shuffles, attacks, corruptions; default: derived from runtime.seed")
+    seed: int | None = Field(None, ge=0, lt=SEED_BOUND, description="test-time shuffles, attacks, corruptions; default: derived from runtime.seed")
 
     @field_validator("shuffle_ratios")
     @classmethod
@@ -144,7 +144,7 @@ class ScalingSection(_Section):
 
 
 class RuntimeSection(_Section):
-    seed: int = Field(0, ge=0, description="drives every random stream of the run (trainables/seeds.py)")
+    seed: int = Field(0, ge=0, lt=SEED_BOUND, description="drives every random stream of the run (trainables/seeds.py)")
     amp: Literal["none", "bf16", "fp16"] = "none"
     channels_last: bool = False
     compile: bool = False

@@ -20,6 +20,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from mjp.config import SEED_BOUND
 from trainables.config import DataSection, TrainConfig
 from trainables.image_folder import IMAGE_EXTENSIONS, UnreadableImage
 from trainables.shards import shard_metadata
@@ -77,7 +78,7 @@ def train_dataset(cfg: TrainConfig) -> Any:
         classes = {name: i for i, name in enumerate(names)}
         ds = ray.data.read_binary_files(
             str(root / "train"), include_paths=True, file_extensions=[e.lstrip(".") for e in IMAGE_EXTENSIONS],
-            shuffle=ray.data.FileShuffleConfig(seed=data.seed % 2**32),
+            shuffle=ray.data.FileShuffleConfig(seed=data.seed),
         )
     if data.train_limit is not None:
         ds = ds.limit(data.train_limit)
@@ -101,7 +102,7 @@ class RayDataLoader:
     def __iter__(self) -> Iterator[tuple[Any, Any]]:
         batches = self.iterator.iter_torch_batches(
             batch_size=self.batch_size, drop_last=True, device=self.device,
-            local_shuffle_buffer_size=SHUFFLE_BUFFER, local_shuffle_seed=(self.seed + self.epoch) % 2**32,
+            local_shuffle_buffer_size=SHUFFLE_BUFFER, local_shuffle_seed=(self.seed + self.epoch) % SEED_BOUND,
         )
         for step, batch in enumerate(batches):
             if step == self.steps:

@@ -42,7 +42,7 @@ class NonFiniteLossError(RuntimeError):
 def seed_everything(seed: int) -> None:
     """Seed the process-global generators (weight init, augmentation, mixup) of one worker."""
     random.seed(seed)
-    np.random.seed(seed % 2**32)
+    np.random.seed(seed)  # seeds are < 2**32 (trainables.seeds.SEED_BOUND)
     torch.manual_seed(seed)
 
 

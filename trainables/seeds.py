@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import hashlib
 
+from mjp.config import SEED_BOUND
+
 STREAMS: tuple[str, ...] = ("jigsaw", "eval", "data", "process")
 
 
 def derive_seed(seed: int, stream: str, rank: int = 0) -> int:
-    """A seed in ``[0, 2**62)`` for ``stream`` (and data-parallel ``rank``) of run seed ``seed``."""
+    """A seed in ``[0, SEED_BOUND)`` for ``stream`` (and data-parallel ``rank``) of run seed ``seed``."""
     if stream not in STREAMS:
         raise ValueError(f"unknown seed stream {stream!r}; allowed: {', '.join(STREAMS)}")
-    digest = hashlib.blake2b(f"mjp/{stream}/{int(seed)}/{int(rank)}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big") >> 2
+    digest = hashlib.blake2b(f"mjp/{stream}/{int(seed)}/{int(rank)}".encode(), digest_size=4).digest()
+    return int.from_bytes(digest, "big")

@@ -16,13 +16,13 @@ from typing import Any, Iterable
 
 import torch
 import torch.distributed as dist
-from timm.data.distributed_sampler import RepeatAugSampler
-from torch.utils.data import DataLoader, DistributedSampler, Subset
+from torch.utils.data import DataLoader, Subset
 
 from trainables.config import TrainConfig
 from trainables.data import DatasetBundle, data_info, dataset_inputs, load_datasets
 from trainables.engine import build_algorithm, build_model, build_state, evaluate, make_mixup, seed_everything, train_one_epoch
 from trainables.final_eval import final_evaluation
+from trainables.samplers import train_sampler
 from trainables.seeds import derive_seed
 from trainables.train_state import TrainState
 from trainables.tracking import EpochLogger, RunTracker
@@ -60,10 +60,7 @@ def make_loaders(cfg: TrainConfig, bundle: DatasetBundle, session: Any, train_si
 
         train = RayDataLoader(session.train_iterator(cfg), d.batch_size, train_size // (d.batch_size * world), d.seed, session.device)
         return train, train, val
-    if d.repeated_aug > 1:
-        sampler = RepeatAugSampler(bundle.train, num_replicas=world, rank=rank, shuffle=True, num_repeats=d.repeated_aug)
-    else:
-        sampler = DistributedSampler(bundle.train, num_replicas=world, rank=rank, shuffle=True, seed=cfg.data.seed % 2**63)
+    sampler = train_sampler(bundle.train, seed=d.seed, repeats=d.repeated_aug, rank=rank, world=world)
     train = DataLoader(bundle.train, sampler=sampler, drop_last=True, **common)
     return sampler, session.prepare_loader(train), val
 

@@ -2,13 +2,13 @@
 data order; the same seed twice gives the same ones (what error bars over seeds rely on)."""
 
 import torch
-from torch.utils.data import DistributedSampler
 
 from mjp.metrics import sample_eval_shuffle
 from trainables.config import build_config
 from trainables.data import DataShape
 from trainables.engine import build_algorithm, build_model
-from trainables.seeds import derive_seed
+from trainables.samplers import train_sampler
+from trainables.seeds import SEED_BOUND, derive_seed
 
 TINY = {"model": {"kwargs": {"patch_size": 2, "embed_dim": 16, "depth": 1, "num_heads": 2}}}
 X = torch.zeros(16, 1, 8, 8)
@@ -22,7 +22,7 @@ def streams(seed: int) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
     train = torch.stack([algorithm.shuffle(X, epoch=0).mask for _ in range(3)])
     gen = torch.Generator().manual_seed(derive_seed(cfg.eval.seed, "eval", 0))  # as evaluate_shuffles does
     evaluation = sample_eval_shuffle(model.eval(), X, 0.5, gen).mask
-    sampler = DistributedSampler(range(100), num_replicas=1, rank=0, shuffle=True, seed=cfg.data.seed % 2**63)
+    sampler = train_sampler(range(100), seed=cfg.data.seed, repeats=1, rank=0, world=1)
     return train, evaluation, list(sampler)
 
 
@@ -31,3 +31,33 @@ def test_two_seeds_differ_in_every_stream_and_one_seed_repeats_exactly():
     for name, x, y, z in zip(("training masks", "evaluation masks", "data order"), a, b, again):
         assert (x != y).any() if isinstance(x, torch.Tensor) else x != y, f"{name}: seeds 1 and 2 gave the same"
         assert torch.equal(x, z) if isinstance(x, torch.Tensor) else x == z, f"{name}: seed 1 twice differed"
+
+
+def test_repeated_augmentation_follows_the_seed():
+    """DeiT's repeated augmentation: two data seeds give two orders, one seed gives one (timm's
+    sampler alone seeds its shuffle with the epoch, the same for every seed)."""
+    def order(seed, epoch=0, rank=0):
+        sampler = train_sampler(range(600), seed=seed, repeats=3, rank=rank, world=2)
+        sampler.set_epoch(epoch)
+        return list(sampler)
+
+    assert order(1) == order(1) and order(1) != order(2)
+    assert order(1, epoch=0) != order(1, epoch=1)
+    assert order(1, rank=0) != order(1, rank=1)  # each worker its own share
+
+
+def test_every_derived_seed_fits_every_consumer():
+    """One rule: seeds lie in [0, 2**32) (numpy, Ray Data, torch), so nothing reduces them."""
+    assert all(0 <= derive_seed(s, stream, rank) < SEED_BOUND for s in (0, 1, 2**31) for stream in ("jigsaw", "eval", "data", "process") for rank in (0, 7))
+    cfg = build_config({}, {"runtime.seed": 3})
+    assert all(0 <= v < SEED_BOUND for v in (cfg.data.seed, cfg.eval.seed, cfg.mjp.seed))
+
+
+def test_a_seed_beyond_the_bound_is_refused_by_name():
+    import pytest
+
+    from trainables.errors import UserError
+
+    for key in ("data.seed", "eval.seed", "mjp.seed", "runtime.seed"):
+        with pytest.raises((UserError, ValueError), match=key.split(".")[0]):
+            build_config({}, {key: 2**32})
