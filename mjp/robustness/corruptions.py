@@ -3,8 +3,10 @@ from any images with ``imagecorruptions`` (the ``imagecorruptions-imaug`` packag
 
 Small images. The package's ``corrupt()`` refuses images under 32 pixels, but its 15 functions
 run on smaller ones (8x8 digits, 28x28 Fashion-MNIST: checked by the tests), so they are called
-directly. One-channel images are repeated to RGB for the corruption and averaged back (the
-colour corruptions, frost and snow, become grey). The corruptions' parameters are ImageNet's: on
+directly. One-channel images are repeated to RGB for the corruption and come back as one
+channel: the mean of the three for every corruption but the three noises, whose draws are
+independent per channel, so a mean would divide their strength by sqrt(3); these keep the first
+channel, one full-strength draw (the colour corruptions, frost and snow, become grey). The corruptions' parameters are ImageNet's: on
 28x28 images the same severity removes more of the picture than on 224x224 ones, so the values
 compare models on the same data, not to ImageNet-C.
 
@@ -26,6 +28,8 @@ from mjp.keys import CORRUPTIONS
 SEVERITIES: tuple[int, ...] = (1, 2, 3, 4, 5)
 #: functions that take a ``seed`` of their own (they ignore numpy's global one)
 _OWN_SEED = ("glass_blur", "impulse_noise")
+#: corruptions that draw independent noise per channel
+PER_CHANNEL_NOISE = ("gaussian_noise", "shot_noise", "impulse_noise")
 
 
 def _image_seed(seed: int, corruption: str, severity: int, index: int) -> int:
@@ -61,5 +65,5 @@ def corrupt(images: torch.Tensor, corruption: str, severity: int, *, seed: int) 
         np.random.set_state(saved)
     result = torch.from_numpy(out).permute(0, 3, 1, 2).float() / 255
     if images.shape[1] == 1:
-        result = result.mean(1, keepdim=True)
+        result = result[:, :1] if corruption in PER_CHANNEL_NOISE else result.mean(1, keepdim=True)
     return result.to(device=images.device, dtype=images.dtype)

@@ -95,3 +95,14 @@ def test_bad_corruption_arguments_are_named(bad, message):
     args = dict(corruption="fog", severity=1) | bad
     with pytest.raises(ValueError, match=message):
         corrupt(torch.rand(1, 3, 8, 8), args["corruption"], args["severity"], seed=0)
+
+
+@pytest.mark.parametrize("corruption", ["gaussian_noise", "shot_noise", "impulse_noise"])
+def test_noise_on_a_grey_image_is_as_strong_as_on_rgb(corruption):
+    """A grey image is corrupted as an RGB one with equal channels: its noise has RGB's strength
+    (averaging three independent channels back to one divided it by sqrt(3))."""
+    grey = torch.full((16, 1, 32, 32), 0.5)
+    rgb = grey.expand(-1, 3, -1, -1).contiguous()
+    noise_grey = (corrupt(grey, corruption, 3, seed=0) - grey).std().item()
+    noise_rgb = (corrupt(rgb, corruption, 3, seed=0) - rgb).std().item()
+    assert noise_grey == pytest.approx(noise_rgb, rel=0.1)
