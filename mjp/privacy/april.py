@@ -70,6 +70,17 @@ def _patch_pe_gradient(model: nn.Module, grads: dict[str, torch.Tensor], dal_wei
     return pe_grad[prefix:], pos[prefix:], prefix
 
 
+def min_norm_lstsq(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """The minimum-norm least-squares solution ``x [n, k]`` of ``a [m, n] x = b [m, k]``, on any device.
+
+    LAPACK's ``gelsd`` (SVD, singular values below ``eps * max(m, n) * s_max`` dropped) is what the
+    attack needs, since ``G_p`` has zero rows at E_unk's slots; CUDA's ``lstsq`` has only ``gels``,
+    which assumes full rank. The pseudo-inverse with the same cut-off is the same solution, and runs
+    wherever the model does (float64 in, float64 out).
+    """
+    return torch.linalg.pinv(a) @ b
+
+
 @torch.no_grad()
 def pe_gradient_condition(model: nn.Module, grads: dict[str, torch.Tensor], *, dal_weight: float = 0.0) -> float:
     """Condition number (largest / smallest singular value) of the solvable rows of ``G_p``: how
@@ -100,12 +111,12 @@ def april_reconstruct(model: nn.Module, grads: dict[str, torch.Tensor], *, dal_w
         g_cls = _param(grads, "cls_token")[0]  # [1, D]
         z_cls = model.cls_token.detach().double()[0] + (pos[:1] if prefix else 0)
         a = a - g_cls.T @ z_cls
-    z_patch = torch.linalg.lstsq(g_patch.T, a, driver="gelsd").solution  # [N, D]
+    z_patch = min_norm_lstsq(g_patch.T, a)  # [N, D]
     unknown = g_patch.abs().sum(-1) == 0  # slots whose PE got no gradient (E_unk): unrecoverable
     proj = model.patch_embed.proj
     bias = proj.bias.detach().double() if proj.bias is not None else 0
     e = proj.weight.detach().double().flatten(1)  # [D, C * ph * pw]
-    x_p = torch.linalg.lstsq(e, (z_patch - pos_patch - bias).T, driver="gelsd").solution.T  # [N, C*ph*pw]
+    x_p = min_norm_lstsq(e, (z_patch - pos_patch - bias).T).T  # [N, C*ph*pw]
     x_p[unknown] = 0
     return _assemble(x_p, model).float()
 

@@ -139,3 +139,17 @@ def test_at_init_float32_gradients_defeat_the_solve_that_float64_makes_exact():
     assert f32.scores["cond"] > 1e5 and f64.scores["cond"] == pytest.approx(f32.scores["cond"], rel=0.5)
     assert f64.scores["psnr"] > 60 and f32.scores["psnr"] < f64.scores["psnr"] - 30
     assert next(model.parameters()).dtype == torch.float32  # the client is a copy
+
+
+def test_the_solve_is_gelsd_s_minimum_norm_solution_without_gelsd():
+    """CUDA's lstsq has no gelsd; the pseudo-inverse gives LAPACK gelsd's answer on rank-deficient
+    systems (G_p has zero rows at E_unk's slots), so the attack runs on any device."""
+    from mjp.privacy.april import min_norm_lstsq
+
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(64, 17, generator=g, dtype=torch.float64)
+    a[:, [3, 9]] = 0  # two unknowns that no equation sees
+    b = torch.randn(64, 5, generator=g, dtype=torch.float64)
+    ours = min_norm_lstsq(a, b)
+    torch.testing.assert_close(ours, torch.linalg.lstsq(a, b, driver="gelsd").solution)
+    assert ours[[3, 9]].abs().max() < 1e-12  # the minimum-norm answer for what nothing determines
