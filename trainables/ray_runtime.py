@@ -28,6 +28,15 @@ _ENVIRONMENT = {
     "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",
     "TUNE_MAX_PENDING_TRIALS_PG": "1",
     "RAY_DEDUP_LOGS": "0",
+    **{
+        # One seed, one result on any x86-64 CPU with AVX2: torch's own kernels, MKL's GEMMs and
+        # oneDNN otherwise pick code paths by CPU (AVX-512 or not, Intel or AMD), and a 30-epoch
+        # training amplifies their last-bit differences into points of top-1. Pinned here, read
+        # when torch loads (and by the Ray workers, which inherit this environment).
+        "ATEN_CPU_CAPABILITY": "avx2",
+        "MKL_CBWR": "AVX2",
+        "ONEDNN_MAX_CPU_ISA": "AVX2",
+    },
 }
 
 _LOGGERS = ("ray", "py.warnings", "filelock", "urllib3", "alembic", "mlflow", "optuna", "torch", "timm")
