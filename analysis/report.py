@@ -16,8 +16,8 @@ import pandas as pd
 from analysis import evaluation_figures, figures as figs
 from analysis.html import figure_html, figure_row, image_html, page, paragraphs, preformatted, table_html
 from analysis.paper import TABLES
-from analysis.robustness import with_relative_mce
-from analysis.tables import PE, ROBUSTNESS, group_columns, missing_notes, paper_comparison, paper_text, study_table, to_latex, to_markdown
+from analysis.robustness import with_relative_mce, with_s4_mean_error
+from analysis.tables import PAPER_SETUP, PE, ROBUSTNESS, group_columns, missing_notes, paper_comparison, paper_text, setup_caption, study_table, to_latex, to_markdown
 from mjp import keys
 
 #: figure file name -> (figure function's name, caption)
@@ -81,6 +81,7 @@ class ReportFiles:
     figures: list[Path]
     notes: list[str]
     sections: dict[str, pd.DataFrame] = field(default_factory=dict)  # SECTIONS' tables the runs logged
+    setup: str = ""  # what the runs were measured on (``setup_caption``)
 
 
 def build_figures(runs: pd.DataFrame, ctx: ReportContext) -> tuple[dict[str, Any], list[str]]:
@@ -130,7 +131,7 @@ def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
 def write_report(runs: pd.DataFrame, out_dir: str | Path, ctx: ReportContext) -> ReportFiles:
     out = Path(out_dir)
     (out / "figures").mkdir(parents=True, exist_ok=True)
-    runs = with_relative_mce(runs)
+    runs = with_s4_mean_error(with_relative_mce(runs))
     table = study_table(runs)
     sections = {name: t for name, (_, metrics, _) in SECTIONS.items() if len(t := study_table(runs, metrics=metrics))}
     notes = missing_notes(runs)
@@ -147,11 +148,12 @@ def write_report(runs: pd.DataFrame, out_dir: str | Path, ctx: ReportContext) ->
         for suffix in ("png", "svg"):
             fig.savefig(out / "figures" / f"{name}.{suffix}", dpi=130, bbox_inches="tight")
         paths.append(out / "figures" / f"{name}.png")
-    markdown = _markdown(ctx, table, sections, paper, notes + figure_notes, [p.name for p in paths])
+    setup = setup_caption(runs)
+    markdown = _markdown(ctx, table, sections, paper, notes + figure_notes, [p.name for p in paths], setup)
     (out / "report.md").write_text(markdown)
     (out / "report.html").write_text(_html(runs, ctx, table, sections, paper, notes + figure_notes, drawn))
     _close(drawn)
-    return ReportFiles(out, out / "report.html", out / "report.md", table, paper, paths, notes + figure_notes, sections)
+    return ReportFiles(out, out / "report.html", out / "report.md", table, paper, paths, notes + figure_notes, sections, setup)
 
 
 def _close(drawn: dict[str, Any]) -> None:
@@ -164,14 +166,14 @@ def _close(drawn: dict[str, Any]) -> None:
             plt.close(fig)
 
 
-def _markdown(ctx: ReportContext, table: pd.DataFrame, sections: dict[str, pd.DataFrame], paper: dict[str, pd.DataFrame], notes: list[str], figure_files: list[str]) -> str:
+def _markdown(ctx: ReportContext, table: pd.DataFrame, sections: dict[str, pd.DataFrame], paper: dict[str, pd.DataFrame], notes: list[str], figure_files: list[str], setup: str) -> str:
     lines = [f"# {ctx.title}", "", " ".join(ctx.description.split()), "", *ctx.sweep_lines, "", to_markdown(table) if len(table) else "no run finished", ""]
     lines += [f"- {n}" for n in notes] + ([""] if notes else [])
     for name, t in sections.items():
         heading, _, note = SECTIONS[name]
         lines += [f"## {heading}", "", to_markdown(t), "", note, ""]
     for key, t in paper.items():
-        lines += ["## " + paper_text(key, t), ""]
+        lines += ["## " + paper_text(key, t, setup), ""]
     lines += [f"![{CAPTIONS.get(f.removesuffix('.png'), f)}](figures/{f})" for f in figure_files]
     return "\n".join(lines + ["", "Files: report.html (self-contained), table.{md,csv,tex}, runs.csv, figures/*.{png,svg}", ""])
 
@@ -191,7 +193,7 @@ def _html(runs: pd.DataFrame, ctx: ReportContext, table: pd.DataFrame, extra: di
         sections.append(("Best trial", paragraphs([ctx.best], "body")))
     for key, t in paper.items():
         body = table_html(t, f"paper-{key}") if len(t) else "<p>No run of this study answers to a row of this table with its metrics.</p>"
-        note = "Ours: this study's data and model (see the config below); the paper: DeiT-S on ImageNet-1K. Compare directions, not values."
+        note = f"Ours: {setup_caption(runs)}; the paper: {PAPER_SETUP}. Compare directions, not values."
         sections.append((f"The paper beside ours — {TABLES[key].title}", body + paragraphs([note] + ([TABLES[key].note] if TABLES[key].note else []))))
     sections.append(("Figures", "".join(figure_html(fig, CAPTIONS.get(name, name), CAPTIONS.get(name, name)) for name, fig in drawn.items())))
     sections.append(("Every run (links open it in the MLflow UI)", table_html(runs_table(runs), "runs", _run_links(runs, ctx))))

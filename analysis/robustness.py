@@ -1,4 +1,5 @@
-"""mCE relative to the study's baseline, for data that is not ImageNet (no AlexNet reference).
+"""mCE relative to the study's baseline, for data that is not ImageNet (no AlexNet reference), and
+the mean error over supplementary Table 4's 10 corruptions, to set beside that table's mean.
 
 Each run's corruption errors ``robust/<c>_err`` (means over the 5 severities) are divided by the
 baseline's (the mean over the finished runs of Table 4's row A), averaged over the corruptions
@@ -17,6 +18,18 @@ from mjp import keys
 def corruption_columns(runs: pd.DataFrame) -> list[str]:
     """The ``robust/<c>_err`` columns the runs logged, in the benchmark's order."""
     return [keys.robust_err_key(c) for c in keys.CORRUPTIONS if keys.robust_err_key(c) in runs.columns and runs[keys.robust_err_key(c)].notna().any()]
+
+
+def with_s4_mean_error(runs: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` with ``analysis.paper.MEAN_ERROR_S4`` where a run has all 10 of the table's corruption errors."""
+    from analysis.paper import CORRUPTIONS_S4, MEAN_ERROR_S4
+
+    columns = [keys.robust_err_key(c) for c in CORRUPTIONS_S4]
+    if not all(c in runs.columns for c in columns):
+        return runs
+    out = runs.copy()
+    out[MEAN_ERROR_S4] = runs[columns].mean(axis=1, skipna=False)
+    return out
 
 
 def with_relative_mce(runs: pd.DataFrame) -> pd.DataFrame:

@@ -205,11 +205,33 @@ def paper_comparison(runs: pd.DataFrame, table_key: str, by: list[str] | None = 
     return pd.DataFrame(rows) if pairs else pd.DataFrame()
 
 
-def paper_text(table_key: str, table: pd.DataFrame) -> str:
-    """The paper's table beside ours as console / Markdown text, with its title and note."""
+#: what the paper's numbers were measured on (every table of ``analysis.paper``)
+PAPER_SETUP = "DeiT-S on ImageNet-1K (224 px, 14x14 patches), 300 epochs"
+
+
+def setup_caption(runs: pd.DataFrame) -> str:
+    """What our finished runs were measured on: ``digits, vit_tiny_patch16_224 (D=64, depth 4,
+    patch 2), 30 epochs, seeds 0, 1, 2`` (what a reader needs beside the paper's setup)."""
+    done = finished(runs)
+
+    def values(column: str) -> list[str]:
+        return sorted({str(v) for v in done[column].dropna()}) if column in done else []
+
+    shape = ", ".join(f"{name}{'/'.join(values(col))}" for col, name in (("model.kwargs.embed_dim", "D="), ("model.kwargs.depth", "depth "), ("model.kwargs.patch_size", "patch ")) if values(col))
+    parts = ["/".join(values("data.name")), "/".join(values("model.name")) + (f" ({shape})" if shape else "")]
+    parts += [f"{'/'.join(values('optim.epochs'))} epochs"] if values("optim.epochs") else []
+    seeds = sorted({int(v) for v in done["runtime.seed"].dropna()}) if "runtime.seed" in done else []
+    parts += [f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"] if seeds else []
+    return ", ".join(p for p in parts if p)
+
+
+def paper_text(table_key: str, table: pd.DataFrame, ours: str = "") -> str:
+    """The paper's table beside ours as console / Markdown text: its title, both setups (``ours``:
+    ``setup_caption``), its note."""
     paper = TABLES[table_key]
     body = to_markdown(table) if len(table) else "(no run of this study answers to a row of this table with its metrics)"
-    return f"{paper.title}; the paper: DeiT-S on ImageNet-1K\n{body}" + (f"\nnote: {paper.note}" if paper.note else "")
+    setups = f"the paper: {PAPER_SETUP}" + (f"; ours: {ours}" if ours else "")
+    return f"{paper.title}; {setups}\n{body}" + (f"\nnote: {paper.note}" if paper.note else "")
 
 
 def to_markdown(table: pd.DataFrame) -> str:

@@ -116,7 +116,7 @@ def _print(files: Any, paper: bool) -> None:
         print(f"\n{heading}\n{to_markdown(t)}\n{note}")
     if paper:
         for key, t in files.paper.items():
-            print(f"\n{paper_text(key, t)}")
+            print(f"\n{paper_text(key, t, files.setup)}")
         if not files.paper:
             print("\n(this study names no table of the paper: add `paper: [...]` to its YAML)")
 
@@ -159,4 +159,4 @@ def publish_sweep_report(parent_run_id: str, study: Any, out_dir: str, uri: str 
     parent.set_note(f"{description}\n\n{to_markdown(files.table)}\n\nThe full report: artifacts, report/report.html")
     from analysis.tables import paper_text
 
-    return PublishedReport(to_markdown(files.table), files.html, {k: paper_text(k, v) for k, v in files.paper.items()})
+    return PublishedReport(to_markdown(files.table), files.html, {k: paper_text(k, v, files.setup) for k, v in files.paper.items()})

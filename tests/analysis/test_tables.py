@@ -140,3 +140,21 @@ def test_robustness_and_pe_tables_and_the_paper_s_tables_6_and_s4(tmp_path):
     assert (tmp_path / "figures" / "pe_explained_variance.png").is_file()
     html = files.html.read_text()
     assert "Robustness (Table 2, supplementary Table 4)" in html and "below 100 is more robust" in html
+
+
+def test_supplementary_table_4_compares_the_mean_over_its_own_ten_corruptions():
+    """Like with like: the paper's mCE column averages 10 corruptions; ours beside it too, not our 15."""
+    import pandas as pd
+
+    from analysis.paper import CORRUPTIONS_S4
+    from mjp import keys
+    from analysis.robustness import with_s4_mean_error
+    from analysis.tables import paper_comparison
+
+    errors = {keys.robust_err_key(c): 0.2 for c in keys.CORRUPTIONS}
+    errors.update({keys.robust_err_key(c): 0.4 for c in CORRUPTIONS_S4})  # 10 at 40%, the other 5 at 20%
+    runs = pd.DataFrame([{"run_id": "r1", "status": "FINISHED", "variant": "baseline", "sample.mjp.variant": "A", **errors,
+                          keys.ROBUST_MCE_UNNORMALIZED: sum(errors.values()) / 15}])
+    table = paper_comparison(with_s4_mean_error(runs), "s4")
+    row = table[table["metric"] == "mean of the 10"].iloc[0]
+    assert row.iloc[1] == "40.0" and row.iloc[2] == "44"  # ours over the same 10 corruptions, the paper's DeiT-S
