@@ -1,0 +1,87 @@
+"""``mjp analyze results`` and ``mjp analyze readme``: README.md's results tables from committed files
+(``analysis.results``)."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+from trainables.errors import UserError
+
+#: the checkout: README.md and results/ live here
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "results"
+
+
+def machine_description() -> str:
+    """``AMD EPYC, 2 cores, Linux`` (the CPU's model name from /proc/cpuinfo where there is one)."""
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{model}, {os.cpu_count()} cores, {platform.system()}"
+
+
+def current_commit() -> str:
+    try:
+        out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return out.stdout.strip() or "unknown"
+
+
+def cmd_analyze_results(args: argparse.Namespace) -> int:
+    import yaml
+
+    from analysis.results import from_runs, save
+    from analysis.runs import load_runs, load_sweeps, sweep_record
+    from trainables.tracking import check_store_readable, tracking_uri
+
+    uri = tracking_uri(args.uri)
+    check_store_readable(uri)
+    sweeps = load_sweeps(uri, args.study)
+    if sweeps.empty:
+        raise UserError(f"no sweep of study {args.study!r} in {uri}; run `mjp sweep run {args.study}` first")
+    newest = sweeps.iloc[0]
+    record = sweep_record(uri, newest.run_id)
+    paper = tuple(str(t) for t in (yaml.safe_load(record.study_yaml) or {}).get("paper", [])) if record.study_yaml else ()
+    runs = load_runs(uri, parent_run_id=newest.run_id)
+    started = datetime.datetime.fromtimestamp(newest.start_time.timestamp() if hasattr(newest.start_time, "timestamp") else 0, datetime.timezone.utc)
+    results = from_runs(runs, study=args.study, command=args.command or f"mjp sweep run {args.study}", machine=machine_description(),
+                        commit=current_commit(), date=started.strftime("%Y-%m-%d"), paper_tables=paper)
+    if not results.runs:
+        raise UserError(f"the newest sweep of {args.study!r} ({record.run_name}) has no finished run: nothing to write")
+    path = RESULTS / f"{args.study}.json"
+    save(results, path)
+    print(f"wrote {path.relative_to(ROOT)}: {len(results.runs)} finished runs of {record.run_name}; `mjp analyze readme` puts them in README.md")
+    return 0
+
+
+def cmd_analyze_readme(args: argparse.Namespace) -> int:
+    from analysis.results import readme_disagreements, rendered_blocks, with_blocks
+
+    readme_path = ROOT / "README.md"
+    try:
+        blocks = rendered_blocks(RESULTS, ROOT)
+        readme = readme_path.read_text()
+        if args.check:
+            problems = readme_disagreements(readme, blocks)
+            for line in problems:
+                print(line)
+            print("README.md agrees with results/" if not problems else "run `mjp analyze readme` to regenerate")
+            return 1 if problems else 0
+        updated = with_blocks(readme, blocks)
+    except ValueError as err:
+        raise UserError(str(err)) from None
+    if updated != readme:
+        readme_path.write_text(updated)
+    print(f"README.md: {len(blocks)} results block(s) {'updated' if updated != readme else 'already up to date'} ({', '.join(blocks)})")
+    return 0

@@ -1,0 +1,59 @@
+"""README.md's results tables are generated from results/*.json, and a test keeps them in agreement."""
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from analysis.results import from_runs, load, readme_disagreements, render, rendered_blocks, save, with_blocks
+from mjp import keys
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def sweep_runs() -> pd.DataFrame:
+    rows = []
+    for variant, letter, top1 in (("baseline", "A", 0.9), ("jp_unk_dal_mlp", "J", 0.88)):
+        for seed in (0, 1):
+            rows.append({"run_id": f"{letter}{seed}", "run_name": f"{letter}-{variant}-s{seed}", "status": "FINISHED", "variant": variant,
+                         "sample.mjp.variant": letter, "runtime.seed": seed, "data.name": "digits", "model.name": "vit_tiny_patch16_224",
+                         "model.kwargs.embed_dim": 64, "optim.epochs": 30, keys.VAL_TOP1: top1 + seed / 100, keys.VAL_CONSISTENCY: 0.5,
+                         "data.batch_size": 64, "perf/img_per_s": 1000.0})
+    rows.append({**rows[0], "run_id": "X", "run_name": "failed", "status": "FAILED"})
+    return pd.DataFrame(rows)
+
+
+def test_a_results_file_round_trips_and_renders_the_study_table(tmp_path):
+    results = from_runs(sweep_runs(), study="quickstart", command="mjp demo", machine="a CPU, 2 cores", commit="abc", date="2026-11-23", paper_tables=("4",))
+    assert len(results.runs) == 4 and all("data.batch_size" not in r and "perf/img_per_s" not in r for r in results.runs)  # finished runs, what tables need
+    save(results, tmp_path / "quickstart.json")
+    again = load(tmp_path / "quickstart.json")
+    assert again == results
+    text = render(again, "results/quickstart.json")
+    assert "| A: baseline | 90.5 ± 0.7 |" in text and "| J: JP + UNK + DAL (NLN) | 88.5 ± 0.7 |" in text
+    assert "digits, vit_tiny_patch16_224 (D=64), 30 epochs, seeds 0, 1" in text and "`mjp demo` on a CPU, 2 cores" in text
+    assert "Table 4" in text and "the paper: DeiT-S on ImageNet-1K" in text
+
+
+def test_the_readme_check_finds_a_changed_number_and_the_generator_fixes_it(tmp_path):
+    results = from_runs(sweep_runs(), study="demo", command="mjp demo", machine="m", commit="c", date="d", paper_tables=())
+    blocks = {"demo": render(results, "results/demo.json")}
+    readme = "# x\n<!-- results:demo -->\nold\n<!-- /results:demo -->\nrest\n"
+    assert readme_disagreements(readme, blocks) == ["results:demo: README.md differs from results/demo.json"]
+    fixed = with_blocks(readme, blocks)
+    assert readme_disagreements(fixed, blocks) == [] and fixed.endswith("rest\n")
+    with pytest.raises(ValueError, match="no <!-- results:other -->"):
+        with_blocks(readme, {"other": "x"})
+
+
+def test_a_file_that_is_not_a_results_file_is_named(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text('{"format": 99}')
+    with pytest.raises(ValueError, match="bad.json is not a results file"):
+        load(path)
+
+
+def test_readme_md_agrees_with_the_committed_results_files():
+    """Every results table in README.md is what `mjp analyze readme` makes from results/*.json."""
+    blocks = rendered_blocks(ROOT / "results", ROOT)
+    assert readme_disagreements((ROOT / "README.md").read_text(), blocks) == []
