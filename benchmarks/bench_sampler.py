@@ -1,0 +1,112 @@
+"""``mjp.sample_shuffle`` (masks + permutations for one batch): aten ops per call and time per call,
+against the per-round loop sampler of an earlier commit (``--baseline``, read from git), in one run.
+
+On a GPU the number of kernels matters as much as the FLOPs: each aten op is at least one launch.
+Ops are counted with a ``TorchDispatchMode`` (the same on any device); times are medians over
+``--repeats`` calls, synchronised on CUDA. Needs no Ray, so it runs on a bare GPU image too.
+
+    python benchmarks/bench_sampler.py [--device cuda] [--out BENCHMARKS.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from mjp.jigsaw import jigsaw_permutation, sample_shuffle  # noqa: E402
+
+CASES = ((64, 0.27, (14, 14)), (256, 0.1, (14, 14)), (256, 0.27, (14, 14)), (256, 0.5, (14, 14)), (256, 0.27, (24, 24)))
+
+
+class CountOps(TorchDispatchMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.count += 1
+        return func(*args, **(kwargs or {}))
+
+
+def baseline_sampler(commit: str):
+    """``sample_shuffle`` as it was at ``commit``: that commit's ``sample_block_masks`` + today's permutation."""
+    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:mjp/masking.py"], capture_output=True, text=True, check=True).stdout
+    path = Path(tempfile.mkdtemp()) / "masking_baseline.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("masking_baseline", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    def sample(batch, grid, ratio, *, generator):
+        mask = module.sample_block_masks(batch, grid, ratio, generator=generator)
+        return mask, jigsaw_permutation(mask, generator=generator)
+
+    return sample
+
+
+def ours(batch, grid, ratio, *, generator):
+    s = sample_shuffle(batch, grid, ratio, generator=generator)
+    return s.mask, s.perm
+
+
+def measure(sample, batch, grid, ratio, device: torch.device, repeats: int) -> tuple[int, float]:
+    gen = torch.Generator(device=device).manual_seed(0)
+    sample(batch, grid, ratio, generator=gen)  # warm-up, per-grid constants
+    with CountOps() as ops:
+        sample(batch, grid, ratio, generator=gen)
+    times = []
+    for _ in range(repeats):
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        sample(batch, grid, ratio, generator=gen)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        times.append(1e3 * (time.perf_counter() - start))
+    return ops.count, statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", help="where masks are drawn")
+    parser.add_argument("--baseline", default="1ccef97", help="the commit whose loop sampler is the baseline")
+    parser.add_argument("--repeats", type=int, default=20, help="timed calls per case (median)")
+    parser.add_argument("--out", help="append the table to this Markdown file")
+    args = parser.parse_args()
+    device = torch.device(args.device)
+    where = torch.cuda.get_device_name(device) if device.type == "cuda" else f"{platform.machine()} CPU, {os.cpu_count()} cores, {torch.get_num_threads()} threads"
+    old = baseline_sampler(args.baseline)
+    lines = [
+        f"### bench_sampler: sample_shuffle on {device.type} ({where}), median of {args.repeats} calls",
+        f"torch {torch.__version__}; baseline: the per-round loop sampler of commit {args.baseline}",
+        "",
+        "| batch | ratio | grid | aten ops: loop | aten ops: ours | ms: loop | ms: ours | loop / ours (time) |",
+        "| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for batch, ratio, grid in CASES:
+        ops_old, ms_old = measure(old, batch, grid, ratio, device, args.repeats)
+        ops_new, ms_new = measure(ours, batch, grid, ratio, device, args.repeats)
+        lines.append(f"| {batch} | {ratio:g} | {grid[0]}x{grid[1]} | {ops_old:,} | {ops_new} | {ms_old:.2f} | {ms_new:.2f} | {ms_old / ms_new:.1f}x |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        with open(args.out, "a") as fh:
+            fh.write("\n" + text)
+
+
+if __name__ == "__main__":
+    main()
