@@ -56,6 +56,26 @@ def target_count(num_patches: int, ratio: float) -> int:
     return int(round(num_patches * ratio))
 
 
+def smallest_ratio(num_patches: int, count: int = 2) -> float:
+    """The smallest ratio r (4 decimals, rounded up) with ``target_count(num_patches, r) >= count``."""
+    r = math.ceil((count - 0.5) / num_patches * 1e4) / 1e4
+    while target_count(num_patches, r) < count:
+        r += 1e-4
+    return round(r, 4)
+
+
+def check_grid_ratio(key: str, ratio: float, num_patches: int) -> None:
+    """The one rule for a shuffle ratio on an N-patch grid: 0 (nothing moves) or a ratio that selects
+    at least 2 patches (a jigsaw of one patch leaves the image as it was). Raises ``ValueError``
+    naming ``key``, the value and what is allowed."""
+    k = target_count(num_patches, ratio)
+    if ratio > 0 and k < 2:
+        raise ValueError(
+            f"{key}={ratio} selects round({num_patches} x {ratio}) = {k} of the {num_patches} patches, and a jigsaw "
+            f"needs at least 2; allowed: 0 (no shuffle) or >= {smallest_ratio(num_patches)} (2 patches)"
+        )
+
+
 def check_ratio(ratio: float) -> None:
     """Raise ``ValueError`` naming ``ratio`` unless it is a fraction in [0, 1] (NaN is refused)."""
     if not 0.0 <= ratio <= 1.0:

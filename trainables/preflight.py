@@ -7,7 +7,6 @@ patches on that grid, and the end-of-training evaluations can run on it.
 from __future__ import annotations
 
 import inspect
-import math
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,31 +83,19 @@ def _patch_grid_fits(cfg: TrainConfig, info: DataInfo, model: Any) -> None:
         )
 
 
-def _min_ratio(n: int, count: int = 2) -> float:
-    """The smallest ratio r (4 decimals, rounded up) with ``round(n * r) >= count``."""
-    from mjp.masking import target_count
-
-    r = math.ceil((count - 0.5) / n * 1e4) / 1e4
-    while target_count(n, r) < count:
-        r += 1e-4
-    return round(r, 4)
-
-
 def _ratios_select_patches(cfg: TrainConfig, n: int) -> None:
-    from mjp.masking import target_count
+    """Every shuffle ratio of the run against ``mjp.masking.check_grid_ratio`` (the one rule)."""
+    from mjp.masking import check_grid_ratio
 
-    m = cfg.mjp
-    if m.shuffle != "none" and m.jigsaw_prob > 0 and m.mask_ratio > 0 and target_count(n, m.mask_ratio) == 0:
-        raise ConfigError(
-            f"mjp.mask_ratio={m.mask_ratio} selects round({n} x {m.mask_ratio}) = 0 of the {n} patches, so "
-            f"mjp.shuffle={m.shuffle!r} would never shuffle anything; allowed: 0 (jigsaw off) or >= {_min_ratio(n)} (2 patches)"
-        )
-    ratios = [("eval.consistency_ratio", cfg.eval.consistency_ratio)] + [("eval.shuffle_ratios", r) for r in cfg.eval.shuffle_ratios]
+    ratios = [("mjp.mask_ratio", cfg.mjp.mask_ratio)] if cfg.mjp.shuffles else []
+    ratios += [("eval.consistency_ratio", cfg.eval.consistency_ratio)] + [("eval.shuffle_ratios", r) for r in cfg.eval.shuffle_ratios]
     if cfg.eval.privacy is not None:
         ratios.append(("eval.privacy.ratio", cfg.eval.privacy.ratio))
     for key, r in ratios:
-        if r > 0 and target_count(n, r) < 2:
-            raise ConfigError(f"{key}: ratio {r} shuffles {target_count(n, r)} of the {n} patches, which leaves the image unchanged; allowed: 0 or >= {_min_ratio(n)}")
+        try:
+            check_grid_ratio(key, r, n)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
 
 
 def _loader_fits(cfg: TrainConfig) -> None:

@@ -19,7 +19,7 @@ from timm.models.swin_transformer import SwinTransformer
 from timm.models.vision_transformer import VisionTransformer
 
 from mjp.config import MJPConfig
-from mjp.masking import target_count
+from mjp.masking import check_grid_ratio
 from mjp.models.april_block import use_april_block
 from mjp.models.resnet import MJPResNet
 from mjp.models.swin import MJPSwinTransformer
@@ -76,12 +76,8 @@ def takes_image_size(name: str) -> bool:
 
 def _check_grid(cfg: MJPConfig, grid: tuple[int, int], name: str) -> None:
     n = grid[0] * grid[1]
-    k = target_count(n, cfg.mask_ratio)
-    if cfg.shuffles and k == 1:
-        raise ValueError(
-            f"mjp.mask_ratio={cfg.mask_ratio} selects 1 of the {n} patches of {name}'s {grid[0]}x{grid[1]} grid, "
-            f"and a jigsaw needs at least 2; allowed: 0 or >= {1.5 / n:.4f}"
-        )
+    if cfg.shuffles:
+        check_grid_ratio("mjp.mask_ratio", cfg.mask_ratio, n)
     if cfg.shuffles and cfg.min_block_patches > n:
         raise ValueError(f"mjp.min_block_patches={cfg.min_block_patches} exceeds the {n} patches of {name}'s grid; allowed: 1..{n}")
 

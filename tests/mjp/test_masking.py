@@ -126,3 +126,15 @@ def test_masks_are_blocky_at_every_training_ratio(ratio, gen):
         components += n
         lone += int((np.bincount(labels.ravel())[1:] == 1).sum())
     assert lone / components < 0.01
+
+
+@pytest.mark.parametrize("n, ratio, ok", [(16, 0.0, True), (16, 0.01, False), (16, 0.09, False), (16, 0.0938, True), (196, 0.005, False), (196, 0.01, True)])
+def test_one_rule_for_ratios_on_a_grid_zero_or_two_patches(n, ratio, ok):
+    from mjp.masking import check_grid_ratio, smallest_ratio
+
+    if ok:
+        check_grid_ratio("mjp.mask_ratio", ratio, n)
+    else:
+        with pytest.raises(ValueError, match=rf"mjp.mask_ratio={ratio} selects .* allowed: 0 \(no shuffle\) or >= {smallest_ratio(n)}"):
+            check_grid_ratio("mjp.mask_ratio", ratio, n)
+    assert target_count(n, smallest_ratio(n)) == 2
