@@ -2,8 +2,10 @@
 
 Every epoch all workers report metrics; at checkpoint epochs rank 0 attaches the training state.
 Checkpoints are written every ``runtime.checkpoint_every`` epochs, at the last epoch, at the
-epochs a scheduler decides at (ASHA's rungs, passed in as ``checkpoint_epochs``) and at an
-injected failure; a restart resumes from the latest one. Rank 0 alone writes to MLflow; MLflow
+epochs a scheduler decides at (ASHA's rungs, passed in as ``checkpoint_epochs``), at an injected
+failure, and at the end of any epoch that ends ``runtime.checkpoint_minutes`` or more after the
+last checkpoint (so a lost worker costs at most that much, or one epoch); a restart resumes from
+the latest one. Rank 0 alone writes to MLflow; MLflow
 steps are epochs, and a resumed run does not log again the epochs (or running-loss steps) that
 were logged before it stopped.
 """
@@ -11,6 +13,7 @@ were logged before it stopped.
 from __future__ import annotations
 
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -47,6 +50,11 @@ def checkpoint_epochs(cfg: TrainConfig, extra: Iterable[int] = ()) -> set[int]:
     if cfg.runtime.fail_after_epoch:
         chosen.add(cfg.runtime.fail_after_epoch)
     return chosen
+
+
+def checkpoint_due(cfg: TrainConfig, epoch: int, saves: set[int], since_last_s: float) -> bool:
+    """Whether the checkpoint after ``epoch`` (1-based) is written: a chosen epoch, or time's up."""
+    return epoch in saves or since_last_s >= 60 * cfg.runtime.checkpoint_minutes
 
 
 def make_loaders(cfg: TrainConfig, bundle: DatasetBundle, session: Any, train_size: int) -> tuple[Any, Any, DataLoader]:
@@ -91,6 +99,7 @@ def train_loop(cfg: TrainConfig, session: Any, *, tracking_uri: str | None, run_
     for dataset in dataset_inputs(cfg, bundle) if tracker else []:
         tracker.log_dataset(dataset.name, dataset.digest, dataset.source, dataset.profile, dataset.context)
     saves = checkpoint_epochs(cfg, extra_checkpoints)
+    last_save = time.monotonic()
 
     while state.epoch < cfg.optim.epochs:
         sampler.set_epoch(state.epoch)
@@ -105,9 +114,10 @@ def train_loop(cfg: TrainConfig, session: Any, *, tracking_uri: str | None, run_
             if log:
                 log.final(final)
         with tempfile.TemporaryDirectory() as d:
-            save = rank == 0 and state.epoch in saves
+            save = rank == 0 and checkpoint_due(cfg, state.epoch, saves, time.monotonic() - last_save)
             if save:
                 state.save(d)
+                last_save = time.monotonic()
             session.report({**metrics, "epoch": state.epoch}, Path(d) if save else None)
         if cfg.runtime.fail_after_epoch == state.epoch and not resumed:
             raise InjectedFailure(f"runtime.fail_after_epoch={state.epoch}: injected failure after the checkpoint")

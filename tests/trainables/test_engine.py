@@ -106,3 +106,16 @@ def test_masks_do_not_depend_on_the_loader_worker_count():
         train_one_epoch(cfg, state, loader, CPU)
         drawn[workers] = torch.stack([s.mask for s in masks])
     assert torch.equal(drawn[0], drawn[2])
+
+
+def test_checkpoints_come_by_epoch_and_by_time():
+    """Long epochs: a checkpoint at the end of any epoch that ends checkpoint_minutes after the last,
+    so a lost worker restarts from there, not from epoch 1."""
+    from trainables.worker import checkpoint_due, checkpoint_epochs
+
+    cfg = build_config(TINY, {"optim.epochs": 30, "runtime.checkpoint_every": 10, "runtime.checkpoint_minutes": 5})
+    saves = checkpoint_epochs(cfg)
+    assert saves == {10, 20, 30}
+    assert checkpoint_due(cfg, 10, saves, since_last_s=1.0)
+    assert not checkpoint_due(cfg, 3, saves, since_last_s=299.0)
+    assert checkpoint_due(cfg, 3, saves, since_last_s=300.0)
