@@ -67,7 +67,7 @@ def from_runs(runs: pd.DataFrame, *, study: str, command: str, machine: str, com
 def save(results: Results, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     body = {"format": FORMAT, **{k: getattr(results, k) for k in ("study", "command", "machine", "commit", "date")}, "paper_tables": list(results.paper_tables), "runs": list(results.runs)}
-    path.write_text(json.dumps(body, indent=1, sort_keys=False) + "\n")
+    path.write_text(json.dumps(body, indent=1, sort_keys=True) + "\n")
 
 
 def load(path: Path) -> Results:

@@ -31,6 +31,7 @@ def machine_description() -> str:
 
 
 def current_commit() -> str:
+    """This checkout's commit (for sweeps whose parent run did not record one)."""
     try:
         out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
@@ -53,10 +54,11 @@ def cmd_analyze_results(args: argparse.Namespace) -> int:
     newest = sweeps.iloc[0]
     record = sweep_record(uri, newest.run_id)
     paper = tuple(str(t) for t in (yaml.safe_load(record.study_yaml) or {}).get("paper", [])) if record.study_yaml else ()
+    commit = record.tags.get("mlflow.source.git.commit") or current_commit()  # the code the sweep ran
     runs = load_runs(uri, parent_run_id=newest.run_id)
     started = datetime.datetime.fromtimestamp(newest.start_time.timestamp() if hasattr(newest.start_time, "timestamp") else 0, datetime.timezone.utc)
     results = from_runs(runs, study=args.study, command=args.command or f"mjp sweep run {args.study}", machine=machine_description(),
-                        commit=current_commit(), date=started.strftime("%Y-%m-%d"), paper_tables=paper)
+                        commit=commit, date=started.strftime("%Y-%m-%d"), paper_tables=paper)
     if not results.runs:
         raise UserError(f"the newest sweep of {args.study!r} ({record.run_name}) has no finished run: nothing to write")
     path = RESULTS / f"{args.study}.json"
