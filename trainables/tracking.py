@@ -91,6 +91,11 @@ EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}
 
 def experiment_id(client: MlflowClient, name: str) -> str:
     exp = client.get_experiment_by_name(name)
+    if exp is not None and exp.lifecycle_stage == "deleted":
+        raise TrackingError(
+            f"MLflow experiment {name!r} in {client.tracking_uri} is deleted; restore it "
+            f"(mlflow experiments restore --experiment-id {exp.experiment_id}) or name another with tracking.experiment"
+        )
     if exp is not None:
         return exp.experiment_id
     try:
