@@ -68,10 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
     _verbose(resume)
     resume.set_defaults(handler="sweep.commands:cmd_sweep_resume")
 
-    status = sweep.add_parser("status", help="sweeps recorded in MLflow with their trials' states")
-    status.add_argument("--study")
+    status = sweep.add_parser("status", help="sweeps recorded in MLflow and each trial: state, metrics, MLflow run id")
+    status.add_argument("target", nargs="?", metavar="STUDY_OR_SWEEP_DIR", help="a study name (its sweeps) or a sweep directory under ray_results/ (that sweep); default: every sweep")
+    status.add_argument("--study", help="same as a study name for STUDY_OR_SWEEP_DIR")
     _uri(status)
-    status.add_argument("--limit", type=int, default=10)
+    status.add_argument("--limit", type=int, default=10, help="show at most this many sweeps, newest first (default 10)")
     status.set_defaults(handler="sweep.status:cmd_sweep_status")
 
     listing = sweep.add_parser("list", help="the shipped studies: description, trials, epochs, smoke size")
