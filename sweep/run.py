@@ -73,6 +73,8 @@ class SweepRecorder(tune.Callback):
         self.started = time.monotonic()
         self.interrupted = False
         self.trials_started = 0
+        #: the trials' epochs: a trial the scheduler ends at its last epoch finished, it was not stopped early
+        self.epochs: int | None = None
 
     def _mark(self, trial: Any, status: str, tags: dict[str, str]) -> None:
         tracker = find_child_run(self.uri, self.experiment, self.parent_run_id, trial.trial_id)
@@ -85,7 +87,12 @@ class SweepRecorder(tune.Callback):
         self.trials_started += 1
 
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        self._mark(trial, "FINISHED", {keys.TAG_STOPPED: "stopped early by the scheduler"})
+        # ASHA also ends a trial at its last report (epoch == max_t), before the driver closes its run
+        epoch = int((trial.last_result or {}).get("epoch", 0))
+        if self.epochs is not None and epoch >= self.epochs:
+            self._mark(trial, "FINISHED", {})
+        else:
+            self._mark(trial, "FINISHED", {keys.TAG_STOPPED: f"stopped early by the scheduler at epoch {epoch}" + (f"/{self.epochs}" if self.epochs else "")})
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self._mark(trial, "FAILED", {keys.TAG_ERROR: failure_reason(trial)})
@@ -182,6 +189,7 @@ def _searcher(study: Study) -> Any:
 
 
 def _callbacks(study: Study, spec: TrialSpec, state: dict[str, Any], recorder: "SweepRecorder", stream: TextIO | None) -> list[tune.Callback]:
+    recorder.epochs = study.train_config({}).optim.epochs
     callbacks: list[tune.Callback] = [recorder]
     if state.get("optuna_storage"):
         from sweep.optuna_mirror import OptunaMirror
