@@ -140,3 +140,21 @@ def test_robustness_and_pe_tables_and_the_paper_s_tables_6_and_s4(tmp_path):
     assert (tmp_path / "figures" / "pe_explained_variance.png").is_file()
     html = files.html.read_text()
     assert "Robustness (Table 2, supplementary Table 4)" in html and "below 100 is more robust" in html
+
+
+def test_an_empty_column_is_not_shown_in_the_report():
+    from analysis.report import runs_table
+
+    runs = runs_frame()
+    clean = runs.assign(error=float("nan"))
+    assert "error" not in runs_table(clean).columns and "status" in runs_table(clean).columns
+    one = clean.astype({"error": object})
+    one.loc[0, "error"] = "CUDA out of memory"
+    shown = runs_table(one)
+    assert "CUDA out of memory" in set(shown["error"]) and "nan" not in set(shown["error"])
+
+
+def test_the_report_html_has_no_nan_cells(tmp_path):
+    files = write_report(runs_frame().assign(error=float("nan"), **{"val/diff_norm": float("nan")}), tmp_path / "r", ReportContext(study="t", title="T"))
+    html = files.html.read_text()
+    assert ">nan<" not in html.lower() and "<th>error</th>" not in html and "Diff. Norm" not in files.table.columns
