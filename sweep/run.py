@@ -194,7 +194,8 @@ def _callbacks(study: Study, spec: TrialSpec, state: dict[str, Any], recorder: "
     if state.get("optuna_storage"):
         from sweep.optuna_mirror import OptunaMirror
 
-        callbacks.append(OptunaMirror(state["optuna_storage"], state["name"], study.config, study.train_config({}).optim.epochs))
+        callbacks.append(OptunaMirror(state["optuna_storage"], state["name"], study.config, study.train_config({}).optim.epochs,
+                                      tracking=(state["uri"], state["experiment"], state["parent_run_id"])))
     return callbacks + [_view(study, spec, stream)]
 
 
