@@ -32,7 +32,7 @@ from sweep.study import Study, load_study
 from trainables.driver import TrialResources, TrialSpec, find_child_run, tune_trial
 from trainables.errors import UserError
 from trainables.ray_runtime import console_logs_to, ensure_ray, ray_session_logs
-from trainables.tracking import RunTracker, check_store_writable, optuna_storage_url, tracking_uri
+from trainables.tracking import MlflowProgress, RunTracker, check_store_writable, optuna_storage_url, tracking_uri
 
 STATE_FILE = "mjp_sweep.json"
 LOG_FILE = "sweep.log"
@@ -237,6 +237,7 @@ def _view(study: Study, spec: TrialSpec, stream: TextIO | None) -> ConsoleView:
     return ConsoleView(
         f"sweep {spec.name}", lambda p: spec.label(p).display, lambda p: spec.config(p).optim.epochs,
         [(o.metric, o.mode) for o in study.config.objectives], study.num_trials, stream=stream,
+        progress_of=MlflowProgress(spec.uri, spec.experiment, spec.parent_run_id),
     )
 
 
