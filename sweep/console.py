@@ -5,8 +5,8 @@ state, a progress bar over its epochs, where its current epoch is (step, img/s, 
 waiting for data, the epoch's ETA: ``trainables.progress``, read from the trial's MLflow run
 every few seconds), the objective (latest and best), its time, and the run's elapsed time and
 ETA. Not in a terminal (CI, a pipe, a file): plain lines, no ANSI codes: one when a trial starts,
-one when it ends (``mjp train``: one per epoch), a progress line per running trial at most once a
-minute, and the table once at the end. A trial that fails prints one line with its reason and
+one when it ends (``mjp train``: one per epoch), a progress line per running trial once a
+minute after its start, and the table once at the end. A trial that fails prints one line with its reason and
 the path of its full error.
 """
 
@@ -169,7 +169,7 @@ class ConsoleView(tune.Callback):
         if progress is None or progress.epoch <= row.epoch:
             return
         row.progress = progress
-        if self._live is None and now - row.progress_line_at >= self.plain_progress_s:
+        if self._live is None and now - max(row.progress_line_at, row.started) >= self.plain_progress_s:  # a minute in, then each minute
             row.progress_line_at = now
             self._line(f"progress  {row.label}: epoch {progress.epoch}/{row.epochs} {describe(progress, _clock)}")
 
