@@ -265,7 +265,7 @@ class EpochLogger:
         """End-of-training evaluation: one value per key (no epoch axis); system metrics stop."""
         self.tracker.log_new_metrics(metrics)
         if self.system_metrics is not None:
-            self.system_metrics.finish()
+            stop_system_metrics(self.system_metrics)
             self.system_metrics = None
 
 
@@ -307,6 +307,15 @@ def start_system_metrics(tracker: RunTracker) -> Any:
     monitor = SystemMetricsMonitor(tracker.run_id, sampling_interval=float(interval), resume_logging=True, tracking_uri=tracker.uri)
     monitor.start()
     return monitor
+
+
+def stop_system_metrics(monitor: Any) -> None:
+    """Stop the monitor and log one last sample: MLflow's own ``finish()`` drops the interval in
+    progress, so a training shorter than one interval would have none."""
+    monitor.finish()
+    monitor.collect_metrics()
+    monitor.publish_metrics(monitor.aggregate_metrics())
+    monitor.mlflow_logger.flush()
 
 
 def run_config_tree(uri: str, run_id: str) -> dict[str, Any]:
