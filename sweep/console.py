@@ -238,7 +238,7 @@ class ConsoleView(tune.Callback):
         table.add_column(headers[1], justify="left", no_wrap=True, min_width=8)  # "retrying"
         table.add_column("progress", no_wrap=True)
         for header in headers[2:]:
-            table.add_column(header, justify="right")
+            table.add_column(header, justify="left" if header == "this epoch" else "right")
         for row in self.rows.values():
             cells = self._cells(row)
             bar = ProgressBar(total=max(row.epochs, 1), completed=row.epochs if row.state == "done" else row.epochs_done, width=16)
