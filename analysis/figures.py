@@ -2,7 +2,8 @@
 
 Matplotlib's object API (``Figure``): no pyplot state, no backend to select. Every figure labels
 configurations by their full names, shows the spread over seeds only where there is more than
-one seed (and says so), and zooms its value axis onto the data. A function returns None when the
+one seed (and says so); bars start at zero, so a bar's height is its value (a 1-point difference
+is not drawn as a 3x bar). A function returns None when the
 runs hold nothing for its figure.
 """
 
@@ -22,12 +23,6 @@ def group_label(by: list[str], index: object) -> str:
     """A configuration's name from its group values, e.g. ``J: JP + UNK + DAL (NLN)``."""
     values = index if isinstance(index, tuple) else (index,)
     return ", ".join(label(c, v) for c, v in zip(by, values))
-
-
-def _zoom(ax, lows: np.ndarray, highs: np.ndarray, floor: float | None = None, ceiling: float | None = None) -> None:
-    lo, hi = np.nanmin(lows), np.nanmax(highs)
-    pad = max((hi - lo) * 0.25, 0.5 if ceiling == 100 else 1e-3)
-    ax.set_ylim(max(lo - pad, floor) if floor is not None else lo - pad, min(hi + pad, ceiling) if ceiling is not None else hi + pad)
 
 
 def spread_note(counts: pd.Series) -> str:
@@ -57,11 +52,12 @@ def metric_bars(runs: pd.DataFrame, by: list[str] | None = None) -> Figure | Non
         ax.bar(x, mean.values, color=[COLOURS[i % len(COLOURS)] for i in x], yerr=err if (n > 1).any() else None, capsize=4)
         for xi, m in zip(x, mean.values):
             ax.annotate(f"{m:.1f}" if scale == 100 else f"{m:.2f}", (xi, m), ha="center", va="bottom", fontsize=7, xytext=(0, 2), textcoords="offset points")
-        _zoom(ax, (mean - err).values, (mean + err).values, floor=0, ceiling=100 if scale == 100 else None)
+        top = float(np.nanmax((mean + err).values))
+        ax.set_ylim(0, min(100.0, top * 1.08) if scale == 100 else top * 1.12)
         ax.set_xticks(x, names, rotation=35, ha="right", fontsize=8)
         ax.set_title(title, fontsize=10)
         ax.grid(axis="y", alpha=0.3)
-    fig.suptitle(spread_note(grouped.size()) + "; the value axis starts above 0", fontsize=8)
+    fig.suptitle(spread_note(grouped.size()) + "; bars start at 0", fontsize=8)
     fig.tight_layout()
     return fig
 

@@ -122,18 +122,24 @@ def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
         d = r._asdict()
         row = {"run": d.get("run_name") or d["run_id"], "status": str(d.get("status", "")).lower()}
         row.update({t: keys.format_value(k, runs.loc[runs.run_id == d["run_id"], k].iloc[0]).rstrip("%") for k, t in columns})
-        if d.get("error"):
-            row["error"] = str(d["error"])[:120]
+        if isinstance(d.get("error"), str) and d["error"]:
+            row["error"] = d["error"][:120]
         rows.append(row)
-    return pd.DataFrame(rows).fillna("")
+    return without_empty_columns(pd.DataFrame(rows))
+
+
+def without_empty_columns(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` without the columns that hold nothing (all NaN or blank), blanks for the other gaps."""
+    empty = [c for c in table.columns if all(pd.isna(v) or (isinstance(v, str) and not v.strip()) for v in table[c])]
+    return table.drop(columns=empty).fillna("")
 
 
 def write_report(runs: pd.DataFrame, out_dir: str | Path, ctx: ReportContext) -> ReportFiles:
     out = Path(out_dir)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     runs = with_s4_mean_error(with_relative_mce(runs))
-    table = study_table(runs)
-    sections = {name: t for name, (_, metrics, _) in SECTIONS.items() if len(t := study_table(runs, metrics=metrics))}
+    table = without_empty_columns(study_table(runs))
+    sections = {name: without_empty_columns(t) for name, (_, metrics, _) in SECTIONS.items() if len(t := study_table(runs, metrics=metrics))}
     notes = missing_notes(runs)
     paper = {k: paper_comparison(runs, k) for k in ctx.paper_tables}
     runs.to_csv(out / "runs.csv", index=False)

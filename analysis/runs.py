@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 import mlflow
 import pandas as pd
@@ -85,29 +86,62 @@ def load_sweeps(uri: str, study: str | None = None) -> pd.DataFrame:
 
 
 @dataclass
+class TrialSummary:
+    """One trial of a sweep: its MLflow child run, state and latest metric values."""
+
+    run_id: str
+    name: str
+    status: str
+    tags: dict[str, str]
+    metrics: dict[str, float]
+
+
+@dataclass
 class SweepSummary:
-    """A sweep's parent run and how many of its trials are in each state."""
+    """A sweep's parent run and its trials (oldest first)."""
 
     run_id: str
     run_name: str
     status: str
     tags: dict[str, str]
     params: dict[str, str]
-    trial_states: Counter
+    trials: list[TrialSummary]
+
+    @property
+    def trial_states(self) -> Counter:
+        return Counter(t.status.lower() for t in self.trials)
+
+
+def _summary(client: MlflowClient, parent: Any) -> SweepSummary:
+    children = client.search_runs([parent.info.experiment_id], filter_string=f"tags.`{keys.TAG_PARENT}` = '{parent.info.run_id}'",
+                                  order_by=["attributes.start_time ASC"])
+    trials = [TrialSummary(c.info.run_id, c.info.run_name, c.info.status, dict(c.data.tags), dict(c.data.metrics)) for c in children]
+    return SweepSummary(parent.info.run_id, parent.info.run_name, parent.info.status, dict(parent.data.tags), dict(parent.data.params), trials)
 
 
 def sweep_summaries(uri: str, study: str | None = None, limit: int = 10) -> list[SweepSummary]:
-    """Newest first: every sweep parent run (of ``study``) and its children's states."""
+    """Newest first: every sweep parent run (of ``study``) and its trials."""
     client = MlflowClient(uri)
     experiments = [e.experiment_id for e in client.search_experiments()]
     if not experiments:
         return []
-    query = _sweeps_query(study)
-    out = []
-    for s in client.search_runs(experiments, filter_string=query, order_by=["attributes.start_time DESC"], max_results=limit):
-        children = client.search_runs([s.info.experiment_id], filter_string=f"tags.`{keys.TAG_PARENT}` = '{s.info.run_id}'")
-        out.append(SweepSummary(s.info.run_id, s.info.run_name, s.info.status, dict(s.data.tags), dict(s.data.params), Counter(c.info.status.lower() for c in children)))
-    return out
+    runs = client.search_runs(experiments, filter_string=_sweeps_query(study), order_by=["attributes.start_time DESC"], max_results=limit)
+    return [_summary(client, s) for s in runs]
+
+
+def sweep_summary(uri: str, parent_run_id: str) -> SweepSummary:
+    """One sweep, by its parent run id."""
+    client = MlflowClient(uri)
+    return _summary(client, client.get_run(parent_run_id))
+
+
+def recorded_studies(uri: str) -> set[str]:
+    """The studies that have at least one sweep in the store."""
+    client = MlflowClient(uri)
+    experiments = [e.experiment_id for e in client.search_experiments()]
+    if not experiments:
+        return set()
+    return {r.data.tags.get(keys.TAG_STUDY, "") for r in client.search_runs(experiments, filter_string=_sweeps_query(None))} - {""}
 
 
 def load_histories(uri: str, run_ids: list[str], metric_keys: tuple[str, ...]) -> pd.DataFrame:

@@ -4,6 +4,8 @@ Importing this module and building the parser costs only argparse: every handler
 ``module:function`` and imported when its command runs, so ``mjp --help`` answers at once and a
 command pays only for what it needs (``mjp sweep status`` reads MLflow, never torch or Ray).
 Bad input ends with one ``error:`` line and exit status 2 before anything is launched.
+Exit status, the same for every command (``EXIT_STATUS``, also in ``mjp --help``): 0 done,
+1 failed, 2 bad input, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -13,6 +15,27 @@ import difflib
 import importlib
 import sys
 from typing import Sequence
+
+
+EXIT_STATUS = """exit status (every command):
+  0    done
+  1    failed: a training, a trial or a check failed (or an unexpected error, with its traceback)
+  2    bad input: a config, study, path, key or argument was refused before anything started
+  130  interrupted (Ctrl-C): the MLflow run is marked KILLED; `mjp sweep resume DIR` continues a sweep"""
+
+
+def package_version() -> str:
+    """This package's version (its installed metadata, else pyproject.toml beside the sources)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mjp-sweep")
+    except PackageNotFoundError:
+        import tomllib
+        from pathlib import Path
+
+        with open(Path(__file__).resolve().parent.parent / "pyproject.toml", "rb") as fh:
+            return tomllib.load(fh)["project"]["version"]
 
 
 class Parser(argparse.ArgumentParser):
@@ -41,7 +64,9 @@ def _uri(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="mjp", description="Masked Jigsaw Puzzle (CVPR 2023): training, sweeps, evaluation and analysis on Ray + Optuna + MLflow")
+    parser = Parser(prog="mjp", description="Masked Jigsaw Puzzle (CVPR 2023): training, sweeps, evaluation and analysis on Ray + Optuna + MLflow",
+                    epilog=EXIT_STATUS, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}", help="print the package version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
 
     train = sub.add_parser("train", help="one training run (local Ray, or the cluster at --address / $RAY_ADDRESS)")
@@ -53,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sweep = sub.add_parser("sweep", help="run, resume, list and inspect sweeps").add_subparsers(dest="sweep_command", required=True, metavar="SWEEP_COMMAND", parser_class=Parser)
     run = sweep.add_parser("run", help="run a study (a YAML file or a shipped name; `mjp sweep list` shows them)")
-    run.add_argument("study")
+    run.add_argument("study", help="a study YAML file or a shipped study name (`mjp sweep list`)")
     run.add_argument("--smoke", action="store_true", help="the study's small version, for one machine")
     _sets(run)
     run.add_argument("--data", help="dataset root (same as --set data.root=PATH)")
@@ -63,15 +88,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(handler="sweep.commands:cmd_sweep_run")
 
     resume = sweep.add_parser("resume", help="continue an interrupted sweep from its experiment directory")
-    resume.add_argument("experiment_dir")
-    resume.add_argument("--address")
+    resume.add_argument("experiment_dir", help="the sweep's directory that `mjp sweep run` printed (under ray_results/, or an s3:// / gs:// URI)")
+    resume.add_argument("--address", help="Ray cluster address (default: $RAY_ADDRESS, else a private local Ray)")
     _verbose(resume)
     resume.set_defaults(handler="sweep.commands:cmd_sweep_resume")
 
-    status = sweep.add_parser("status", help="sweeps recorded in MLflow with their trials' states")
-    status.add_argument("--study")
+    status = sweep.add_parser("status", help="sweeps recorded in MLflow and each trial: state, metrics, MLflow run id")
+    status.add_argument("target", nargs="?", metavar="STUDY_OR_SWEEP_DIR", help="a study name (its sweeps) or a sweep directory under ray_results/ (that sweep); default: every sweep")
+    status.add_argument("--study", help="same as a study name for STUDY_OR_SWEEP_DIR")
     _uri(status)
-    status.add_argument("--limit", type=int, default=10)
+    status.add_argument("--limit", type=int, default=10, help="show at most this many sweeps, newest first (default 10)")
     status.set_defaults(handler="sweep.status:cmd_sweep_status")
 
     listing = sweep.add_parser("list", help="the shipped studies: description, trials, epochs, smoke size")
@@ -90,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("report", "one self-contained HTML report of a study's latest sweep (tables, figures, paper, links)", "sweep.analyze:cmd_analyze_report"),
     ):
         p = analyze.add_parser(name, help=helptext)
-        p.add_argument("--study", required=True)
+        p.add_argument("--study", required=True, help="the study's name (its MLflow sweeps; `mjp sweep status` lists them)")
         p.add_argument("--all", action="store_true", help="pool every sweep of the study, not only the latest")
         p.add_argument("--paper", action="store_true", help="print the paper's numbers beside ours for the same rows")
         _uri(p)
@@ -110,13 +136,13 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument("--run", help="an MLflow run id (its params and checkpoint/model.pt)")
     source.add_argument("--checkpoint", help="a model or training checkpoint file (with --config)")
     attack.add_argument("--config", help="the TrainConfig YAML of --checkpoint")
-    attack.add_argument("--images", type=int, default=4)
+    attack.add_argument("--images", type=int, default=4, help="how many validation images to attack (default 4)")
     attack.add_argument("--setting", choices=["a", "b", "c"], action="append", help="repeatable; default: all three")
-    attack.add_argument("--attack", choices=["april", "inversion"], default="april")
+    attack.add_argument("--attack", choices=["april", "inversion"], default="april", help="april: the analytic attack (default); inversion: gradient matching")
     attack.add_argument("--ratio", type=float, default=0.5, help="shuffle ratio of x~ (settings b, c)")
     attack.add_argument("--client-dtype", choices=["float32", "float64"], default="float32", help="precision of the simulated client's gradients")
     attack.add_argument("--lpips-backbone", help="torchvision AlexNet state dict; LPIPS is absent without it")
-    attack.add_argument("--seed", type=int, default=0)
+    attack.add_argument("--seed", type=int, default=0, help="seed of the images' choice, the shuffles and the attack (default 0)")
     _uri(attack)
     attack.set_defaults(handler="sweep.attack:cmd_attack")
 
@@ -134,19 +160,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     data = sub.add_parser("data", help="check or prepare image data").add_subparsers(dest="data_command", required=True, metavar="DATA_COMMAND", parser_class=Parser)
     check = data.add_parser("check", help="scan an ImageNet-style folder: unreadable, zero-byte and non-RGB images, class balance")
-    check.add_argument("root")
+    check.add_argument("root", help="an ImageNet-style folder: ROOT/{train,val}/<class>/*")
     check.add_argument("--workers", type=int, default=None, help="processes for the header scan (default: all cores)")
     check.set_defaults(handler="sweep.data_commands:cmd_data_check")
     prepare = data.add_parser("prepare", help="pack an ImageNet-style folder into Parquet shards for the Ray Data loader")
-    prepare.add_argument("root")
-    prepare.add_argument("out")
-    prepare.add_argument("--images-per-shard", type=int, default=1000)
-    prepare.add_argument("--workers", type=int, default=None)
+    prepare.add_argument("root", help="an ImageNet-style folder: ROOT/{train,val}/<class>/*")
+    prepare.add_argument("out", help="the output folder for the Parquet shards (data.root for data.loader: ray_data)")
+    prepare.add_argument("--images-per-shard", type=int, default=1000, help="images per Parquet file (default 1000)")
+    prepare.add_argument("--workers", type=int, default=None, help="processes that read the images (default: all cores)")
     prepare.set_defaults(handler="sweep.data_commands:cmd_data_prepare")
 
     cluster = sub.add_parser("cluster", help="the Ray cluster launcher config").add_subparsers(dest="cluster_command", required=True, metavar="CLUSTER_COMMAND", parser_class=Parser)
     ccheck = cluster.add_parser("check", help="validate cluster.yaml offline against Ray's schema (as `ray up` will)")
-    ccheck.add_argument("path", nargs="?", default="cluster.yaml")
+    ccheck.add_argument("path", nargs="?", default="cluster.yaml", help="the cluster launcher YAML (default cluster.yaml)")
     ccheck.set_defaults(handler="sweep.cluster:cmd_cluster_check")
 
     demo = sub.add_parser("demo", help="the quickstart study on this machine, then its table and HTML report")
@@ -164,8 +190,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     prepare_environment()
     module, _, name = args.handler.partition(":")
-    handler = getattr(importlib.import_module(module), name)
     try:
+        handler = getattr(importlib.import_module(module), name)
         return handler(args)
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)

@@ -1,10 +1,13 @@
 """The console of a Tune run: one live view instead of Ray's logs.
 
 In a terminal: a table that redraws in place, a row per trial labelled by what it is, with its
-state, a progress bar over its epochs, the objective (latest and best), its time, and the run's
-elapsed time and ETA. Not in a terminal (CI, a pipe, a file): plain lines, no ANSI codes: one when a trial starts,
-one when it ends (``mjp train``: one per epoch), and the table once at the end. A trial that
-fails prints one line with its reason and the path of its full error.
+state, a progress bar over its epochs, where its current epoch is (step, img/s, share of time
+waiting for data, the epoch's ETA: ``trainables.progress``, read from the trial's MLflow run
+every few seconds), the objective (latest and best), its time, and the run's elapsed time and
+ETA. Not in a terminal (CI, a pipe, a file): plain lines, no ANSI codes: one when a trial starts,
+one when it ends (``mjp train``: one per epoch), a progress line per running trial once a
+minute after its start, and the table once at the end. A trial that fails prints one line with its reason and
+the path of its full error.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any, Callable, TextIO
 from ray import tune
 
 from mjp.keys import format_value
+from trainables.progress import Progress, describe
 
 FINAL_STATES = ("done", "failed", "stopped")
 
@@ -32,6 +36,13 @@ class Row:
     latest: dict[str, float] = field(default_factory=dict)
     best: dict[str, float] = field(default_factory=dict)
     error: str | None = None
+    progress: Progress | None = None  # within the epoch being trained, when the trial reports it
+    progress_line_at: float = 0.0  # when a plain progress line was last printed
+
+    @property
+    def epochs_done(self) -> float:
+        """Epochs done, the running one counted by its share of steps."""
+        return self.epoch + (self.progress.epoch_fraction if self.progress is not None else 0.0)
 
     @property
     def elapsed(self) -> float:
@@ -61,10 +72,17 @@ class ConsoleView(tune.Callback):
         *,
         per_epoch_lines: bool = False,
         stream: TextIO | None = None,
+        progress_of: Callable[[str], Progress | None] | None = None,
+        poll_s: float = 5.0,
+        plain_progress_s: float = 60.0,
     ):
+        """``progress_of(trial_id)``: the trial's progress within its epoch (polled every
+        ``poll_s`` seconds for running trials; a plain line at most every ``plain_progress_s``)."""
         self.title, self.label_of, self.epochs_of = title, label_of, epochs_of
         self.objectives, self.total_trials, self.per_epoch_lines = objectives, total_trials, per_epoch_lines
         self.stream = stream or sys.stdout
+        self.progress_of, self.poll_s, self.plain_progress_s = progress_of, poll_s, plain_progress_s
+        self._polled_at: float | None = None
         self.rows: dict[str, Row] = {}
         self.started = time.monotonic()
         self.finished_trials: list[Any] = []
@@ -79,8 +97,8 @@ class ConsoleView(tune.Callback):
 
     def __getstate__(self) -> dict[str, Any]:
         """Tune pickles its callbacks with the experiment; a restored copy draws nothing."""
-        state = {k: v for k, v in self.__dict__.items() if k not in ("stream", "_live", "_console", "label_of", "epochs_of")}
-        return {**state, "_live": None}
+        state = {k: v for k, v in self.__dict__.items() if k not in ("stream", "_live", "_console", "label_of", "epochs_of", "progress_of")}
+        return {**state, "_live": None, "progress_of": None}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -99,6 +117,7 @@ class ConsoleView(tune.Callback):
         if row is None:
             return
         row.epoch = int(result.get("epoch", row.epoch))
+        row.progress = None  # that epoch is over
         for metric, mode in self.objectives:
             if metric in result:
                 value = float(result[metric])
@@ -131,6 +150,29 @@ class ConsoleView(tune.Callback):
             row.state = "retrying"
             self._line(f"retrying  {row.label} from its last checkpoint: {failure_reason(trial)}")
 
+    def on_step(self, iteration: int, trials: list, **info: Any) -> None:
+        """Tune's loop turns often: every ``poll_s`` seconds, read the running trials' progress."""
+        now = time.monotonic()
+        if self.progress_of is None or (self._polled_at is not None and now - self._polled_at < self.poll_s):
+            return
+        self._polled_at = now
+        for trial_id, row in self.rows.items():
+            if row.state == "running":
+                self.update_progress(trial_id, row, now)
+
+    def update_progress(self, trial_id: str, row: Row, now: float) -> None:
+        """Take the trial's latest progress if it is about the epoch it is training."""
+        try:
+            progress = self.progress_of(trial_id) if self.progress_of else None
+        except Exception:  # noqa: BLE001 - a busy or unreachable store must not end a sweep; the view just waits
+            return
+        if progress is None or progress.epoch <= row.epoch:
+            return
+        row.progress = progress
+        if self._live is None and now - max(row.progress_line_at, row.started) >= self.plain_progress_s:  # a minute in, then each minute
+            row.progress_line_at = now
+            self._line(f"progress  {row.label}: epoch {progress.epoch}/{row.epochs} {describe(progress, _clock)}")
+
     def on_experiment_end(self, trials: list, **info: Any) -> None:
         self.finished_trials = list(trials)
         self.close()
@@ -159,20 +201,22 @@ class ConsoleView(tune.Callback):
 
     def eta(self) -> float | None:
         """Seconds left for the whole run, from the epochs done so far (None before the first)."""
-        done = sum(r.epoch if r.state not in FINAL_STATES else r.epochs for r in self.rows.values())
+        done = sum(r.epochs_done if r.state not in FINAL_STATES else r.epochs for r in self.rows.values())
         per_trial = max((r.epochs for r in self.rows.values()), default=0)
         total = sum(r.epochs for r in self.rows.values()) + per_trial * max(0, self.total_trials - len(self.rows))
         elapsed = time.monotonic() - self.started
         return None if done == 0 else elapsed / done * max(0, total - done)
 
-    def _cells(self, row: Row) -> list[str]:
+    def _cells(self, row: Row, plain: bool = False) -> list[str]:
         cells = [row.label, row.state, f"{row.epoch}/{row.epochs}"]
+        if self.progress_of is not None and not plain:
+            cells.append(describe(row.progress, _clock) if row.progress is not None and row.state == "running" else "")
         for metric, _ in self.objectives:
             cells += [format_value(metric, row.latest.get(metric)), format_value(metric, row.best.get(metric))]
         return cells + [_clock(row.elapsed)]
 
-    def _headers(self) -> list[str]:
-        headers = ["trial", "state", "epoch"]
+    def _headers(self, plain: bool = False) -> list[str]:
+        headers = ["trial", "state", "epoch"] + (["this epoch"] if self.progress_of is not None and not plain else [])
         for metric, _ in self.objectives:
             headers += [metric, "best"]
         return headers + ["time"]
@@ -194,16 +238,16 @@ class ConsoleView(tune.Callback):
         table.add_column(headers[1], justify="left", no_wrap=True, min_width=8)  # "retrying"
         table.add_column("progress", no_wrap=True)
         for header in headers[2:]:
-            table.add_column(header, justify="right")
+            table.add_column(header, justify="left" if header == "this epoch" else "right")
         for row in self.rows.values():
             cells = self._cells(row)
-            bar = ProgressBar(total=max(row.epochs, 1), completed=row.epochs if row.state == "done" else row.epoch, width=16)
+            bar = ProgressBar(total=max(row.epochs, 1), completed=row.epochs if row.state == "done" else row.epochs_done, width=16)
             table.add_row(*cells[:2], bar, *cells[2:])
         return table
 
     def plain_table(self) -> str:
         """The view as plain text (no ANSI codes)."""
-        rows = [self._headers()] + [self._cells(r) for r in self.rows.values()]
+        rows = [self._headers(plain=True)] + [self._cells(r, plain=True) for r in self.rows.values()]
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         lines = ["  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
         return "\n".join([self._summary(), *lines])

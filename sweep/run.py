@@ -32,7 +32,7 @@ from sweep.study import Study, load_study
 from trainables.driver import TrialResources, TrialSpec, find_child_run, tune_trial
 from trainables.errors import UserError
 from trainables.ray_runtime import console_logs_to, ensure_ray, ray_session_logs
-from trainables.tracking import RunTracker, check_store_writable, optuna_storage_url, tracking_uri
+from trainables.tracking import MlflowProgress, RunTracker, check_store_writable, optuna_storage_url, tracking_uri
 
 STATE_FILE = "mjp_sweep.json"
 LOG_FILE = "sweep.log"
@@ -72,6 +72,9 @@ class SweepRecorder(tune.Callback):
         self.expected, self.time_budget_s = expected, time_budget_s
         self.started = time.monotonic()
         self.interrupted = False
+        self.trials_started = 0
+        #: the trials' epochs: a trial the scheduler ends at its last epoch finished, it was not stopped early
+        self.epochs: int | None = None
 
     def _mark(self, trial: Any, status: str, tags: dict[str, str]) -> None:
         tracker = find_child_run(self.uri, self.experiment, self.parent_run_id, trial.trial_id)
@@ -80,8 +83,16 @@ class SweepRecorder(tune.Callback):
         tracker.set_tags(tags)
         tracker.set_status(status)
 
+    def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self.trials_started += 1
+
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        self._mark(trial, "FINISHED", {keys.TAG_STOPPED: "stopped early by the scheduler"})
+        # ASHA also ends a trial at its last report (epoch == max_t), before the driver closes its run
+        epoch = int((trial.last_result or {}).get("epoch", 0))
+        if self.epochs is not None and epoch >= self.epochs:
+            self._mark(trial, "FINISHED", {})
+        else:
+            self._mark(trial, "FINISHED", {keys.TAG_STOPPED: f"stopped early by the scheduler at epoch {epoch}" + (f"/{self.epochs}" if self.epochs else "")})
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self._mark(trial, "FAILED", {keys.TAG_ERROR: failure_reason(trial)})
@@ -178,25 +189,33 @@ def _searcher(study: Study) -> Any:
 
 
 def _callbacks(study: Study, spec: TrialSpec, state: dict[str, Any], recorder: "SweepRecorder", stream: TextIO | None) -> list[tune.Callback]:
+    recorder.epochs = study.train_config({}).optim.epochs
     callbacks: list[tune.Callback] = [recorder]
     if state.get("optuna_storage"):
         from sweep.optuna_mirror import OptunaMirror
 
-        callbacks.append(OptunaMirror(state["optuna_storage"], state["name"], study.config, study.train_config({}).optim.epochs))
+        callbacks.append(OptunaMirror(state["optuna_storage"], state["name"], study.config, study.train_config({}).optim.epochs,
+                                      tracking=(state["uri"], state["experiment"], state["parent_run_id"])))
     return callbacks + [_view(study, spec, stream)]
+
+
+def make_scheduler(study: Study) -> FIFOScheduler | ASHAScheduler:
+    """Tune's trial scheduler for the study (ASHA's ``max_t``: the trials' epochs)."""
+    c = study.config
+    objectives = c.objectives
+    if c.scheduler.type == "asha":
+        return ASHAScheduler(
+            metric=c.scheduler.metric or objectives[0].metric, mode=c.scheduler.mode or objectives[0].mode,
+            time_attr="training_iteration", grace_period=c.scheduler.grace_period,
+            reduction_factor=c.scheduler.reduction_factor, max_t=study.train_config({}).optim.epochs,
+        )
+    return FIFOScheduler()
 
 
 def _tuner_parts(study: Study, spec: TrialSpec) -> tuple[Any, tune.TuneConfig]:
     c = study.config
     objectives = c.objectives
-    if c.scheduler.type == "asha":
-        scheduler = ASHAScheduler(
-            metric=c.scheduler.metric or objectives[0].metric, mode=c.scheduler.mode or objectives[0].mode,
-            time_attr="training_iteration", grace_period=c.scheduler.grace_period,
-            reduction_factor=c.scheduler.reduction_factor, max_t=study.train_config({}).optim.epochs,
-        )
-    else:
-        scheduler = FIFOScheduler()
+    scheduler = make_scheduler(study)
     # Tune refuses a metric given to both the scheduler and the TuneConfig: ASHA keeps its own.
     single = len(objectives) == 1 and c.scheduler.type != "asha"
     tune_config = tune.TuneConfig(
@@ -218,6 +237,7 @@ def _view(study: Study, spec: TrialSpec, stream: TextIO | None) -> ConsoleView:
     return ConsoleView(
         f"sweep {spec.name}", lambda p: spec.label(p).display, lambda p: spec.config(p).optim.epochs,
         [(o.metric, o.mode) for o in study.config.objectives], study.num_trials, stream=stream,
+        progress_of=MlflowProgress(spec.uri, spec.experiment, spec.parent_run_id),
     )
 
 
@@ -240,8 +260,34 @@ def _link_ray_logs(experiment_dir: str) -> None:
         link.symlink_to(logs, target_is_directory=True)
 
 
+def check_launchable(study: Study) -> None:
+    """What the launch builds from the study, built before any directory or run exists: Tune's
+    scheduler, and the configs of the first trials the study's sampler proposes."""
+    from sweep.space import sampled_params
+
+    try:
+        make_scheduler(study)
+    except AssertionError as err:  # Ray checks its arguments with asserts
+        raise UserError(f"study {study.name!r}: Tune refuses its scheduler {study.config.scheduler.model_dump()}: {err}") from None
+    for params in sampled_params(study.config, min(study.num_trials, 8)):
+        study.train_config(params)
+
+
+def remove_sweep_dirs(experiment_dir: str, name: str) -> None:
+    """Remove a local sweep's directories (its experiment directory and its trials' storage)."""
+    import shutil
+
+    if "://" in experiment_dir:
+        return
+    root = Path(experiment_dir)
+    for path in (root, root.parent / f"{name}-trials"):
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def run_sweep(study: Study, *, storage: str | None = None, address: str | None = None, uri: str | None = None, verbose: bool = False, stream: TextIO | None = None) -> SweepOutcome:
-    """Launch a validated study; returns when every trial has ended (or the sweep was interrupted)."""
+    """Launch a validated study; returns when every trial has ended (or the sweep was interrupted).
+    A sweep that fails (or is interrupted) before its first trial starts leaves no directory."""
+    check_launchable(study)
     base = study.train_config({})
     uri = tracking_uri(uri or base.tracking.uri)
     check_store_writable(uri)
@@ -253,12 +299,24 @@ def run_sweep(study: Study, *, storage: str | None = None, address: str | None =
 
         check_disk_space(storage, 12 * study.max_parameters, f"the study's largest model ({study.max_parameters / 1e6:.1f}M parameters)")
     experiment_dir = f"{storage}/{run_name}"
+    recorder = SweepRecorder(uri, experiment, None, study.num_trials, study.config.budget.time_budget_s)
+    try:
+        return _launch(study, storage, address, uri, verbose, stream, experiment, run_name, experiment_dir, recorder)
+    except BaseException:
+        if not recorder.trials_started:
+            remove_sweep_dirs(experiment_dir, run_name)
+        raise
+
+
+def _launch(study: Study, storage: str, address: str | None, uri: str, verbose: bool, stream: TextIO | None,
+            experiment: str, run_name: str, experiment_dir: str, recorder: SweepRecorder) -> SweepOutcome:
     log = start_logging(experiment_dir, run_name, verbose)
     announce(stream, f"sweep {run_name}: {study.num_trials} trials, {study.max_concurrent} at a time · logs: {log}")
     parent = RunTracker.create(uri, experiment, run_name=run_name, tags={
         keys.TAG_KIND: "sweep", keys.TAG_STUDY: study.name, keys.TAG_SMOKE: str(study.smoke),
         "mjp.driver": f"{socket.gethostname()}:{os.getpid()}", "mjp.experiment_dir": experiment_dir,
     })
+    recorder.parent_run_id = parent.run_id
     c = study.config
     parent.log_params({
         "study": study.name, "search.algorithm": c.search.algorithm, "search.seed": c.search.seed,
@@ -280,7 +338,6 @@ def run_sweep(study: Study, *, storage: str | None = None, address: str | None =
         _link_ray_logs(experiment_dir)
         spec = _spec(study, state, storage)
         trainable, tune_config = _tuner_parts(study, spec)
-        recorder = SweepRecorder(uri, experiment, parent.run_id, study.num_trials, c.budget.time_budget_s)
         tuner = tune.Tuner(trainable, tune_config=tune_config, run_config=tune.RunConfig(
             name=run_name, storage_path=storage, callbacks=_callbacks(study, spec, state, recorder, stream), verbose=2 if verbose else 0,
             failure_config=_failure_config(study),

@@ -63,3 +63,20 @@ def make_sampler(study: StudyConfig) -> optuna.samplers.BaseSampler:
     if algo == "nsga2":
         return optuna.samplers.NSGAIISampler(seed=seed)
     return optuna.samplers.TPESampler(seed=seed)
+
+
+def sampled_params(study: StudyConfig, n: int) -> list[dict[str, Any]]:
+    """The parameters of the first ``n`` trials the study's own sampler proposes (an in-memory
+    Optuna study, every trial told a constant value): what a launch would try first, to check
+    before anything is created."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    directions = ["maximize" if o.mode == "max" else "minimize" for o in study.objectives]
+    opt = optuna.create_study(sampler=make_sampler(study), directions=directions)
+    sample = define_by_run(study)
+    out = []
+    for _ in range(n):
+        trial = opt.ask()
+        constants = sample(trial) or {}
+        out.append({**trial.params, **constants})
+        opt.tell(trial, [0.0] * len(directions) if len(directions) > 1 else 0.0)
+    return out

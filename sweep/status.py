@@ -1,4 +1,5 @@
-"""``mjp sweep status``: the sweeps in an MLflow store and their trials' states.
+"""``mjp sweep status [STUDY | SWEEP_DIR]``: the sweeps in an MLflow store and each of their trials
+(name, state, key metrics, MLflow run id: what ``mjp evaluate --run`` and ``mjp attack --run`` take).
 
 Reads MLflow only (no torch, no Ray) and never creates a store. A sweep whose parent run says
 RUNNING but whose driver process is gone (killed with SIGKILL, a lost machine) is shown as such,
@@ -8,10 +9,22 @@ with the command that resumes it.
 from __future__ import annotations
 
 import argparse
+import difflib
+import json
 import os
 import socket
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mjp import keys
+from trainables.errors import UserError
+
+if TYPE_CHECKING:
+    from analysis.runs import SweepSummary, TrialSummary
+
+STUDIES_DIR = Path(__file__).resolve().parent / "studies"
+#: ``sweep.run.STATE_FILE``, spelled here because sweep.run imports Ray (a test checks they agree)
+STATE_FILE = "mjp_sweep.json"
 
 
 def driver_alive(driver: str | None) -> bool | None:
@@ -40,18 +53,87 @@ def sweep_state(status: str, tags: dict[str, str]) -> str:
     return status.lower()
 
 
+def trial_state(trial: "TrialSummary") -> str:
+    """A trial's state in words (a finished run the scheduler stopped says so)."""
+    status = trial.status.lower()
+    if status == "finished" and keys.TAG_STOPPED in trial.tags:
+        return "stopped early"
+    if status == "killed" and keys.TAG_INTERRUPTED in trial.tags:
+        return "interrupted"
+    return status
+
+
+def _metric_columns(sweep: "SweepSummary") -> list[str]:
+    """The sweep's objectives, then val/top1 and val/consistency where a trial has them."""
+    columns = [o.split(":")[0] for o in sweep.params.get("objectives", "").split(",") if o]
+    for key in (keys.VAL_TOP1, keys.VAL_CONSISTENCY):
+        if key not in columns and any(key in t.metrics for t in sweep.trials):
+            columns.append(key)
+    return columns
+
+
+def trials_table(sweep: "SweepSummary", indent: str = "    ") -> str:
+    """Each trial of ``sweep``: name, state, key metrics, MLflow run id (for ``--run``); the
+    reasons of failed trials below."""
+    columns = _metric_columns(sweep)
+    rows = [["trial", "state", *columns, "MLflow run id"]]
+    rows += [[t.name, trial_state(t), *(keys.format_value(c, t.metrics.get(c)) for c in columns), t.run_id] for t in sweep.trials]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = [indent + "  ".join(c.ljust(w) if i < 2 or i == len(r) - 1 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip() for r in rows]
+    lines += [f"{indent}{t.name}: {t.tags[keys.TAG_ERROR][:200]}" for t in sweep.trials if t.status == "FAILED" and keys.TAG_ERROR in t.tags]
+    return "\n".join(lines)
+
+
+def _sweep_dir_state(target: str) -> dict:
+    """The state file ``mjp sweep run`` wrote into a (local) sweep directory."""
+    path = Path(target) / STATE_FILE
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        raise UserError(f"{target} is not a sweep directory (no readable {STATE_FILE}); pass a study name or a directory under ray_results/") from None
+
+
+def _study_name(target: str, uri: str) -> str:
+    """``target`` as a study name: a study file's name, a shipped study or one recorded in the store."""
+    from analysis.runs import recorded_studies
+
+    path = Path(target)
+    if path.is_file():
+        import yaml
+
+        return str((yaml.safe_load(path.read_text()) or {}).get("name", path.stem))
+    known = {p.stem for p in STUDIES_DIR.glob("*.yaml")} | recorded_studies(uri)
+    if target not in known:
+        close = difflib.get_close_matches(target, sorted(known), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise UserError(f"study {target!r} is neither shipped nor recorded in {uri}{hint} (studies: {', '.join(sorted(known))}; or pass a sweep directory)")
+    return target
+
+
 def cmd_sweep_status(args: argparse.Namespace) -> int:
-    from analysis.runs import sweep_summaries
+    from analysis.runs import sweep_summaries, sweep_summary
     from trainables.tracking import check_store_readable, tracking_uri
 
-    uri = tracking_uri(args.uri)
-    check_store_readable(uri)
-    sweeps = sweep_summaries(uri, args.study, args.limit)
-    if not sweeps:
-        print(f"no sweeps{' of study ' + repr(args.study) if args.study else ''} recorded in {uri}")
-        return 0
+    target = args.target or args.study
+    if target and (Path(target).is_dir() or "/" in target and not Path(target).is_file()):
+        if not Path(target).is_dir():
+            raise UserError(f"sweep directory {target} does not exist (the path `mjp sweep run` printed, under ray_results/)")
+        state = _sweep_dir_state(target)
+        uri = tracking_uri(args.uri or state["uri"])
+        check_store_readable(uri)
+        sweeps = [sweep_summary(uri, state["parent_run_id"])]
+    else:
+        uri = tracking_uri(args.uri)
+        check_store_readable(uri)
+        study = _study_name(target, uri) if target else None
+        sweeps = sweep_summaries(uri, study, args.limit)
+        if not sweeps:
+            print(f"no sweeps{' of study ' + repr(study) if study else ''} recorded in {uri}")
+            return 0
     print(f"sweeps in {uri} (newest first):")
     for s in sweeps:
         shown = ", ".join(f"{n} {k}" for k, n in sorted(s.trial_states.items())) or "no trials yet"
         print(f"  {s.run_name}  [{sweep_state(s.status, s.tags)}]  {shown} of {s.params.get('trials', '?')} trials  parent={s.run_id}")
+        if s.trials:
+            print(trials_table(s))
     return 0

@@ -12,7 +12,7 @@ A study file (YAML in ``sweep/studies/``)::
     search: {algorithm: tpe, seed: 0}                   # tpe | random | grid | nsga2
     budget: {trials: 16, max_concurrent: 4, time_budget_s: null}
     scheduler: {type: asha, grace_period: 5}            # or fifo
-    smoke: {base: ..., train: {...}, trials: 2}         # what --smoke runs on one machine
+    smoke: {base: ..., train: {...}, trials: 2, scheduler: {type: asha, grace_period: 1}}  # --smoke, one machine
     paper: [3]                                          # the paper's tables this study measures
 
 Every sampled key is a flat dotted ``TrainConfig`` key; every combination of choices is checked
@@ -139,6 +139,8 @@ class Smoke(_Strict):
     train: dict[str, Any] = Field(default_factory=dict)
     trials: int | None = Field(None, ge=1)
     max_concurrent: int | None = Field(None, ge=1)
+    #: replaces ``scheduler`` at smoke size (an ASHA grace period fitted to the smoke epochs)
+    scheduler: Scheduler | None = None
 
 
 class StudyConfig(_Strict):
@@ -194,8 +196,9 @@ class StudyConfig(_Strict):
         multi = len(self.objectives) > 1
         if multi and algo not in ("nsga2", "random"):
             raise ValueError(f"{len(self.objectives)} objectives need search.algorithm 'nsga2' or 'random' (got {algo!r})")
-        if multi and self.scheduler.type == "asha" and self.scheduler.metric is None:
-            raise ValueError("scheduler.type='asha' with several objectives needs scheduler.metric")
+        for where, sched in (("scheduler", self.scheduler), ("smoke.scheduler", self.smoke.scheduler)):
+            if multi and sched is not None and sched.type == "asha" and sched.metric is None:
+                raise ValueError(f"{where}.type='asha' with several objectives needs {where}.metric")
         if not sampled and algo in ("tpe", "random", "nsga2") and self.budget.trials > 1:
             raise ValueError(
                 f"search.algorithm={algo!r} with budget.trials={self.budget.trials} but space samples nothing: "
@@ -253,6 +256,8 @@ class Study:
         seeds = (config.smoke.seeds if smoke and config.smoke.seeds else None) or config.seeds
         if smoke and config.smoke.space:
             config = config.model_copy(update={"space": {**config.space, **config.smoke.space}})
+        if smoke and config.smoke.scheduler is not None:
+            config = config.model_copy(update={"scheduler": config.smoke.scheduler})
         if seeds:
             config = config.model_copy(update={"space": {**config.space, "runtime.seed": Grid(type="grid", values=seeds)}})
         self.config, self.base_tree, self.source, self.smoke, self.extra = config, base_tree, source, smoke, extra
@@ -340,7 +345,27 @@ def load_study(name_or_path: str, *, smoke: bool = False, overrides: dict[str, A
     study = Study(config, base_tree, str(path), smoke, dict(overrides or {}))
     if check:
         _validate_space(study, path)
+        _validate_scheduler(study, path)
     return study
+
+
+def _validate_scheduler(study: Study, path: Path) -> None:
+    """ASHA decides at ``grace_period`` x ``reduction_factor``^k epochs up to the trials' epochs
+    (its ``max_t``): a grace period past the last epoch is refused here, not by Ray mid-launch."""
+    s = study.config.scheduler
+    if s.type != "asha":
+        return
+    epochs = study.train_config({}).optim.epochs
+    if s.grace_period > epochs:
+        where = "smoke.scheduler" if study.smoke and study.config.smoke.scheduler is not None else "scheduler"
+        hint = "; give the smoke size its own, e.g. smoke: {scheduler: {type: asha, grace_period: 1}}" if study.smoke and where == "scheduler" else ""
+        raise ConfigError(
+            f"{path}: {where}.grace_period={s.grace_period} is more than the {epochs} epochs each trial trains"
+            f"{' at smoke size' if study.smoke else ''} (optim.epochs); ASHA needs 1 <= grace_period <= optim.epochs{hint}"
+        )
+    sampled = [k for k in ("optim.epochs",) if k in study.config.space]
+    if sampled:
+        raise ConfigError(f"{path}: space.{sampled[0]} varies the epochs, but ASHA stops every trial at the base config's optim.epochs={epochs}; fix optim.epochs in train: or use scheduler: {{type: fifo}}")
 
 
 def _validate_space(study: Study, path: Path) -> None:

@@ -18,7 +18,7 @@ from trainables.config import TrainConfig
 from trainables.driver import TrialResources, TrialSpec, start_run, tune_trial
 from trainables.labels import run_label
 from trainables.ray_runtime import ensure_ray
-from trainables.tracking import check_store_writable, tracking_uri
+from trainables.tracking import MlflowProgress, check_store_writable, tracking_uri
 
 
 @dataclass
@@ -49,7 +49,8 @@ def run_training(cfg: TrainConfig, *, address: str | None = None, verbose: bool 
     ensure_ray(address, num_cpus=None if address else max(os.cpu_count() or 1, math.ceil(s.cpus_per_worker * s.num_workers + 0.25)), verbose=verbose, dashboard=not s.in_process)
     tracker = start_run(cfg, uri, run_name=name, tags={keys.TAG_LABEL: label.display})
     spec = TrialSpec(name=stamp, base_tree=cfg.model_dump(mode="json"), uri=uri, experiment=cfg.tracking.experiment, storage=f"{storage}/{stamp}-train", run_id=tracker.run_id)
-    view = ConsoleView(f"train {label.display}", lambda p: label.display, lambda p: cfg.optim.epochs, [(keys.VAL_TOP1, "max")], 1, per_epoch_lines=True, stream=stream)
+    view = ConsoleView(f"train {label.display}", lambda p: label.display, lambda p: cfg.optim.epochs, [(keys.VAL_TOP1, "max")], 1, per_epoch_lines=True, stream=stream,
+                       progress_of=MlflowProgress(uri, cfg.tracking.experiment, run_id=tracker.run_id))
     recorder = SweepRecorder(uri, cfg.tracking.experiment, None, 1, None)
     tuner = tune.Tuner(
         tune.with_resources(tune.with_parameters(tune_trial, spec=spec), TrialResources(spec)),

@@ -161,6 +161,7 @@ class TrackingSection(_Section):
     run_name: str | None = None
     log_checkpoint: bool = True
     storage_path: str | None = Field(None, description="Ray results (checkpoints, logs); default ./runs")
+    system_metrics_s: float | None = Field(10.0, gt=0, description="seconds between MLflow's system metrics (CPU, memory, disk, network; GPU with pynvml) on a training's run; null: off")
 
 
 #: (section, field, stream): the seeds derived from ``runtime.seed`` unless given

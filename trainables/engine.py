@@ -29,6 +29,7 @@ from mjp.models import MJPOutput
 from mjp.models.factory import takes_image_size
 from trainables.config import TrainConfig
 from trainables.data import DataShape
+from trainables.progress import PERF_DATA_WAIT_FRAC, pace
 from trainables.seeds import derive_seed
 from trainables.train_state import TrainState, unwrap
 
@@ -106,9 +107,11 @@ def train_one_epoch(
     mixup: Mixup | None = None,
     on_log: Callable[[dict[str, float], int], None] | None = None,
 ) -> dict[str, float]:
-    """One epoch; returns ``train/loss``, ``train/loss_dal``, ``train/lr``, ``perf/img_per_s``, ``perf/step_ms``.
+    """One epoch; returns ``train/loss``, ``train/loss_dal``, ``train/lr``, ``perf/img_per_s``, ``perf/step_ms``,
+    ``perf/data_wait_frac`` (time blocked on the loader / the epoch's time).
 
-    ``on_log(metrics, step)`` is called every ``runtime.log_every`` steps with the running means.
+    ``on_log(metrics, step)`` is called every ``runtime.log_every`` steps with the running means
+    and the epoch's progress so far (``trainables.progress.pace``).
     Raises ``NonFiniteLossError`` when the loss is NaN/inf (checked at those same points).
     """
     model, algorithm = state.model, state.algorithm
@@ -119,6 +122,7 @@ def train_one_epoch(
     sums = torch.zeros(2, device=device)  # loss, dal loss
     seen = images = 0
     start = time.perf_counter()
+    waited, ready = 0.0, start  # time blocked on the loader; when the last step ended
 
     def running() -> dict[str, float]:
         loss, dal = (sums / max(seen, 1)).tolist()
@@ -127,6 +131,7 @@ def train_one_epoch(
         return {keys.TRAIN_LOSS: loss, keys.TRAIN_LOSS_DAL: dal, keys.TRAIN_LR: state.optimizer.param_groups[0]["lr"]}
 
     for x, y in loader:
+        waited += time.perf_counter() - ready
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
         if cfg.runtime.channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
@@ -153,12 +158,14 @@ def train_one_epoch(
         seen += 1
         images += x.shape[0]
         if on_log is not None and seen % cfg.runtime.log_every == 0:
-            on_log(running(), step + 1)
+            metrics = running()  # its host sync ends the steps so far: the pace below is real
+            on_log({**metrics, **pace(state.epoch + 1, seen, steps_per_epoch, images, waited, time.perf_counter() - start)}, step + 1)
+        ready = time.perf_counter()
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     elapsed = time.perf_counter() - start
     result = running()
-    result.update({keys.PERF_IMG_PER_S: images / elapsed, keys.PERF_STEP_MS: 1e3 * elapsed / max(seen, 1)})
+    result.update({keys.PERF_IMG_PER_S: images / elapsed, keys.PERF_STEP_MS: 1e3 * elapsed / max(seen, 1), PERF_DATA_WAIT_FRAC: waited / elapsed})
     return result
 
 

@@ -22,6 +22,8 @@ from mlflow.tracking import MlflowClient
 
 from mjp import keys
 from trainables.errors import UserError
+from trainables.progress import TAG as PROGRESS_TAG
+from trainables.progress import Progress
 
 
 class TrackingError(UserError):
@@ -91,6 +93,11 @@ EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}
 
 def experiment_id(client: MlflowClient, name: str) -> str:
     exp = client.get_experiment_by_name(name)
+    if exp is not None and exp.lifecycle_stage == "deleted":
+        raise TrackingError(
+            f"MLflow experiment {name!r} in {client.tracking_uri} is deleted; restore it "
+            f"(mlflow experiments restore --experiment-id {exp.experiment_id}) or name another with tracking.experiment"
+        )
     if exp is not None:
         return exp.experiment_id
     try:
@@ -233,14 +240,20 @@ class RunTracker:
 
 
 class EpochLogger:
-    """Rank 0's per-epoch, running and final metrics, skipping steps a previous attempt logged."""
+    """Rank 0's per-epoch, running and final metrics, skipping steps a previous attempt logged;
+    the running reports' in-epoch progress as the run's ``mjp.progress`` tag (what the console
+    shows); MLflow's system metrics every ``tracking.system_metrics_s`` seconds while it trains."""
 
     def __init__(self, tracker: RunTracker):
         self.tracker = tracker
         self.last_epoch = tracker.last_step(keys.VAL_TOP1)
         self.last_running = tracker.last_step(keys.TRAIN_LOSS + keys.RUNNING_SUFFIX)
+        self.system_metrics = start_system_metrics(tracker)
 
     def running(self, metrics: dict[str, float], step: int) -> None:
+        progress = Progress.from_report(metrics)
+        if progress is not None:
+            self.tracker.set_tags({PROGRESS_TAG: progress.to_tag()})
         if step > self.last_running:
             self.tracker.log_metrics({f"{k}{keys.RUNNING_SUFFIX}": v for k, v in metrics.items() if k.startswith("train/loss")}, step)
 
@@ -249,8 +262,60 @@ class EpochLogger:
             self.tracker.log_metrics(metrics, step=epoch)
 
     def final(self, metrics: dict[str, float]) -> None:
-        """End-of-training evaluation: one value per key (no epoch axis)."""
+        """End-of-training evaluation: one value per key (no epoch axis); system metrics stop."""
         self.tracker.log_new_metrics(metrics)
+        if self.system_metrics is not None:
+            stop_system_metrics(self.system_metrics)
+            self.system_metrics = None
+
+
+class MlflowProgress:
+    """``trial_id -> Progress | None``: the progress tag of a trial's MLflow run (a sweep's child,
+    found by its trial id under ``parent_run_id``, or the one training ``run_id``)."""
+
+    def __init__(self, uri: str, experiment: str, parent_run_id: str | None = None, run_id: str | None = None):
+        self.uri, self.experiment, self.parent_run_id, self.run_id = uri, experiment, parent_run_id, run_id
+        self._runs: dict[str, str] = {}  # trial id -> run id, looked up once
+
+    def __call__(self, trial_id: str) -> Progress | None:
+        run_id = self.run_id or self._runs.get(trial_id)
+        if run_id is None:
+            if self.parent_run_id is None:
+                return None
+            found = RunTracker.find(self.uri, self.experiment, {keys.TAG_TRIAL_ID: trial_id, keys.TAG_PARENT: self.parent_run_id})
+            if found is None:
+                return None
+            run_id = self._runs[trial_id] = found.run_id
+        return Progress.from_tag(MlflowClient(self.uri).get_run(run_id).data.tags.get(PROGRESS_TAG))
+
+
+def start_system_metrics(tracker: RunTracker) -> Any:
+    """MLflow's system-metrics monitor on ``tracker``'s run, sampling every
+    ``tracking.system_metrics_s`` seconds as the run's params say (None when off). It stops at
+    ``finish()`` or by itself once the run is no longer RUNNING. psutil comes with Ray (its
+    vendored copy, importable once Ray is); GPU metrics need pynvml (``nvidia-ml-py``)."""
+    interval = tracker.client.get_run(tracker.run_id).data.params.get("tracking.system_metrics_s")
+    if interval in (None, "", "None"):
+        return None
+    try:
+        import psutil  # noqa: F401
+    except ImportError:
+        tracker.set_tags({"mjp.system_metrics": "off: psutil is not importable in the training process"})
+        return None
+    from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
+
+    monitor = SystemMetricsMonitor(tracker.run_id, sampling_interval=float(interval), resume_logging=True, tracking_uri=tracker.uri)
+    monitor.start()
+    return monitor
+
+
+def stop_system_metrics(monitor: Any) -> None:
+    """Stop the monitor and log one last sample: MLflow's own ``finish()`` drops the interval in
+    progress, so a training shorter than one interval would have none."""
+    monitor.finish()
+    monitor.collect_metrics()
+    monitor.publish_metrics(monitor.aggregate_metrics())
+    monitor.mlflow_logger.flush()
 
 
 def run_config_tree(uri: str, run_id: str) -> dict[str, Any]:

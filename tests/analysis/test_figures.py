@@ -36,3 +36,15 @@ def test_training_curves_from_histories():
     fig = training_curves(trials(1), history)
     assert [len(ax.lines) for ax in fig.axes] == [1, 1]
     assert training_curves(trials(1), history.iloc[0:0]) is None
+
+
+def test_bars_start_at_zero_so_their_heights_are_their_values():
+    close = trials().assign(**{"val/top1": [0.91, 0.92, 0.93, 0.91, 0.92, 0.93]})  # a 2-point spread near the top
+    fig = metric_bars(close)
+    for ax in fig.axes:
+        low, high = ax.get_ylim()
+        tallest = max(p.get_height() for p in ax.patches)
+        assert low == 0 and tallest <= high
+    top1 = fig.axes[0]
+    assert top1.get_ylim()[1] <= 100 and [round(p.get_height(), 1) for p in top1.patches][:3] == [91.0, 92.0, 93.0]
+    assert "bars start at 0" in fig._suptitle.get_text()

@@ -158,3 +158,21 @@ def test_supplementary_table_4_compares_the_mean_over_its_own_ten_corruptions():
     table = paper_comparison(with_s4_mean_error(runs), "s4")
     row = table[table["metric"] == "mean of the 10"].iloc[0]
     assert row.iloc[1] == "40.0" and row.iloc[2] == "44"  # ours over the same 10 corruptions, the paper's DeiT-S
+
+
+def test_an_empty_column_is_not_shown_in_the_report():
+    from analysis.report import runs_table
+
+    runs = runs_frame()
+    clean = runs.assign(error=float("nan"))
+    assert "error" not in runs_table(clean).columns and "status" in runs_table(clean).columns
+    one = clean.astype({"error": object})
+    one.loc[0, "error"] = "CUDA out of memory"
+    shown = runs_table(one)
+    assert "CUDA out of memory" in set(shown["error"]) and "nan" not in set(shown["error"])
+
+
+def test_the_report_html_has_no_nan_cells(tmp_path):
+    files = write_report(runs_frame().assign(error=float("nan"), **{"val/diff_norm": float("nan")}), tmp_path / "r", ReportContext(study="t", title="T"))
+    html = files.html.read_text()
+    assert ">nan<" not in html.lower() and "<th>error</th>" not in html and "Diff. Norm" not in files.table.columns

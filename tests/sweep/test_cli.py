@@ -72,3 +72,69 @@ def test_status_names_a_sweep_whose_driver_is_gone(tmp_path, capsys):
     assert main(["sweep", "status", "--uri", uri]) == 0
     out = capsys.readouterr().out
     assert "s-1  [driver gone (killed?), trials stopped; resume: mjp sweep resume /x/s-1]" in out
+
+
+def _parsers(parser, path=("mjp",)):
+    """Every parser of the CLI with its command path."""
+    import argparse
+
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {a.dest: a.help for a in action._choices_actions}
+            for name, sub in action.choices.items():
+                assert helps.get(name), f"{' '.join(path)} {name} has no help line"
+                yield from _parsers(sub, (*path, name))
+
+
+def test_every_option_and_argument_has_a_help_line():
+    import argparse
+
+    seen = 0
+    for path, parser in _parsers(build_parser()):
+        for action in parser._actions:
+            if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
+                continue
+            seen += 1
+            assert action.help and action.help != argparse.SUPPRESS, f"{' '.join(path)} {'/'.join(action.option_strings) or action.dest} has no help"
+    assert seen > 50
+
+
+def test_version_is_the_package_version(capsys):
+    import tomllib
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert done.value.code == 0 and capsys.readouterr().out.strip() == f"mjp {version}"
+
+
+def test_help_documents_the_exit_codes(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    for code, word in (("0", "done"), ("1", "failed"), ("2", "bad input"), ("130", "interrupted")):
+        assert f"  {code} " in out and word in out.split(f"  {code} ", 1)[1].splitlines()[0]
+
+
+@pytest.mark.parametrize("argv", [
+    ["train", "no/such.yaml"],
+    ["sweep", "run", "quickstrat"],
+    ["sweep", "resume", "no/such/dir"],
+    ["sweep", "status", "quickstrat"],
+    ["config", "show", "no/such.yaml"],
+    ["analyze", "tables", "--study", "quickstart", "--uri", "sqlite:///no/such/mlflow.db"],
+    ["analyze", "report", "--study", "quickstart", "--uri", "sqlite:///no/such/mlflow.db"],
+    ["attack", "--run", "0123", "--uri", "sqlite:///no/such/mlflow.db"],
+    ["evaluate", "--run", "0123", "--uri", "sqlite:///no/such/mlflow.db"],
+    ["data", "check", "no/such/dir"],
+    ["data", "prepare", "no/such/dir", "out"],
+    ["cluster", "check", "no/such.yaml"],
+    ["demo", "--set", "optim.epoch=3"],
+], ids=lambda a: " ".join(a[:2]))
+def test_bad_input_is_exit_2_with_one_error_line_in_every_command(argv, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # nothing may be written, even here
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: ") and "Traceback" not in err, err
+    assert list(tmp_path.iterdir()) == []

@@ -5,6 +5,7 @@ import io
 import os
 
 import mlflow
+import optuna
 import pytest
 import yaml
 
@@ -12,6 +13,7 @@ from analysis.runs import load_runs, load_sweeps
 from mjp import keys
 from sweep.run import resume_sweep, run_sweep
 from sweep.study import load_study
+from trainables.progress import Progress
 
 pytestmark = pytest.mark.slow
 
@@ -177,7 +179,7 @@ def test_asha_leaves_every_child_run_with_a_final_status(tmp_path, local_ray):
     study = load_study(study_file(
         tmp_path, space, search={"algorithm": "random", "seed": 3}, budget={"trials": 4, "max_concurrent": 2},
         scheduler={"type": "asha", "grace_period": 1, "reduction_factor": 2}, train={**TINY, "optim": {"epochs": 4}},
-    ), overrides={"tracking.uri": uri})
+    ), overrides={"tracking.uri": uri, "tracking.system_metrics_s": 0.2, "runtime.log_every": 2})
     outcome = run_sweep(study, storage=str(tmp_path / "ray"), stream=io.StringIO())
     assert len(outcome.trials) == 4 and not outcome.failed
     runs = load_runs(uri, "sweep-test", parent_run_id=outcome.parent_run_id)
@@ -185,5 +187,17 @@ def test_asha_leaves_every_child_run_with_a_final_status(tmp_path, local_ray):
     epochs = {r.run_id: len(mlflow.MlflowClient(uri).get_metric_history(r.run_id, keys.VAL_TOP1)) for r in runs.itertuples()}
     stopped = [r for r in runs.itertuples() if epochs[r.run_id] < 4]
     assert stopped, "ASHA stopped no trial: the test space is too easy"
-    for r in stopped:
-        assert keys.TAG_STOPPED in mlflow.MlflowClient(uri).get_run(r.run_id).data.tags
+    client = mlflow.MlflowClient(uri)
+    for r in runs.itertuples():  # ASHA ends every trial, even at its last epoch: only the early ones are "stopped"
+        run = client.get_run(r.run_id)
+        assert (keys.TAG_STOPPED in run.data.tags) == (epochs[r.run_id] < 4)
+        wait = [m.value for m in client.get_metric_history(r.run_id, "perf/data_wait_frac")]
+        assert len(wait) == epochs[r.run_id] and all(0 <= w < 1 for w in wait)
+        assert Progress.from_tag(run.data.tags["mjp.progress"]).steps == 8  # 256 images / 32 per batch
+    full = [r.run_id for r in runs.itertuples() if epochs[r.run_id] == 4]
+    assert any("system/cpu_utilization_percentage" in client.get_run(i).data.metrics for i in full)
+    # the Optuna mirror: every trial, named objective, a real duration, its MLflow run and variant
+    mirrored = optuna.load_study(study_name=os.path.basename(outcome.experiment_dir), storage=f"sqlite:///{tmp_path}/optuna.db")
+    assert mirrored.metric_names == ["val/top1"] and len(mirrored.trials) == 4
+    assert {t.user_attrs["mlflow_run_id"] for t in mirrored.trials} == set(runs.run_id)
+    assert all(t.duration.total_seconds() > 0 and t.user_attrs["variant"] for t in mirrored.trials)

@@ -1,0 +1,47 @@
+"""The Optuna study a sweep mirrors (for optuna-dashboard): named objectives, real trial times, and
+each trial's MLflow run id and variant, read back with Optuna."""
+
+import datetime
+
+import optuna
+from ray.tune.experiment import Trial
+
+from mjp import keys
+from sweep.optuna_mirror import OptunaMirror
+from sweep.study import load_study
+from trainables.config import load_config
+from trainables.driver import start_run
+from trainables.tracking import RunTracker
+
+
+def test_mirrored_trials_have_times_metric_names_and_their_mlflow_run(tmp_path):
+    uri, url = f"sqlite:///{tmp_path}/mlflow.db", f"sqlite:///{tmp_path}/optuna.db"
+    parent = RunTracker.create(uri, "mjp-quickstart", run_name="quickstart-x", tags={keys.TAG_KIND: "sweep"})
+    cfg = load_config("trainables/configs/digits_vit_tiny.yaml", ["mjp.variant=A", "tracking.experiment=mjp-quickstart"])
+    child = start_run(cfg, uri, run_name="A-baseline-s0", tags={keys.TAG_TRIAL_ID: "t1", keys.TAG_LABEL: "A baseline seed 0"}, parent_run_id=parent.run_id)
+    study = load_study("quickstart", smoke=True, check=False)
+    mirror = OptunaMirror(url, "quickstart-x", study.config, epochs=3, tracking=(uri, "mjp-quickstart", parent.run_id))
+    done, stopped = Trial("fake", config={"mjp.variant": "A"}, trial_id="t1", stub=True), Trial("fake", config={"mjp.variant": "J"}, trial_id="t2", stub=True)
+    for trial in (done, stopped):
+        mirror.on_trial_start(0, [], trial)
+    for epoch in (1, 2, 3):
+        done.update_last_result({"epoch": epoch, "val/top1": [0.25, 0.5, 0.75][epoch - 1]})
+        mirror.on_trial_result(0, [], done, done.last_result)
+    stopped.update_last_result({"epoch": 1, "val/top1": 0.1})
+    mirror.on_trial_result(0, [], stopped, stopped.last_result)
+    mirror.on_trial_complete(0, [], done)
+    mirror.on_trial_complete(0, [], stopped)
+    mirror.on_trial_complete(0, [], done)  # once only
+
+    back = optuna.load_study(study_name="quickstart-x", storage=url)
+    assert back.metric_names == ["val/top1"]
+    first, second = back.get_trials()
+    run = child.client.get_run(child.run_id)
+    assert first.state == optuna.trial.TrialState.COMPLETE and first.value == 0.75 and first.intermediate_values == {1: 0.25, 2: 0.5, 3: 0.75}
+    assert first.datetime_start == datetime.datetime.fromtimestamp(run.info.start_time / 1000)  # the MLflow run's start
+    assert first.datetime_complete > first.datetime_start and first.duration.total_seconds() > 0
+    assert first.user_attrs == {"tune_trial_id": "t1", "mlflow_run_id": child.run_id, "mlflow_run_name": "A-baseline-s0",
+                                "variant": "baseline", "label": "A baseline seed 0"}
+    # no MLflow run found: the start Tune reported, the trial still marked pruned by the scheduler
+    assert second.state == optuna.trial.TrialState.PRUNED and "mlflow_run_id" not in second.user_attrs
+    assert second.datetime_start == mirror.started["t2"] and second.datetime_complete >= second.datetime_start

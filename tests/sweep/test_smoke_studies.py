@@ -1,0 +1,76 @@
+"""Every shipped study launches at smoke size: its scheduler and its sampled trials are valid,
+checked when it is loaded; a sweep that fails before its first trial leaves no directory."""
+
+import numpy as np
+import pytest
+import yaml
+from ray.tune.schedulers import ASHAScheduler
+
+from sweep.run import asha_rungs, make_scheduler, run_sweep
+from sweep.space import sampled_params
+from sweep.study import STUDIES_DIR, load_study
+from trainables.config import ConfigError
+from trainables.tracking import TrackingError
+
+SHIPPED = sorted(p.stem for p in STUDIES_DIR.glob("*.yaml"))
+
+
+@pytest.fixture(scope="module")
+def fake_fashion(tmp_path_factory):
+    from tests.trainables.test_data import write_idx
+
+    root = tmp_path_factory.mktemp("fashion")
+    for split in ("train", "t10k"):
+        write_idx(root / f"{split}-images-idx3-ubyte.gz", np.zeros((256, 28, 28)))
+        write_idx(root / f"{split}-labels-idx1-ubyte.gz", np.arange(256) % 10)
+    return root
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_study_builds_its_scheduler_and_trials_at_smoke_size(name, fake_fashion):
+    study = load_study(name, smoke=True, overrides={"data.root": str(fake_fashion)} if name == "fashion" else {})
+    epochs = study.train_config({}).optim.epochs
+    scheduler = make_scheduler(study)  # Ray asserts grace_period <= max_t here
+    if isinstance(scheduler, ASHAScheduler):
+        assert scheduler._max_t == epochs and 1 <= study.config.scheduler.grace_period <= epochs
+        assert asha_rungs(study) and max(asha_rungs(study)) < epochs  # ASHA decides at least once
+    samples = sampled_params(study.config, min(study.num_trials, 8))
+    assert len(samples) == min(study.num_trials, 8)
+    for params in samples:
+        assert study.train_config(params).optim.epochs == epochs
+
+
+def test_tune_smoke_has_its_own_grace_period():
+    assert load_study("tune", check=False).config.scheduler.grace_period == 10
+    assert load_study("tune", smoke=True, check=False).config.scheduler.grace_period == 1
+
+
+def _asha_study(tmp_path, **smoke):
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": "t", "base": "trainables/configs/digits_vit_tiny.yaml", "objective": {"metric": "val/top1"},
+        "space": {"mjp.mask_ratio": {"type": "uniform", "low": 0.1, "high": 0.3}}, "budget": {"trials": 2},
+        "train": {"optim": {"epochs": 20}}, "scheduler": {"type": "asha", "grace_period": 10},
+        "smoke": {"train": {"optim": {"epochs": 3}}, **smoke},
+    }))
+    return str(path)
+
+
+def test_a_grace_period_past_the_smoke_epochs_fails_at_load_naming_both(tmp_path):
+    path = _asha_study(tmp_path)
+    load_study(path)  # full size: 10 <= 20
+    with pytest.raises(ConfigError, match=r"scheduler.grace_period=10 is more than the 3 epochs each trial trains at smoke size .*smoke: \{scheduler:"):
+        load_study(path, smoke=True)
+    assert load_study(_asha_study(tmp_path, scheduler={"type": "asha", "grace_period": 1}), smoke=True).config.scheduler.grace_period == 1
+
+
+def test_a_sweep_failing_before_its_first_trial_leaves_no_directory(tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    client = MlflowClient(uri)
+    client.delete_experiment(client.create_experiment("mjp-quickstart"))
+    storage = tmp_path / "ray_results"
+    with pytest.raises(TrackingError, match="'mjp-quickstart' .* is deleted"):
+        run_sweep(load_study("quickstart", smoke=True), storage=str(storage), uri=uri)
+    assert not storage.exists() or list(storage.iterdir()) == []

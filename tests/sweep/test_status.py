@@ -1,0 +1,71 @@
+"""``mjp sweep status``: each trial of a sweep with its state, metrics and MLflow run id, by study
+name or sweep directory, on a store written through the real tracking adapter."""
+
+import pytest
+
+from mjp import keys
+from sweep.cli import main
+from trainables.config import load_config
+from trainables.driver import start_run
+from trainables.tracking import RunTracker
+
+
+@pytest.fixture
+def store(tmp_path):
+    """One quickstart sweep: a finished, a failed and a stopped trial; its sweep directory."""
+    from sweep.run import write_state
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    sweep_dir = tmp_path / "ray_results" / "quickstart-20260101-000000"
+    parent = RunTracker.create(uri, "mjp-quickstart", run_name=sweep_dir.name, tags={
+        keys.TAG_KIND: "sweep", keys.TAG_STUDY: "quickstart", "mjp.experiment_dir": str(sweep_dir)})
+    parent.log_params({"objectives": "val/top1:max", "trials": 3})
+    parent.set_status("FINISHED")
+    write_state(str(sweep_dir), {"uri": uri, "parent_run_id": parent.run_id, "name": sweep_dir.name})
+    cfg = load_config("trainables/configs/digits_vit_tiny.yaml", ["tracking.experiment=mjp-quickstart"])
+    runs = {}
+    for name, top1, status, tags in (("A-baseline-s0", 0.964, "FINISHED", {}),
+                                     ("J-jp_unk_dal_mlp-s0", None, "FAILED", {keys.TAG_ERROR: "CUDA out of memory"}),
+                                     ("E-jp-s0", 0.5, "FINISHED", {keys.TAG_STOPPED: "stopped early by the scheduler"})):
+        child = start_run(cfg, uri, run_name=name, tags={keys.TAG_STUDY: "quickstart", **tags}, parent_run_id=parent.run_id)
+        if top1 is not None:
+            child.log_metrics({keys.VAL_TOP1: top1, keys.VAL_CONSISTENCY: 0.369}, step=3)
+        child.set_status(status)
+        runs[name] = child.run_id
+    return uri, sweep_dir, runs
+
+
+def _trial_line(out: str, name: str) -> list[str]:
+    return next(line.split() for line in out.splitlines() if line.strip().startswith(name + " "))
+
+
+@pytest.mark.parametrize("how", ["study", "directory"])
+def test_status_lists_every_trial_with_state_metrics_and_run_id(store, capsys, how):
+    uri, sweep_dir, runs = store
+    args = ["sweep", "status", "quickstart", "--uri", uri] if how == "study" else ["sweep", "status", str(sweep_dir)]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "quickstart-20260101-000000  [finished]" in out and "val/top1" in out and "MLflow run id" in out
+    assert _trial_line(out, "A-baseline-s0") == ["A-baseline-s0", "finished", "96.4%", "36.9%", runs["A-baseline-s0"]]
+    assert _trial_line(out, "E-jp-s0") == ["E-jp-s0", "stopped", "early", "50.0%", "36.9%", runs["E-jp-s0"]]
+    assert _trial_line(out, "J-jp_unk_dal_mlp-s0") == ["J-jp_unk_dal_mlp-s0", "failed", "-", "-", runs["J-jp_unk_dal_mlp-s0"]]
+    assert "J-jp_unk_dal_mlp-s0: CUDA out of memory" in out
+
+
+def test_a_mistyped_study_gets_a_suggestion_and_exit_2(store, capsys):
+    uri, _, _ = store
+    assert main(["sweep", "status", "quickstrat", "--uri", uri]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: study 'quickstrat' is neither shipped nor recorded") and "did you mean 'quickstart'?" in err
+
+
+def test_a_path_that_is_not_a_sweep_directory_is_bad_input(store, tmp_path, capsys):
+    assert main(["sweep", "status", str(tmp_path)]) == 2
+    assert "is not a sweep directory" in capsys.readouterr().err
+    assert main(["sweep", "status", str(tmp_path / "nope")]) == 2
+
+
+def test_status_reads_the_state_file_sweep_run_writes():
+    from sweep import run, status
+
+    assert status.STATE_FILE == run.STATE_FILE

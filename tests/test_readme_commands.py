@@ -1,0 +1,47 @@
+"""Every ``mjp`` command in README.md's code blocks is one the CLI accepts (parsed with its real
+parser, placeholders filled in), and the cheap ones run from a clean directory."""
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from sweep.cli import build_parser, main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def readme_commands() -> list[list[str]]:
+    """The argument lists after ``mjp`` in README.md's bash blocks (comments and placeholders removed)."""
+    text = (ROOT / "README.md").read_text()
+    commands = []
+    for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            line = re.sub(r"<[^>]+>", "PLACEHOLDER", line)
+            words = shlex.split(line, comments=True)
+            if "mjp" in words and (words[:2] == ["uv", "run"] or words[0] == "mjp" or "--" in words):
+                commands.append(words[words.index("mjp") + 1:])
+    return commands
+
+
+COMMANDS = readme_commands()
+
+
+def test_the_readme_shows_the_commands_a_user_needs():
+    firsts = {" ".join(c[:2]) for c in COMMANDS}
+    assert {"sweep run", "sweep status", "sweep resume", "train trainables/configs/digits_vit_tiny.yaml", "evaluate --run", "attack --run"} <= firsts
+    assert ["sweep", "run", "tune", "--smoke"] in COMMANDS
+
+
+@pytest.mark.parametrize("argv", COMMANDS, ids=" ".join)
+def test_every_readme_command_parses(argv):
+    args = build_parser().parse_args(argv)
+    assert args.handler
+
+
+@pytest.mark.parametrize("argv", [c for c in COMMANDS if c[:2] in (["sweep", "list"], ["config", "show"], ["cluster", "check"])], ids=" ".join)
+def test_the_cheap_readme_commands_run(argv, capsys, monkeypatch, tmp_path):
+    if argv[:2] != ["cluster", "check"]:
+        monkeypatch.chdir(tmp_path)  # from anywhere: nothing here but the command
+    assert main(argv) == 0, capsys.readouterr().err

@@ -1,0 +1,121 @@
+"""Long runs tell how they are doing: the engine's in-epoch progress and data-wait share, the
+progress tag on the MLflow run, the console's progress line and ETA, MLflow system metrics."""
+
+import io
+
+import pytest
+import torch
+from ray.tune.experiment import Trial
+
+from mjp import keys
+from sweep.console import ConsoleView
+from trainables.config import build_config
+from trainables.driver import start_run
+from trainables.engine import build_model, build_state, seed_everything, train_one_epoch
+from trainables.progress import PERF_DATA_WAIT_FRAC, Progress, pace
+from trainables.tracking import EpochLogger, MlflowProgress, RunTracker
+
+TINY = {"model": {"kwargs": {"patch_size": 2, "embed_dim": 16, "depth": 1, "num_heads": 2}}, "optim": {"epochs": 3},
+        "runtime": {"log_every": 1}, "tracking": {"experiment": "progress"}}
+
+
+class Clock:
+    """A stand-in for the engine's ``time`` module: seconds pass only when the test says so."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def perf_counter(self):
+        return self.now
+
+
+class TimedLoader:
+    """Batches of 8 digits-shaped images; fetching one takes ``fetch_s`` on ``clock``."""
+
+    def __init__(self, clock, batches, fetch_s):
+        self.clock, self.batches, self.fetch_s = clock, batches, fetch_s
+
+    def __iter__(self):
+        gen = torch.Generator().manual_seed(0)
+        for _ in range(self.batches):
+            self.clock.now += self.fetch_s
+            yield torch.randn(8, 1, 8, 8, generator=gen), torch.randint(0, 10, (8,), generator=gen)
+
+    def __len__(self):
+        return self.batches
+
+
+def _state(cfg, batches):
+    from trainables.data import DataShape
+
+    seed_everything(0)
+    model = build_model(cfg, DataShape(num_classes=10, in_chans=1, img_size=8))
+    return build_state(cfg, model, batches, 1)
+
+
+def test_an_epoch_reports_its_progress_and_the_share_of_time_spent_waiting_for_data(monkeypatch):
+    clock = Clock()
+    monkeypatch.setattr("trainables.engine.time", clock)
+    cfg = build_config(TINY)
+    state = _state(cfg, 4)
+    reports = []
+
+    def on_log(metrics, step):  # logging takes 0.75 s here, the loader 0.25 s per batch, training no time
+        reports.append((dict(metrics), step))
+        clock.now += 0.75
+
+    out = train_one_epoch(cfg, state, TimedLoader(clock, 4, 0.25), torch.device("cpu"), on_log=on_log)
+    assert out[PERF_DATA_WAIT_FRAC] == pytest.approx(0.25) and out[keys.PERF_IMG_PER_S] == pytest.approx(32 / 4.0)
+    progress = [Progress.from_report(m) for m, _ in reports]
+    assert [(p.epoch, p.step, p.steps) for p in progress] == [(1, s, 4) for s in (1, 2, 3, 4)]
+    assert progress[1].elapsed_s == pytest.approx(0.25 + 0.75 + 0.25) and progress[1].data_wait_frac == pytest.approx(0.5 / 1.25)
+    assert progress[1].img_per_s == pytest.approx(16 / 1.25) and progress[1].epoch_eta_s == pytest.approx(1.25)
+
+
+def test_the_console_shows_a_running_trial_s_progress_from_its_mlflow_run(tmp_path):
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    cfg = build_config(TINY, {"tracking.system_metrics_s": None})
+    parent = RunTracker.create(uri, "progress", run_name="sweep")
+    run = start_run(cfg, uri, run_name="A-baseline-s0", tags={keys.TAG_TRIAL_ID: "t1"}, parent_run_id=parent.run_id)
+    assert MlflowProgress(uri, "progress", parent.run_id)("t1") is None  # no report yet
+    EpochLogger(run).running({keys.TRAIN_LOSS: 2.0, keys.TRAIN_LOSS_DAL: 0.0, **pace(2, 30, 120, 30 * 64, 6.0, 20.0)}, 150)
+    by_trial, by_run = MlflowProgress(uri, "progress", parent.run_id)("t1"), MlflowProgress(uri, "progress", run_id=run.run_id)("t1")
+    assert by_trial == by_run and (by_trial.epoch, by_trial.step, by_trial.steps, by_trial.img_per_s) == (2, 30, 120, 96.0)
+    assert run.client.get_metric_history(run.run_id, "train/loss_running")[0].step == 150
+    out = io.StringIO()
+    view = ConsoleView("sweep s", lambda p: "A baseline seed 0", lambda p: 3, [(keys.VAL_TOP1, "max")], 2, stream=out,
+                       progress_of=MlflowProgress(uri, "progress", run_id=run.run_id), poll_s=0, plain_progress_s=0)
+    trial = Trial("fake", config={}, trial_id="t1", stub=True)
+    view.on_trial_start(0, [trial], trial)
+    view.on_trial_result(0, [trial], trial, {"epoch": 1, keys.VAL_TOP1: 0.5})
+    view.on_step(1, [trial])
+    line = out.getvalue().splitlines()[-1]
+    assert line.endswith("progress  A baseline seed 0: epoch 2/3 step 30/120 · 96 img/s · data wait 30% · epoch ETA 1:00")
+    row = view.rows["t1"]
+    assert row.epochs_done == pytest.approx(1.25)
+    from rich.console import Console
+
+    table = Console(file=io.StringIO(), width=250)
+    table.print(view._table())
+    assert "step 30/120" in table.file.getvalue() and "this epoch" in table.file.getvalue()
+    view.on_trial_result(0, [trial], trial, {"epoch": 2, keys.VAL_TOP1: 0.6})
+    assert row.progress is None and row.epochs_done == 2  # the reported epoch ended: its progress is gone
+    view.on_step(2, [trial])
+    assert row.progress is None  # the tag still says epoch 2: stale, not shown again
+    assert "this epoch" not in view.plain_table()
+
+
+def test_system_metrics_are_logged_on_a_training_run_unless_switched_off(tmp_path):
+    import ray  # noqa: F401 - Ray brings psutil (its vendored copy)
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    off = start_run(build_config(TINY, {"tracking.system_metrics_s": None}), uri, run_name="off")
+    assert EpochLogger(off).system_metrics is None
+    on = start_run(build_config(TINY, {"tracking.system_metrics_s": 3600}), uri, run_name="on")
+    logger = EpochLogger(on)
+    monitor = logger.system_metrics
+    assert monitor.sampling_interval == 3600 and monitor._process.is_alive()
+    logger.final({keys.VAL_CONSISTENCY: 0.5})  # the end of training stops it, with one last sample (no interval passed)
+    assert logger.system_metrics is None and monitor._process is None
+    logged = on.client.get_run(on.run_id).data.metrics
+    assert {"system/cpu_utilization_percentage", "system/system_memory_usage_megabytes"} <= logged.keys()
