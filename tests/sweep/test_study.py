@@ -73,7 +73,7 @@ def test_full_size_without_imagenet_fails_naming_the_path():
         (dict(space={"mjp.mask_ratio": {"type": "grid", "values": [0, 0.27]}}), "needs search.algorithm: grid"),
         (dict(space={"mjp.dal_weight": {"type": "uniform", "low": 0, "high": 1, "when": {"mjp.dal": ["mlp"]}}}), "must be a space entry listed before it"),
         (dict(objective=[{"metric": "val/top1"}, {"metric": "val/consistency"}]), "2 objectives need search.algorithm 'nsga2' or 'random'"),
-        (dict(space={"mjp.mask_ratio": {"type": "choice", "values": [0.0, 0.07]}}), "mjp.mask_ratio=0.07 selects 1 of the 16 patches"),
+        (dict(space={"mjp.mask_ratio": {"type": "choice", "values": [0.0, 0.07]}}), "mjp.mask_ratio=0.07 selects round(16 x 0.07) = 1 of the 16 patches"),
         (dict(space={"mjp.dal": {"type": "choice", "values": ["none", "svm"]}}), "mjp.dal"),
         (dict(space={"b": {"type": "choice", "values": ["x", "y"], "presets": {"x": {"mjp.dal": "pca"}}}}), "values ['y'] have no entry in presets"),
         (dict(seeds=[0, 1]), "seeds repeat grid points"),
@@ -140,5 +140,5 @@ def test_large_spaces_still_check_every_choice(tmp_path):
     study = load_study(write(tmp_path, space=space))
     combos = study.combinations()  # 4*4*4*3*5 = 960 > 256: a covering set
     assert len(combos) < 960 and {c["mjp.mask_ratio"] for c in combos} == set(values)
-    with pytest.raises(ConfigError, match="mjp.mask_ratio=0.07 selects 1 of the 16 patches"):
+    with pytest.raises(ConfigError, match=r"mjp.mask_ratio=0.07 selects round\(16 x 0.07\) = 1 of the 16 patches"):
         load_study(write(tmp_path, space={**space, "mjp.mask_ratio": {"type": "choice", "values": values + [0.07]}}))
