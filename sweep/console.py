@@ -25,6 +25,14 @@ from trainables.progress import Progress, describe
 FINAL_STATES = ("done", "failed", "stopped")
 
 
+def restart_point(trial: Any) -> str:
+    """Where a retried trial starts again, as its console line says it: its latest checkpoint's
+    epoch, or the start when it had written none yet."""
+    result = getattr(trial, "latest_checkpoint_result", None)
+    epoch = (getattr(result, "metrics", None) or {}).get("epoch") if result is not None else None
+    return f"from its epoch-{epoch} checkpoint" if epoch else "from the start (it had written no checkpoint yet)"
+
+
 @dataclass
 class Row:
     label: str
@@ -148,7 +156,7 @@ class ConsoleView(tune.Callback):
         row = self.rows.get(trial.trial_id)
         if row is not None:
             row.state = "retrying"
-            self._line(f"retrying  {row.label} from its last checkpoint: {failure_reason(trial)}")
+            self._line(f"retrying  {row.label} {restart_point(trial)}: {failure_reason(trial)}")
 
     def on_step(self, iteration: int, trials: list, **info: Any) -> None:
         """Tune's loop turns often: every ``poll_s`` seconds, read the running trials' progress."""

@@ -138,3 +138,12 @@ def test_bad_input_is_exit_2_with_one_error_line_in_every_command(argv, capsys, 
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("error: ") and "Traceback" not in err, err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_retried_trial_says_where_it_starts_again():
+    from types import SimpleNamespace
+
+    from sweep.console import restart_point
+
+    assert restart_point(SimpleNamespace(latest_checkpoint_result=SimpleNamespace(metrics={"epoch": 4}))) == "from its epoch-4 checkpoint"
+    assert restart_point(SimpleNamespace(latest_checkpoint_result=None)) == "from the start (it had written no checkpoint yet)"
