@@ -60,12 +60,31 @@ def make_loaders(cfg: TrainConfig, bundle: DatasetBundle, session: Any, train_si
 
         train = RayDataLoader(session.train_iterator(cfg), d.batch_size, train_size // (d.batch_size * world), d.seed, session.device)
         return train, train, val
+    if d.decode == "gpu":
+        return _device_decode_loader(cfg, bundle, session, val)
     if d.repeated_aug > 1:
         sampler = RepeatAugSampler(bundle.train, num_replicas=world, rank=rank, shuffle=True, num_repeats=d.repeated_aug)
     else:
         sampler = DistributedSampler(bundle.train, num_replicas=world, rank=rank, shuffle=True, seed=cfg.data.seed % 2**63)
     train = DataLoader(bundle.train, sampler=sampler, drop_last=True, **common)
     return sampler, session.prepare_loader(train), val
+
+
+def _device_decode_loader(cfg: TrainConfig, bundle: DatasetBundle, session: Any, val: Any) -> tuple[Any, Any, Any]:
+    """``data.decode: gpu``: the DataLoader reads encoded files, the training device decodes and augments them."""
+    from trainables.data_gpu import DeviceAugmentLoader, SeededSampler, collate_encoded
+    from trainables.device_augment import DeviceRecipe
+
+    d, rank, world = cfg.data, session.rank, session.world
+    if d.repeated_aug > 1:
+        inner = RepeatAugSampler(bundle.train, num_replicas=world, rank=rank, shuffle=True, num_repeats=d.repeated_aug)
+    else:
+        inner = DistributedSampler(bundle.train, num_replicas=world, rank=rank, shuffle=True, seed=d.seed % 2**63)
+    sampler = SeededSampler(inner, d.seed, rank)
+    loader = DataLoader(bundle.train, sampler=sampler, batch_size=d.batch_size, drop_last=True, collate_fn=collate_encoded,
+                        num_workers=d.loader_workers, pin_memory=cfg.scaling.use_gpu, persistent_workers=d.loader_workers > 0)
+    train = DeviceAugmentLoader(loader, sampler, DeviceRecipe(bundle.shape.img_size, d.augment), session.device, bundle.train, bundle.skipped_log)
+    return train, train, val
 
 
 def train_loop(cfg: TrainConfig, session: Any, *, tracking_uri: str | None, run_id: str | None, extra_checkpoints: Iterable[int] = ()) -> None:
