@@ -56,9 +56,9 @@ def make_loaders(cfg: TrainConfig, bundle: DatasetBundle, session: Any, train_si
     # Validation: a disjoint shard per worker (no padding duplicates); sums are all-reduced.
     val = session.prepare_loader(DataLoader(Subset(bundle.val, range(rank, len(bundle.val), world)), shuffle=False, **common))
     if d.loader == "ray_data":
-        from trainables.data_ray import RayDataLoader
+        from trainables.data_ray import RayDataLoader, shuffle_buffer_rows
 
-        train = RayDataLoader(session.train_iterator(cfg), d.batch_size, train_size // (d.batch_size * world), d.seed, session.device)
+        train = RayDataLoader(session.train_iterator(cfg), d.batch_size, train_size // (d.batch_size * world), d.seed, session.device, shuffle_buffer_rows(cfg))
         return train, train, val
     if d.decode == "gpu":
         return _device_decode_loader(cfg, bundle, session, val)

@@ -184,3 +184,23 @@ def test_one_epoch_of_training_from_a_jpeg_folder_with_decode_gpu(tmp_path):
 
     out = train_one_epoch(cfg, build_state(cfg, model, len(train), 1), train, CPU, make_mixup(cfg, bundle.shape.num_classes))
     assert len(train) == 4 and math.isfinite(out["train/loss"]) and out["perf/img_per_s"] > 0
+
+
+def test_random_choices_follow_timm_s_deit_recipe():
+    """Over many seeds: each of the 15 ops drawn alike, applied half the time at magnitude N(9, 0.5)
+    (capped below 10), flips half the time, erasing a quarter of the time, crops inside the image."""
+    from trainables.device_augment import draw_sample
+
+    recipe = DeviceRecipe(224)
+    draws = [draw_sample(seed, 375, 500, recipe) for seed in range(3000)]
+    applied = [op for d in draws for op, _ in d.ops]
+    assert abs(len(applied) / (2 * len(draws)) - 0.5) < 0.03
+    counts = np.array([applied.count(op) for op in OPS])
+    assert counts.min() > 0.75 * counts.mean() and counts.max() < 1.25 * counts.mean()
+    posterize = [arg for d in draws for op, arg in d.ops if op == "PosterizeIncreasing"]
+    assert set(posterize) <= {1.0, 2.0} and min(posterize) >= 1  # 4 - int(m / 10 * 4) with m < 10
+    assert abs(np.mean([d.flip for d in draws]) - 0.5) < 0.03
+    assert abs(np.mean([d.erase is not None for d in draws]) - 0.25) < 0.03
+    for d in draws:
+        top, left, h, w = d.crop
+        assert 0 <= top and top + h <= 375 and 0 <= left and left + w <= 500 and h * w >= 0.07 * 375 * 500
