@@ -111,8 +111,7 @@ def stage_rates(root: Path, n: int, device: str) -> list[tuple[str, str, float |
         sync = torch.cuda.synchronize
         pinned = [e.pin_memory() for e in encoded]
         floats = torch.empty(len(files), 3, 224, 224).pin_memory()
-        on_gpu = [p.to(gpu) for p in pinned]
-        decoded_gpu = decode_on_device(on_gpu, gpu)
+        decoded_gpu = decode_on_device(pinned, gpu)
         rows += [
             ("gpu", "H2D: encoded bytes (pinned)", _rate(lambda: [p.to(gpu, non_blocking=True) for p in pinned], n, sync)),
             ("gpu", "decode (nvJPEG, one batched call)", _rate(lambda: decode_on_device(encoded, gpu), n, sync)),

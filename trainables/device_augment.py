@@ -27,7 +27,7 @@ from typing import Sequence
 import torch
 import torchvision.transforms.v2.functional as TF
 
-from trainables.device_randaugment import OPS, SIGNED, apply_op, level_arg
+from trainables.device_randaugment import OPS, SIGNED, apply_op, host_values, level_arg
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -170,7 +170,7 @@ def _rand_augment(x: torch.Tensor, draws: list[SampleDraw], recipe: DeviceRecipe
             if layer < len(d.ops):
                 by_op.setdefault(d.ops[layer][0], []).append(i)
         for op, rows in by_op.items():
-            index = torch.tensor(rows, device=x.device)
+            index = host_values(rows, x.device, torch.int64)
             x[index] = apply_op(op, x[index], [draws[i].ops[layer][1] for i in rows], recipe.fill)
     return x
 
@@ -181,13 +181,13 @@ def _erase(x: torch.Tensor, draws: list[SampleDraw]) -> torch.Tensor:
     if not rows:
         return x
     n, (_, h, w) = len(rows), x.shape[1:]
-    boxes = torch.tensor([draws[i].erase for i in rows], device=x.device)  # top, left, height, width
+    boxes = host_values([draws[i].erase for i in rows], x.device, torch.int64)  # top, left, height, width
     ys, xs = torch.arange(h, device=x.device), torch.arange(w, device=x.device)
     in_rows = (ys >= boxes[:, 0:1]) & (ys < boxes[:, 0:1] + boxes[:, 2:3])
     in_cols = (xs >= boxes[:, 1:2]) & (xs < boxes[:, 1:2] + boxes[:, 3:4])
     mask = (in_rows[:, :, None] & in_cols[:, None, :]).view(n, 1, h, w)
-    noise = hash_normal(torch.tensor([draws[i].noise_key for i in rows], device=x.device), x.shape[1:])
-    index = torch.tensor(rows, device=x.device)
+    noise = hash_normal(host_values([draws[i].noise_key for i in rows], x.device, torch.int64), x.shape[1:])
+    index = host_values(rows, x.device, torch.int64)
     x[index] = torch.where(mask, noise, x[index])
     return x
 
@@ -199,10 +199,10 @@ def augment_batch(images: Sequence[torch.Tensor], seeds: Sequence[int], recipe: 
         raise ValueError(f"{len(images)} images but {len(seeds)} seeds")
     draws = [draw_sample(int(s), int(im.shape[-2]), int(im.shape[-1]), recipe) for im, s in zip(images, seeds)]
     x = torch.stack([_resize_crop(im, d, recipe) for im, d in zip(images, draws)])
-    flip = torch.tensor([d.flip for d in draws], device=x.device).view(-1, 1, 1, 1)
+    flip = host_values([d.flip for d in draws], x.device, torch.bool).view(-1, 1, 1, 1)
     x = torch.where(flip, x.flip(-1), x)
     x = _rand_augment(x, draws, recipe)
-    mean = torch.tensor(recipe.mean, device=x.device).view(1, 3, 1, 1)
-    std = torch.tensor(recipe.std, device=x.device).view(1, 3, 1, 1)
+    mean = host_values(recipe.mean, x.device, torch.float32).view(1, 3, 1, 1)
+    std = host_values(recipe.std, x.device, torch.float32).view(1, 3, 1, 1)
     x = (x.float() / 255.0 - mean) / std
     return _erase(x, draws)

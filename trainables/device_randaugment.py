@@ -27,6 +27,18 @@ SIGNED = frozenset({"Rotate", "ColorIncreasing", "ContrastIncreasing", "Brightne
 TRANSLATE_PCT = 0.45
 
 
+def host_values(values: object, device: torch.device, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """Small host-side values (per-sample arguments, indices) as a tensor on ``device``. On CUDA they
+    go through pinned memory, non-blocking: a copy from pageable memory would make the host wait
+    for every kernel queued before it, and so stall the input pipeline behind the training step."""
+    t = values if isinstance(values, torch.Tensor) else torch.tensor(values, dtype=dtype)
+    if dtype is not None:
+        t = t.to(dtype)
+    if device.type != "cuda":
+        return t.to(device)
+    return t.pin_memory().to(device, non_blocking=True)
+
+
 def level_arg(op: str, magnitude: float, negate: bool) -> float:
     """timm's level-to-argument function of ``op`` at ``magnitude`` (0..10); 0.0 for ops without one."""
     level = magnitude / 10.0
@@ -96,14 +108,14 @@ def _affine(x: torch.Tensor, matrices: torch.Tensor, fill: tuple[int, int, int])
     """Bicubic affine warp of uint8 ``[n, 3, H, W]`` by PIL coefficients ``[n, 6]``; pixels read from
     outside the image take ``fill`` (PIL's rule: the source point outside [0, W) x [0, H))."""
     n, _, h, w = x.shape
-    m = matrices.to(device=x.device, dtype=torch.float32)
+    m = host_values(matrices, x.device, torch.float32)
     ys, xs = torch.meshgrid(torch.arange(h, device=x.device, dtype=torch.float32) + 0.5, torch.arange(w, device=x.device, dtype=torch.float32) + 0.5, indexing="ij")
     src_x = m[:, 0, None, None] * xs + m[:, 1, None, None] * ys + m[:, 2, None, None]
     src_y = m[:, 3, None, None] * xs + m[:, 4, None, None] * ys + m[:, 5, None, None]
     grid = torch.stack([2 * src_x / w - 1, 2 * src_y / h - 1], dim=-1)
     warped = torch.nn.functional.grid_sample(x.float(), grid, mode="bicubic", padding_mode="border", align_corners=False)
     inside = ((src_x >= 0) & (src_x < w) & (src_y >= 0) & (src_y < h)).unsqueeze(1)
-    colour = torch.tensor(fill, device=x.device, dtype=torch.float32).view(1, 3, 1, 1)
+    colour = host_values(fill, x.device, torch.float32).view(1, 3, 1, 1)
     return torch.where(inside, warped.round().clamp(0, 255), colour).to(torch.uint8)
 
 
@@ -117,7 +129,7 @@ def apply_op(op: str, x: torch.Tensor, args: list[float], fill: tuple[int, int, 
         return TF.invert(x)
     if op in ("Rotate", "ShearX", "ShearY", "TranslateXRel", "TranslateYRel"):
         return _affine(x, affine_matrices(op, args, x.shape[-2], x.shape[-1]), fill)
-    v = torch.tensor(args, device=x.device, dtype=torch.float32)
+    v = host_values(args, x.device, torch.float32)
     if op == "PosterizeIncreasing":
         bits = v.to(torch.int32)
         mask = (torch.bitwise_left_shift(torch.full_like(bits, 0xFF), (8 - bits).clamp(min=0)) & 0xFF).to(torch.uint8).view(-1, 1, 1, 1)

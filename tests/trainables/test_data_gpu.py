@@ -204,3 +204,21 @@ def test_random_choices_follow_timm_s_deit_recipe():
     for d in draws:
         top, left, h, w = d.crop
         assert 0 <= top and top + h <= 375 and 0 <= left and left + w <= 500 and h * w >= 0.07 * 375 * 500
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_on_cuda_the_pipeline_matches_its_cpu_run(tmp_path):
+    """nvJPEG and CUDA kernels against the CPU run of the same seeds: same shapes and erased boxes,
+    pixels equal up to the decoders' rounding (a threshold op may flip a few pixels)."""
+    root = jpeg_folder(tmp_path)
+    ds = EncodedImages(root / "train")
+    items = [ds[(i, 1000 + i)] for i in range(len(ds))]
+    datas, seeds = [d for d, *_ in items], [s for _, _, s, _ in items]
+    recipe = DeviceRecipe(24, "deit", re_prob=1.0)
+    cuda = torch.device("cuda")
+    on_gpu = augment_batch(decode_on_device([d.pin_memory() for d in datas], cuda), seeds, recipe)
+    on_cpu = augment_batch(decode_on_device(datas, CPU), seeds, recipe)
+    assert on_gpu.device.type == "cuda" and on_gpu.shape == on_cpu.shape == (12, 3, 24, 24)
+    diff = (on_gpu.cpu() - on_cpu).abs()
+    assert diff.median() < 0.05 and (diff < 0.2).float().mean() > 0.9
