@@ -222,3 +222,15 @@ def test_on_cuda_the_pipeline_matches_its_cpu_run(tmp_path):
     assert on_gpu.device.type == "cuda" and on_gpu.shape == on_cpu.shape == (12, 3, 24, 24)
     diff = (on_gpu.cpu() - on_cpu).abs()
     assert diff.median() < 0.05 and (diff < 0.2).float().mean() > 0.9
+
+
+def test_grayscale_and_cmyk_jpegs_decode_to_rgb_as_pil_does(tmp_path):
+    img = photo(np.random.default_rng(5), 20, 30)
+    Image.fromarray(img[:, :, 0]).save(tmp_path / "gray.jpg")
+    Image.fromarray(img).convert("CMYK").save(tmp_path / "cmyk.jpg")
+    paths = [tmp_path / "gray.jpg", tmp_path / "cmyk.jpg"]
+    from trainables.data_gpu import read_encoded
+
+    for path, image in zip(paths, decode_on_device([read_encoded(str(p)) for p in paths], CPU)):
+        reference = np.array(Image.open(path).convert("RGB")).astype(int)
+        assert image.shape == (3, 20, 30) and np.abs(image.permute(1, 2, 0).numpy().astype(int) - reference).mean() < 1.5
