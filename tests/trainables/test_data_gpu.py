@@ -234,3 +234,12 @@ def test_grayscale_and_cmyk_jpegs_decode_to_rgb_as_pil_does(tmp_path):
     for path, image in zip(paths, decode_on_device([read_encoded(str(p)) for p in paths], CPU)):
         reference = np.array(Image.open(path).convert("RGB")).astype(int)
         assert image.shape == (3, 20, 30) and np.abs(image.permute(1, 2, 0).numpy().astype(int) - reference).mean() < 1.5
+
+
+def test_small_and_none_recipes(tmp_path):
+    """``small``: crop + flip only (seeded); ``none``: timm's eval resize + centre crop, the same for every seed."""
+    image = torch.from_numpy(photo(np.random.default_rng(6), 40, 60)).permute(2, 0, 1).contiguous()
+    none = [augment_batch([image], [s], DeviceRecipe(16, "none")) for s in (1, 2)]
+    assert torch.equal(none[0], none[1]) and none[0].shape == (1, 3, 16, 16)
+    small = [augment_batch([image], [s], DeviceRecipe(16, "small")) for s in (1, 2, 1)]
+    assert torch.equal(small[0], small[2]) and not torch.equal(small[0], small[1])
