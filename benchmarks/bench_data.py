@@ -12,7 +12,8 @@ resized to 500x375, ImageNet's typical size), made on the fly; DeiT's training t
 2. Loaders, ``--rounds`` interleaved rounds (DataLoader, Ray Data, Ray Data as it was laid out
    before) so that the machine's other load falls on all of them alike; per round one epoch each:
    img/s over the epoch and from its first batch on (steady), and the CPU seconds per 1,000 images
-   of every process involved (loader workers or Ray tasks, the consuming process, Ray's own).
+   of every process involved (loader workers or Ray tasks, the consuming process, Ray's own); and
+   the consumer's CPU for Ray Data's block -> torch conversion alone, without an execution running.
 
     python benchmarks/bench_data.py [--images 1000] [--rounds 3] [--device cpu|cuda] [--out BENCHMARKS.md]
 """
@@ -207,6 +208,21 @@ def ray_epochs(ds: Any) -> Callable[[], Iterable[torch.Tensor]]:
     return lambda: (b["image"] for b in it.iter_torch_batches(batch_size=BATCH, drop_last=False))
 
 
+def ray_conversion_cost(blocks: int = 16) -> float:
+    """Consumer CPU ms per image of ``iter_torch_batches`` over a materialized dataset of 64-image
+    float32 blocks: the block -> torch conversion alone, without a streaming execution."""
+    import ray.data
+
+    arrays = [np.random.default_rng(i).random((BATCH, 3, 224, 224), dtype=np.float32) for i in range(blocks)]
+    ds = ray.data.from_numpy_refs([ray.put(a) for a in arrays]).materialize()
+    for _ in ds.iter_torch_batches(batch_size=BATCH):
+        pass
+    start = time.process_time()
+    for _ in ds.iter_torch_batches(batch_size=BATCH):
+        pass
+    return 1e3 * (time.process_time() - start) / (blocks * BATCH)
+
+
 def loader_rounds(root: Path, cores: int, rounds: int) -> dict[str, list[dict[str, float]]]:
     import ray.data
 
@@ -280,6 +296,7 @@ def main() -> None:
         root = make_folder(Path(tmp) / "imagenet", args.images)
         stages = stage_rates(root, args.stage_images, args.device)
         results = None if args.skip_loaders else loader_rounds(root, cores, args.rounds)
+        conversion = None if args.skip_loaders else ray_conversion_cost()
     ray.shutdown()
     lines = [
         f"### bench_data: the input path, {args.images} JPEGs of 500x375, DeiT's training transforms at 224 px",
@@ -290,7 +307,8 @@ def main() -> None:
         *_stage_table(stages, args.device),
     ]
     if results is not None:
-        lines += ["", f"Loaders on the same {cores} cores, {args.rounds} interleaved rounds of one epoch each, batch {BATCH}:", "", *_loader_table(results, cores)]
+        lines += ["", f"Loaders on the same {cores} cores, {args.rounds} interleaved rounds of one epoch each, batch {BATCH}:", "", *_loader_table(results, cores), "",
+                  f"Ray Data's block -> torch conversion alone (a materialized dataset, no streaming execution): {conversion:.3f} CPU ms per image in the consumer."]
     append(args.out, "\n".join(lines + [""]))
 
 

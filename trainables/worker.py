@@ -49,6 +49,13 @@ def checkpoint_epochs(cfg: TrainConfig, extra: Iterable[int] = ()) -> set[int]:
     return chosen
 
 
+def _train_sampler(cfg: TrainConfig, dataset: Any, rank: int, world: int) -> Any:
+    """This rank's shard of the training indices, reshuffled each epoch (``data.seed``); repeated for DeiT's repeated augmentation."""
+    if cfg.data.repeated_aug > 1:
+        return RepeatAugSampler(dataset, num_replicas=world, rank=rank, shuffle=True, num_repeats=cfg.data.repeated_aug)
+    return DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True, seed=cfg.data.seed % 2**63)
+
+
 def make_loaders(cfg: TrainConfig, bundle: DatasetBundle, session: Any, train_size: int) -> tuple[Any, Any, DataLoader]:
     """Sharded train loader (per-epoch shuffled, seeded by ``data.seed``) and val loader."""
     d, rank, world = cfg.data, session.rank, session.world
@@ -62,10 +69,7 @@ def make_loaders(cfg: TrainConfig, bundle: DatasetBundle, session: Any, train_si
         return train, train, val
     if d.decode == "gpu":
         return _device_decode_loader(cfg, bundle, session, val)
-    if d.repeated_aug > 1:
-        sampler = RepeatAugSampler(bundle.train, num_replicas=world, rank=rank, shuffle=True, num_repeats=d.repeated_aug)
-    else:
-        sampler = DistributedSampler(bundle.train, num_replicas=world, rank=rank, shuffle=True, seed=cfg.data.seed % 2**63)
+    sampler = _train_sampler(cfg, bundle.train, rank, world)
     train = DataLoader(bundle.train, sampler=sampler, drop_last=True, **common)
     return sampler, session.prepare_loader(train), val
 
@@ -75,12 +79,8 @@ def _device_decode_loader(cfg: TrainConfig, bundle: DatasetBundle, session: Any,
     from trainables.data_gpu import DeviceAugmentLoader, SeededSampler, collate_encoded
     from trainables.device_augment import DeviceRecipe
 
-    d, rank, world = cfg.data, session.rank, session.world
-    if d.repeated_aug > 1:
-        inner = RepeatAugSampler(bundle.train, num_replicas=world, rank=rank, shuffle=True, num_repeats=d.repeated_aug)
-    else:
-        inner = DistributedSampler(bundle.train, num_replicas=world, rank=rank, shuffle=True, seed=d.seed % 2**63)
-    sampler = SeededSampler(inner, d.seed, rank)
+    d, rank = cfg.data, session.rank
+    sampler = SeededSampler(_train_sampler(cfg, bundle.train, rank, session.world), d.seed, rank)
     loader = DataLoader(bundle.train, sampler=sampler, batch_size=d.batch_size, drop_last=True, collate_fn=collate_encoded,
                         num_workers=d.loader_workers, pin_memory=cfg.scaling.use_gpu, persistent_workers=d.loader_workers > 0)
     train = DeviceAugmentLoader(loader, sampler, DeviceRecipe(bundle.shape.img_size, d.augment), session.device, bundle.train, bundle.skipped_log)
