@@ -25,13 +25,14 @@ import warnings
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+import numpy as np
 import torch
 from torch.utils.data import Dataset, Sampler
 
 from trainables.device_augment import DeviceRecipe, augment_batch
 
 warnings.filterwarnings("ignore", message="The image decoding and encoding capabilities of TorchVision are deprecated", category=DeprecationWarning)
-from trainables.image_folder import UnreadableImage
+from trainables.image_folder import UnreadableImage, readable_loader
 
 JPEG_MAGIC = b"\xff\xd8\xff"
 
@@ -66,15 +67,15 @@ class SeededSampler(Sampler):
 
 
 def read_encoded(path: str) -> torch.Tensor:
-    """A JPEG file's bytes as uint8 ``[nbytes]``; any other image decoded on the CPU to uint8 ``[3, H, W]``."""
-    data = Path(path).read_bytes()
+    """A JPEG file's bytes as uint8 ``[nbytes]``; any other image decoded on the CPU (PIL) to uint8
+    ``[3, H, W]``; ``UnreadableImage`` naming the file when it cannot be read."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as err:
+        raise UnreadableImage(path, err) from err
     if data[:3] == JPEG_MAGIC:
         return torch.frombuffer(bytearray(data), dtype=torch.uint8)
-    from trainables.image_folder import readable_loader
-
-    import numpy as np
-
-    return torch.from_numpy(np.asarray(readable_loader(path), dtype=np.uint8).copy()).permute(2, 0, 1).contiguous()
+    return torch.from_numpy(np.array(readable_loader(path), dtype=np.uint8)).permute(2, 0, 1).contiguous()
 
 
 class EncodedImages(Dataset):
