@@ -52,6 +52,9 @@ class DataSection(_Section):
     #: ``torch``: a DataLoader per worker (decoding on that worker's node); ``ray_data``: the
     #: training split decoded and augmented by Ray Data tasks on any CPU node (imagefolder only)
     loader: Literal["torch", "ray_data"] = "torch"
+    #: ``cpu``: the loader's workers decode (PIL) and augment (timm); ``gpu``: they only read the
+    #: files, and the training device decodes (nvJPEG) and augments the batch (imagefolder, torch loader)
+    decode: Literal["cpu", "gpu"] = "cpu"
 
 
 class OptimSection(_Section):

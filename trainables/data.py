@@ -198,13 +198,22 @@ def _imagefolder(cfg: DataSection) -> DatasetBundle:
     meta = shard_metadata(root)
     val = ImageFolder(meta["val_root"] if meta else str(root / "val"), transform=image_transforms(cfg, size, False), loader=readable_loader)
     # the Ray Data loader reads the training split itself (trainables/data_ray.py)
-    train = val if cfg.loader == "ray_data" else ImageFolder(str(root / "train"), transform=image_transforms(cfg, size, True), loader=readable_loader)
+    if cfg.loader == "ray_data":
+        train = val
+    elif cfg.decode == "gpu":  # encoded bytes; the training device decodes (trainables/data_gpu.py)
+        from trainables.data_gpu import EncodedImages
+
+        train = EncodedImages(root / "train", cfg.train_limit, cfg.on_bad_image)
+    else:
+        train = ImageFolder(str(root / "train"), transform=image_transforms(cfg, size, True), loader=readable_loader)
     log = None
     if cfg.on_bad_image == "skip":
         import tempfile
 
         log = Path(tempfile.mkdtemp(prefix="mjp-skipped-")) / "skipped.txt"
-        train, val = SkippingImages(train, log), SkippingImages(val, log)
+        val = SkippingImages(val, log)
+        if cfg.decode == "cpu":
+            train = SkippingImages(train, log)
     return DatasetBundle(train, val, DataShape(len(train.classes), 3, size), log)
 
 
@@ -259,6 +268,10 @@ def data_info(cfg: TrainConfig) -> DataInfo:
     d = cfg.data
     if d.root is not None and d.name == "digits":
         raise DataError(f"data.root={d.root!r} is given, but data.name='digits' is bundled with scikit-learn and reads no directory; drop data.root or pick fashion_mnist / imagefolder / cifar10")
+    if d.decode == "gpu" and d.name != "imagefolder":
+        raise DataError(f"data.decode='gpu' decodes image files on the training device; data.name={d.name!r} is decoded in memory already: use data.decode=cpu (gpu needs data.name=imagefolder)")
+    if d.decode == "gpu" and d.loader == "ray_data":
+        raise DataError("data.decode='gpu' ships encoded images through the torch loader; data.loader='ray_data' decodes on CPU nodes: use one of them (data.loader=torch with data.decode=gpu)")
     if d.name == "digits":
         return DataInfo(DataShape(10, 1, 8), DIGITS_TRAIN, DIGITS_VAL)
     if d.name == "fashion_mnist":

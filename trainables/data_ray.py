@@ -6,9 +6,11 @@ A GPU step of DeiT-S consumes more images per second than a node's own cores can
 augment (BENCHMARKS.md, bench_data); the torch ``DataLoader`` can only use the cores of the GPU's
 node, Ray Data can use every core of the cluster. Source: the image folder itself (encoded bytes
 read as files) or the Parquet shards ``mjp data prepare`` wrote. The transforms are timm's, built
-from the same config as the DataLoader path's, so both paths augment alike. Order: the files are
-shuffled once, and each epoch a local shuffle buffer, seeded with ``data.seed`` and the epoch,
-reorders the stream. Validation stays on the exact, per-rank torch DataLoader.
+from the same config as the DataLoader path's, so both paths augment alike. Order: a folder's
+files are shuffled afresh each epoch (seeded with ``data.seed``), so every batch is a random set
+of files as with the DataLoader's sampler; Parquet shards (rows in class order) are read in a
+shuffled file order and reordered by a local shuffle buffer seeded with ``data.seed`` and the
+epoch. Validation stays on the exact, per-rank torch DataLoader.
 """
 
 from __future__ import annotations
@@ -25,9 +27,11 @@ from trainables.config import DataSection, TrainConfig
 from trainables.image_folder import IMAGE_EXTENSIONS, UnreadableImage
 from trainables.shards import shard_metadata
 
-#: images each decode-and-augment task handles at once
+#: images each decode-and-augment task of a Parquet source handles at once (a folder's read
+#: tasks decode ``data.batch_size`` files each, see ``train_dataset``)
 DECODE_BATCH = 64
-#: rows of the per-worker shuffle buffer (about a few batches)
+#: rows of the per-worker shuffle buffer (about a few batches); Parquet shards only, whose rows
+#: sit in class order (a folder's files are shuffled afresh each epoch, which is enough)
 SHUFFLE_BUFFER = 2048
 
 
@@ -64,33 +68,56 @@ def decode_and_augment(batch: dict[str, Any], data: DataSection, classes: dict[s
     return {"image": np.stack(images) if images else empty, "label": np.asarray(labels, dtype=np.int64)}
 
 
+def _folder_files(train_dir: Path, limit: int | None) -> tuple[list[str], dict[str, int]]:
+    """The image files of ``train_dir/<class>/`` in the torch loader's order (classes, then names),
+    the first ``limit`` of them, and the class indices."""
+    from torchvision.datasets.folder import make_dataset
+
+    names = sorted(p.name for p in train_dir.iterdir() if p.is_dir())
+    classes = {name: i for i, name in enumerate(names)}
+    files = [path for path, _ in make_dataset(str(train_dir), classes, extensions=IMAGE_EXTENSIONS)]
+    return files[:limit] if limit is not None else files, classes
+
+
 def train_dataset(cfg: TrainConfig) -> Any:
-    """The training split as a Ray Data dataset of augmented images (re-augmented every epoch)."""
+    """The training split as a Ray Data dataset of augmented images (re-augmented every epoch).
+
+    From a folder, the file list is shuffled afresh each epoch (seeded by ``data.seed``) and cut
+    into read tasks of about ``data.batch_size`` files; each task reads and decodes its own files
+    (Ray fuses the read and the ``map_batches``: no stage that only moves bytes through the
+    object store) and its block is one training batch, so the consumer does not re-slice blocks
+    into batches. Measured in ``benchmarks/bench_data.py`` (BENCHMARKS.md).
+    """
     import ray.data
 
     data = cfg.data
     root = Path(data.root)
-    meta = shard_metadata(root)
-    if meta is not None:
-        ds, classes = ray.data.read_parquet(str(root / "train"), columns=["image", "label", "path"]), None
-    else:
-        names = sorted(p.name for p in (root / "train").iterdir() if p.is_dir())
-        classes = {name: i for i, name in enumerate(names)}
-        ds = ray.data.read_binary_files(
-            str(root / "train"), include_paths=True, file_extensions=[e.lstrip(".") for e in IMAGE_EXTENSIONS],
-            shuffle=ray.data.FileShuffleConfig(seed=data.seed),
-        )
-    if data.train_limit is not None:
-        ds = ds.limit(data.train_limit)
-    return ds.map_batches(decode_and_augment, fn_kwargs={"data": data, "classes": classes}, batch_size=DECODE_BATCH, batch_format="numpy")
+    if shard_metadata(root) is not None:
+        ds = ray.data.read_parquet(str(root / "train"), columns=["image", "label", "path"])
+        if data.train_limit is not None:
+            ds = ds.limit(data.train_limit)
+        return ds.map_batches(decode_and_augment, fn_kwargs={"data": data, "classes": None}, batch_size=DECODE_BATCH, batch_format="numpy")
+    files, classes = _folder_files(root / "train", data.train_limit)
+    ds = ray.data.read_binary_files(
+        files if data.train_limit is not None else str(root / "train"), include_paths=True,
+        file_extensions=[e.lstrip(".") for e in IMAGE_EXTENSIONS],
+        shuffle=ray.data.FileShuffleConfig(seed=data.seed), override_num_blocks=max(1, len(files) // data.batch_size),
+    )
+    return ds.map_batches(decode_and_augment, fn_kwargs={"data": data, "classes": classes}, batch_size=None, batch_format="numpy")
+
+
+def shuffle_buffer_rows(cfg: TrainConfig) -> int | None:
+    """Rows of the consumer's local shuffle buffer: Parquet shards need one, a folder does not."""
+    return SHUFFLE_BUFFER if shard_metadata(cfg.data.root) is not None else None
 
 
 class RayDataLoader:
     """An epoch of ``(images, labels)`` torch batches from a Ray Data iterator: the DataLoader's
     interface for the engine (``len`` = full batches per epoch on this worker)."""
 
-    def __init__(self, iterator: Any, batch_size: int, steps: int, seed: int, device: Any):
+    def __init__(self, iterator: Any, batch_size: int, steps: int, seed: int, device: Any, shuffle_buffer: int | None = SHUFFLE_BUFFER):
         self.iterator, self.batch_size, self.steps, self.seed, self.device = iterator, batch_size, steps, seed, device
+        self.shuffle_buffer = shuffle_buffer
         self.epoch = 0
 
     def set_epoch(self, epoch: int) -> None:
@@ -102,7 +129,7 @@ class RayDataLoader:
     def __iter__(self) -> Iterator[tuple[Any, Any]]:
         batches = self.iterator.iter_torch_batches(
             batch_size=self.batch_size, drop_last=True, device=self.device,
-            local_shuffle_buffer_size=SHUFFLE_BUFFER, local_shuffle_seed=(self.seed + self.epoch) % SEED_BOUND,
+            local_shuffle_buffer_size=self.shuffle_buffer, local_shuffle_seed=(self.seed + self.epoch) % SEED_BOUND if self.shuffle_buffer else None,
         )
         for step, batch in enumerate(batches):
             if step == self.steps:

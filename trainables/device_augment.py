@@ -1,0 +1,208 @@
+"""The training transforms of ``data.augment`` on decoded uint8 images, on their device
+(``data.decode: gpu``; the same code on the CPU in tests).
+
+DeiT's recipe as timm builds it (``create_transform(is_training=True, auto_augment=
+"rand-m9-mstd0.5-inc1", re_prob=0.25, interpolation="bicubic")``): random-resized crop (scale
+0.08-1, ratio 3/4-4/3, bicubic, antialiased), horizontal flip, RandAugment (2 ops with
+replacement from timm's 15 increasing ops, each applied with probability 0.5 at magnitude
+N(9, 0.5) clipped to [0, 9.999]: see ``trainables.data.RAND_AUGMENT_MAX_MAGNITUDE``),
+normalisation, random erasing (p 0.25, per-pixel normal noise). ``small``: crop, flip, normalise;
+``none``: timm's evaluation resize and centre crop.
+
+Randomness: every random choice of a sample comes from ``random.Random(seed)`` of that sample's
+own seed (drawn in timm's order), and the erasing noise from a counter-based hash of that seed,
+so a sample's result depends on its seed alone: not on the batch it is in, nor on the number of
+loader workers. The per-sample choices are a few dozen Python scalars; the pixel work runs
+batched: crops one call per image (the decoded images differ in size), everything after on the
+whole batch, RandAugment one call per op that any sample drew.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import torch
+import torchvision.transforms.v2.functional as TF
+
+from trainables.device_randaugment import OPS, SIGNED, apply_op, host_values, level_arg
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+@dataclass(frozen=True)
+class DeviceRecipe:
+    """What ``augment_batch`` does: ``augment`` is ``data.augment`` (``deit`` | ``small`` | ``none``)."""
+
+    img_size: int
+    augment: str = "deit"
+    mean: tuple[float, float, float] = IMAGENET_MEAN
+    std: tuple[float, float, float] = IMAGENET_STD
+    scale: tuple[float, float] = (0.08, 1.0)
+    ratio: tuple[float, float] = (3 / 4, 4 / 3)
+    ra_layers: int = 2
+    ra_magnitude: float = 9.0
+    ra_std: float = 0.5
+    ra_prob: float = 0.5
+    ra_max: float = 9.999
+    re_prob: float = 0.25
+
+    @property
+    def fill(self) -> tuple[int, int, int]:
+        """timm's ``img_mean`` fill of RandAugment's geometric ops."""
+        return tuple(min(255, round(255 * m)) for m in self.mean)  # type: ignore[return-value]
+
+
+@dataclass
+class SampleDraw:
+    """One sample's random choices: crop box, flip, the RandAugment ops it applies
+    (op name, argument), the erased box (or None) and the key of its erasing noise."""
+
+    crop: tuple[int, int, int, int]  # top, left, height, width in the decoded image
+    flip: bool = False
+    ops: list[tuple[str, float]] = field(default_factory=list)
+    erase: tuple[int, int, int, int] | None = None
+    noise_key: int = 0
+
+
+def _crop_box(rng: random.Random, height: int, width: int, recipe: DeviceRecipe) -> tuple[int, int, int, int]:
+    """timm's ``RandomResizedCropAndInterpolation.get_params`` (10 tries, then a centre crop)."""
+    area = height * width
+    log_ratio = (math.log(recipe.ratio[0]), math.log(recipe.ratio[1]))
+    for _ in range(10):
+        target = rng.uniform(*recipe.scale) * area
+        aspect = math.exp(rng.uniform(*log_ratio))
+        w, h = int(round(math.sqrt(target * aspect))), int(round(math.sqrt(target / aspect)))
+        if w <= width and h <= height:
+            return rng.randint(0, height - h), rng.randint(0, width - w), h, w
+    in_ratio = width / height
+    if in_ratio < min(recipe.ratio):
+        w, h = width, int(round(width / min(recipe.ratio)))
+    elif in_ratio > max(recipe.ratio):
+        h, w = height, int(round(height * max(recipe.ratio)))
+    else:
+        w, h = width, height
+    return (height - h) // 2, (width - w) // 2, h, w
+
+
+def _erase_box(rng: random.Random, size: int) -> tuple[int, int, int, int] | None:
+    """timm's ``RandomErasing`` box (area 0.02-1/3, log-ratio 0.3-1/0.3, 10 tries) on a square image."""
+    area = size * size
+    log_ratio = (math.log(0.3), math.log(1 / 0.3))
+    for _ in range(10):
+        target = rng.uniform(0.02, 1 / 3) * area
+        aspect = math.exp(rng.uniform(*log_ratio))
+        h, w = int(round(math.sqrt(target * aspect))), int(round(math.sqrt(target / aspect)))
+        if w < size and h < size:
+            return rng.randint(0, size - h), rng.randint(0, size - w), h, w
+    return None
+
+
+def draw_sample(seed: int, height: int, width: int, recipe: DeviceRecipe) -> SampleDraw:
+    """The random choices for one decoded ``height`` x ``width`` image, from ``seed`` alone."""
+    rng = random.Random(seed)
+    if recipe.augment == "none":
+        return SampleDraw((0, 0, height, width))
+    draw = SampleDraw(_crop_box(rng, height, width, recipe), flip=rng.random() < 0.5)
+    if recipe.augment != "deit":
+        return draw
+    for _ in range(recipe.ra_layers):
+        op = OPS[rng.randrange(len(OPS))]
+        if rng.random() > recipe.ra_prob:
+            continue
+        magnitude = max(0.0, min(rng.gauss(recipe.ra_magnitude, recipe.ra_std), recipe.ra_max))
+        negate = rng.random() > 0.5 if op in SIGNED else False
+        draw.ops.append((op, level_arg(op, magnitude, negate)))
+    if rng.random() <= recipe.re_prob:
+        draw.erase = _erase_box(rng, recipe.img_size)
+    draw.noise_key = rng.getrandbits(62)
+    return draw
+
+
+def _resize_crop(image: torch.Tensor, draw: SampleDraw, recipe: DeviceRecipe) -> torch.Tensor:
+    """uint8 ``[3, H, W]`` -> uint8 ``[3, S, S]``: the random crop resized, or timm's eval resize + centre crop."""
+    size = recipe.img_size
+    bicubic = TF.InterpolationMode.BICUBIC
+    if recipe.augment == "none":
+        crop_pct = 0.875 if size >= 64 else 1.0
+        resized = TF.resize(image, [math.floor(size / crop_pct)], interpolation=bicubic, antialias=True)
+        return TF.center_crop(resized, [size, size])
+    top, left, h, w = draw.crop
+    return TF.resized_crop(image, top, left, h, w, [size, size], interpolation=bicubic, antialias=True)
+
+
+def _mul32(x: torch.Tensor, c: int) -> torch.Tensor:
+    """``x * c mod 2**32`` for int64 ``x`` in [0, 2**32) without overflowing int64."""
+    return (x * (c & 0xFFFF) + (((x * (c >> 16)) & 0xFFFF) << 16)) & 0xFFFFFFFF
+
+
+def _mix32(x: torch.Tensor) -> torch.Tensor:
+    """A 32-bit integer hash (lowbias32): a bijection of [0, 2**32), the same on every device."""
+    x = x ^ (x >> 16)
+    x = _mul32(x, 0x7FEB352D)
+    x = x ^ (x >> 15)
+    x = _mul32(x, 0x846CA68B)
+    return x ^ (x >> 16)
+
+
+def hash_normal(keys: torch.Tensor, shape: Sequence[int]) -> torch.Tensor:
+    """Standard normal noise ``[n, *shape]`` float32, row i a function of ``keys[i]`` (int64) alone."""
+    count = math.prod(shape)
+    counter = torch.arange(count, device=keys.device, dtype=torch.int64)
+    lo, hi = (keys & 0xFFFFFFFF).view(-1, 1), ((keys >> 32) & 0xFFFFFFFF).view(-1, 1)
+
+    def uniform(stream: int) -> torch.Tensor:
+        bits = _mix32(_mix32(((2 * counter + stream) & 0xFFFFFFFF) ^ lo) ^ hi)
+        return ((bits >> 8).float() + 0.5) / float(1 << 24)  # in (0, 1)
+
+    u1, u2 = uniform(0), uniform(1)
+    return (torch.sqrt(-2.0 * torch.log(u1)) * torch.cos(2.0 * math.pi * u2)).view(-1, *shape)
+
+
+def _rand_augment(x: torch.Tensor, draws: list[SampleDraw], recipe: DeviceRecipe) -> torch.Tensor:
+    """Apply each sample's ops in its order; samples on the same op at the same layer run as one batch."""
+    for layer in range(max((len(d.ops) for d in draws), default=0)):
+        by_op: dict[str, list[int]] = {}
+        for i, d in enumerate(draws):
+            if layer < len(d.ops):
+                by_op.setdefault(d.ops[layer][0], []).append(i)
+        for op, rows in by_op.items():
+            index = host_values(rows, x.device, torch.int64)
+            x[index] = apply_op(op, x[index], [draws[i].ops[layer][1] for i in rows], recipe.fill)
+    return x
+
+
+def _erase(x: torch.Tensor, draws: list[SampleDraw]) -> torch.Tensor:
+    """Random erasing with per-pixel N(0, 1) noise (on normalised images) inside each drawn box."""
+    rows = [i for i, d in enumerate(draws) if d.erase is not None]
+    if not rows:
+        return x
+    n, (_, h, w) = len(rows), x.shape[1:]
+    boxes = host_values([draws[i].erase for i in rows], x.device, torch.int64)  # top, left, height, width
+    ys, xs = torch.arange(h, device=x.device), torch.arange(w, device=x.device)
+    in_rows = (ys >= boxes[:, 0:1]) & (ys < boxes[:, 0:1] + boxes[:, 2:3])
+    in_cols = (xs >= boxes[:, 1:2]) & (xs < boxes[:, 1:2] + boxes[:, 3:4])
+    mask = (in_rows[:, :, None] & in_cols[:, None, :]).view(n, 1, h, w)
+    noise = hash_normal(host_values([draws[i].noise_key for i in rows], x.device, torch.int64), x.shape[1:])
+    index = host_values(rows, x.device, torch.int64)
+    x[index] = torch.where(mask, noise, x[index])
+    return x
+
+
+def augment_batch(images: Sequence[torch.Tensor], seeds: Sequence[int], recipe: DeviceRecipe) -> torch.Tensor:
+    """Decoded uint8 images ``[3, H_i, W_i]`` (one device) and their seeds -> float32 ``[B, 3, S, S]``,
+    normalised, on the images' device."""
+    if len(images) != len(seeds):
+        raise ValueError(f"{len(images)} images but {len(seeds)} seeds")
+    draws = [draw_sample(int(s), int(im.shape[-2]), int(im.shape[-1]), recipe) for im, s in zip(images, seeds)]
+    x = torch.stack([_resize_crop(im, d, recipe) for im, d in zip(images, draws)])
+    flip = host_values([d.flip for d in draws], x.device, torch.bool).view(-1, 1, 1, 1)
+    x = torch.where(flip, x.flip(-1), x)
+    x = _rand_augment(x, draws, recipe)
+    mean = host_values(recipe.mean, x.device, torch.float32).view(1, 3, 1, 1)
+    std = host_values(recipe.std, x.device, torch.float32).view(1, 3, 1, 1)
+    x = (x.float() / 255.0 - mean) / std
+    return _erase(x, draws)
