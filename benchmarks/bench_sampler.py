@@ -63,21 +63,28 @@ def ours(batch, grid, ratio, *, generator):
     return s.mask, s.perm
 
 
-def measure(sample, batch, grid, ratio, device: torch.device, repeats: int) -> tuple[int, float]:
+def count_ops(sample, batch, grid, ratio, device: torch.device) -> int:
     gen = torch.Generator(device=device).manual_seed(0)
-    sample(batch, grid, ratio, generator=gen)  # warm-up, per-grid constants
+    sample(batch, grid, ratio, generator=gen)  # warm-up: per-grid constants are made once
     with CountOps() as ops:
         sample(batch, grid, ratio, generator=gen)
-    times = []
+    return ops.count
+
+
+def interleaved_ms(samplers: list, batch, grid, ratio, device: torch.device, repeats: int) -> list[float]:
+    """Median ms per call of each sampler, called in turn (A, B, A, B, ...) so noise hits all alike."""
+    gens = [torch.Generator(device=device).manual_seed(0) for _ in samplers]
+    times: list[list[float]] = [[] for _ in samplers]
     for _ in range(repeats):
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        sample(batch, grid, ratio, generator=gen)
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        times.append(1e3 * (time.perf_counter() - start))
-    return ops.count, statistics.median(times)
+        for sample, gen, out in zip(samplers, gens, times):
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            start = time.perf_counter()
+            sample(batch, grid, ratio, generator=gen)
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            out.append(1e3 * (time.perf_counter() - start))
+    return [statistics.median(t) for t in times]
 
 
 def main() -> None:
@@ -91,15 +98,15 @@ def main() -> None:
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else f"{platform.machine()} CPU, {os.cpu_count()} cores, {torch.get_num_threads()} threads"
     old = baseline_sampler(args.baseline)
     lines = [
-        f"### bench_sampler: sample_shuffle on {device.type} ({where}), median of {args.repeats} calls",
+        f"### bench_sampler: sample_shuffle on {device.type} ({where}), median of {args.repeats} interleaved calls each",
         f"torch {torch.__version__}; baseline: the per-round loop sampler of commit {args.baseline}",
         "",
         "| batch | ratio | grid | aten ops: loop | aten ops: ours | ms: loop | ms: ours | loop / ours (time) |",
         "| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for batch, ratio, grid in CASES:
-        ops_old, ms_old = measure(old, batch, grid, ratio, device, args.repeats)
-        ops_new, ms_new = measure(ours, batch, grid, ratio, device, args.repeats)
+        ops_old, ops_new = count_ops(old, batch, grid, ratio, device), count_ops(ours, batch, grid, ratio, device)
+        ms_old, ms_new = interleaved_ms([old, ours], batch, grid, ratio, device, args.repeats)
         lines.append(f"| {batch} | {ratio:g} | {grid[0]}x{grid[1]} | {ops_old:,} | {ops_new} | {ms_old:.2f} | {ms_new:.2f} | {ms_old / ms_new:.1f}x |")
     text = "\n".join(lines) + "\n"
     print(text)
