@@ -110,6 +110,9 @@ def cmd_sweep_run(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep_resume(args: argparse.Namespace) -> int:
+    from sweep.signatures import verify_sweep_dir
+
+    verify_sweep_dir(args.experiment_dir)  # before anything reads the directory
     from sweep.run import read_state, resume_sweep
     from sweep.study import load_study
 

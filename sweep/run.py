@@ -27,6 +27,8 @@ from ray.tune.search.optuna import OptunaSearch
 
 from mjp import keys
 from sweep.console import ConsoleView, failure_reason
+from sweep.signatures import verify_sweep_dir
+from sweep.signing_callback import SweepSigner, sign_tuner_file
 from sweep.space import define_by_run, make_sampler
 from sweep.study import Study, load_study
 from trainables.driver import TrialResources, TrialSpec, find_child_run, tune_trial
@@ -177,8 +179,8 @@ def _searcher(study: Study) -> Any:
     return ConcurrencyLimiter(searcher, max_concurrent=study.max_concurrent)
 
 
-def _callbacks(study: Study, spec: TrialSpec, state: dict[str, Any], recorder: "SweepRecorder", stream: TextIO | None) -> list[tune.Callback]:
-    callbacks: list[tune.Callback] = [recorder]
+def _callbacks(study: Study, spec: TrialSpec, state: dict[str, Any], recorder: "SweepRecorder", stream: TextIO | None, experiment_dir: str) -> list[tune.Callback]:
+    callbacks: list[tune.Callback] = [recorder, SweepSigner(experiment_dir, experiment_dir.rstrip("/").rsplit("/", 1)[-1])]
     if state.get("optuna_storage"):
         from sweep.optuna_mirror import OptunaMirror
 
@@ -282,9 +284,10 @@ def run_sweep(study: Study, *, storage: str | None = None, address: str | None =
         trainable, tune_config = _tuner_parts(study, spec)
         recorder = SweepRecorder(uri, experiment, parent.run_id, study.num_trials, c.budget.time_budget_s)
         tuner = tune.Tuner(trainable, tune_config=tune_config, run_config=tune.RunConfig(
-            name=run_name, storage_path=storage, callbacks=_callbacks(study, spec, state, recorder, stream), verbose=2 if verbose else 0,
+            name=run_name, storage_path=storage, callbacks=_callbacks(study, spec, state, recorder, stream, experiment_dir), verbose=2 if verbose else 0,
             failure_config=_failure_config(study),
         ))
+        sign_tuner_file(experiment_dir)
         grid = tuner.fit()
         return _finish(study, spec, parent, grid, experiment_dir, recorder, log)
 
@@ -315,6 +318,7 @@ def resume_sweep(experiment_dir: str, *, address: str | None = None, verbose: bo
     """Continue an interrupted sweep: unfinished and errored trials run again under their own
     MLflow child runs; finished trials are kept; the Optuna state is restored by Tune."""
     experiment_dir = absolute(experiment_dir)
+    verify_sweep_dir(experiment_dir)  # before Ray opens (and unpickles) anything in it
     state = read_state(experiment_dir)
     study = load_study(state["study"], smoke=state["smoke"], overrides=state["extra"])
     check_store_writable(state["uri"])
@@ -333,7 +337,7 @@ def resume_sweep(experiment_dir: str, *, address: str | None = None, verbose: bo
         trainable, _ = _tuner_parts(study, spec)
         recorder = SweepRecorder(state["uri"], state["experiment"], parent.run_id, study.num_trials, study.config.budget.time_budget_s)
         tuner = tune.Tuner.restore(experiment_dir, trainable=trainable, resume_unfinished=True, resume_errored=True)
-        _replace_callbacks(tuner, _callbacks(study, spec, state, recorder, stream))
+        _replace_callbacks(tuner, _callbacks(study, spec, state, recorder, stream, experiment_dir))
         grid = tuner.fit()
         return _finish(study, spec, parent, grid, experiment_dir, recorder, log)
 
