@@ -139,3 +139,14 @@ def test_at_init_float32_gradients_defeat_the_solve_that_float64_makes_exact():
     assert f32.scores["cond"] > 1e5 and f64.scores["cond"] == pytest.approx(f32.scores["cond"], rel=0.5)
     assert f64.scores["psnr"] > 60 and f32.scores["psnr"] < f64.scores["psnr"] - 30
     assert next(model.parameters()).dtype == torch.float32  # the client is a copy
+
+
+def test_an_lpips_backbone_that_is_a_pickled_module_is_one_line_that_never_suggests_unsafe_loading(tmp_path):
+    from mjp.privacy.scores import LPIPS
+
+    torch.save(torch.nn.Linear(2, 2), tmp_path / "alexnet.pth")
+    with pytest.raises(ValueError) as err:
+        LPIPS(tmp_path / "alexnet.pth")
+    text = str(err.value)
+    assert "alexnet.pth" in text and "allowed: a torchvision AlexNet state dict" in text
+    assert "weights_only" not in text and "\n" not in text
