@@ -159,6 +159,16 @@ def test_interrupted_sweep_resumes_every_trial_once(tmp_path, local_ray, monkeyp
     failed_run = before[before.status == "FAILED"].iloc[0]
     assert failed_run["error"] == "InjectedFailure: runtime.fail_after_epoch=1: injected failure after the checkpoint"
 
+    # the local Ray this test session started (every process of it) listens on loopback only
+    from tests.listeners import tcp_listeners
+    from trainables.ray_cleanup import descendants
+
+    import ray
+
+    assert ray.util.get_node_ip_address() == "127.0.0.1"
+    listening = tcp_listeners(set(descendants(os.getpid())) | {os.getpid()})
+    assert len(listening) >= 3 and all(ip == "127.0.0.1" for _, ip, _ in listening), listening
+
     # what Ray wrote is signed; a planted or changed pickle is refused before Ray opens it
     from tests.sweep.test_signatures import MakesMarker
 
