@@ -84,6 +84,14 @@ def load_sweeps(uri: str, study: str | None = None) -> pd.DataFrame:
     return tidy(raw)
 
 
+def recorded_studies(uri: str) -> set[str]:
+    """The names of the studies that have sweeps in the store."""
+    client = MlflowClient(uri)
+    experiments = [e.experiment_id for e in client.search_experiments()]
+    runs = client.search_runs(experiments, filter_string=_sweeps_query(None), max_results=10_000) if experiments else []
+    return {r.data.tags[keys.TAG_STUDY] for r in runs if keys.TAG_STUDY in r.data.tags}
+
+
 @dataclass
 class SweepSummary:
     """A sweep's parent run and how many of its trials are in each state."""

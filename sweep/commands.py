@@ -110,13 +110,12 @@ def cmd_sweep_run(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep_resume(args: argparse.Namespace) -> int:
-    from sweep.signatures import verify_sweep_dir
-
-    verify_sweep_dir(args.experiment_dir)  # before anything reads the directory
     from sweep.run import read_state, resume_sweep
+    from sweep.signatures import verify_sweep_dir
     from sweep.study import load_study
 
-    state = read_state(args.experiment_dir)
+    state = read_state(args.experiment_dir)  # plain JSON: is this a sweep directory at all?
+    verify_sweep_dir(args.experiment_dir)  # before anything unpickles a file of it
     study = load_study(state["study"], smoke=state["smoke"], overrides=state["extra"])
     outcome = resume_sweep(args.experiment_dir, address=args.address, verbose=args.verbose)
     return _after_sweep(outcome, study)

@@ -46,6 +46,11 @@ def cmd_sweep_status(args: argparse.Namespace) -> int:
 
     uri = tracking_uri(args.uri)
     check_store_readable(uri)
+    if args.study:
+        from analysis.runs import recorded_studies
+        from sweep.study_names import check_study_name
+
+        check_study_name(args.study, recorded_studies(uri), uri)
     sweeps = sweep_summaries(uri, args.study, args.limit)
     if not sweeps:
         print(f"no sweeps{' of study ' + repr(args.study) if args.study else ''} recorded in {uri}")

@@ -52,10 +52,10 @@ def fashion(tmp: Path, **broken) -> str:
     return str(root)
 
 
-def imagefolder(tmp: Path, empty_file: bool = False) -> str:
+def imagefolder(tmp: Path, empty_file: bool = False, classes: tuple[str, ...] = ("cat", "dog")) -> str:
     root = tmp / "images"
     for split in ("train", "val"):
-        for c in ("cat", "dog"):
+        for c in classes:
             (root / split / c).mkdir(parents=True)
             Image.fromarray(np.zeros((16, 16, 3), np.uint8)).save(root / split / c / "0.png")
     if empty_file:
@@ -91,6 +91,7 @@ def mlflow_store(tmp: Path) -> str:
 CASES = [
     # --- configs ------------------------------------------------------------------------------
     ("unknown key", lambda t: TRAIN + ["--set", "optim.lrr=1"], "optim.lrr: Extra inputs are not permitted"),
+    ("key typo names keys of its section", lambda t: TRAIN + ["--set", "optim.lrr=1"], "optim.lrr: Extra inputs are not permitted (got 1) (did you mean optim.min_lr or optim.base_lr?)"),
     ("typo with suggestion", lambda t: TRAIN + ["--set", "optim.epoch=3"], "did you mean optim.epochs?"),
     ("workers zero", lambda t: TRAIN + ["--set", "scaling.num_workers=0"], "scaling.num_workers: Input should be greater than or equal to 1 (got 0)"),
     ("dataset typo", lambda t: TRAIN + ["--set", "data.name=fashion"], "did you mean fashion_mnist?"),
@@ -130,6 +131,7 @@ CASES = [
     ("fashion garbage", lambda t: TRAIN + ["--set", "data.name=fashion_mnist", "--set", f"data.root={fashion(t, magic=0x0D)}"], "is not an IDX file of 3-D unsigned bytes"),
     ("fashion truncated", lambda t: TRAIN + ["--set", "data.name=fashion_mnist", "--set", f"data.root={fashion(t, truncate=100)}"], "the file is truncated or corrupt"),
     ("imagefolder missing split", lambda t: TRAIN + ["--set", "data.name=imagefolder", "--set", f"data.root={t}"], "missing train/"),
+    ("imagefolder of one class", lambda t: TRAIN + ["--set", "data.name=imagefolder", "--set", f"data.root={imagefolder(t, classes=('cat',))}", "--set", "model.kwargs.patch_size=8", "--set", "data.img_size=16", "--set", "data.batch_size=1"], "has 1 class folder (cat) in train/ and val/; a classifier needs at least 2 classes"),
     ("imagefolder zero-byte image", lambda t: TRAIN + ["--set", "data.name=imagefolder", "--set", f"data.root={imagefolder(t, empty_file=True)}", "--set", "model.kwargs.patch_size=8", "--set", "data.img_size=16", "--set", "data.batch_size=2"], "1 zero-byte image(s)"),
     ("cifar without download", lambda t: TRAIN + ["--set", "data.name=cifar10", "--set", f"data.root={t}"], "set data.download=true"),
     # --- evaluation ---------------------------------------------------------------------------
@@ -148,6 +150,12 @@ CASES = [
     ("evaluate an unknown run", lambda t: ["evaluate", "--run", "0123456789abcdef", "--uri", mlflow_store(t)], "no MLflow run with id '0123456789abcdef'"),
     # --- MLflow stores ------------------------------------------------------------------------
     ("store in a missing directory", lambda t: TRAIN + ["--set", f"tracking.uri=sqlite:///{t}/missing/x.db"], "cannot create the MLflow store"),
+    ("misspelt store scheme", lambda t: TRAIN + ["--set", f"tracking.uri=sqlte:///{t}/x.db"], "tracking URI 'sqlte:///"),
+    ("misspelt store scheme in a sweep", lambda t: ["sweep", "run", "quickstart", "--set", f"tracking.uri=sqlte:///{t}/x.db"], "MLflow cannot open a 'sqlte://' store (did you mean sqlite://?); allowed: sqlite://"),
+    ("misspelt store scheme for status", lambda t: ["sweep", "status", "--uri", "htp://localhost:5000"], "(did you mean http://?)"),
+    ("status of a misspelt study", lambda t: ["sweep", "status", "--study", "quickstrat", "--uri", mlflow_store(t)], "study 'quickstrat' is neither a shipped study nor one with sweeps in"),
+    ("analyze a misspelt study", lambda t: ["analyze", "tables", "--study", "fashon", "--uri", mlflow_store(t)], "(did you mean fashion?)"),
+    ("analyze a study that does not exist", lambda t: ["analyze", "report", "--study", "nosuch", "--uri", mlflow_store(t)], "study 'nosuch' is neither a shipped study nor one with sweeps in"),
     ("status of a missing store", lambda t: ["sweep", "status", "--uri", f"sqlite:///{t}/missing/x.db"], "no MLflow store at"),
     ("tables of a study never run", lambda t: ["analyze", "tables", "--study", "quickstart", "--uri", mlflow_store(t)], "no sweep of study 'quickstart'"),
     ("attack an unknown run", lambda t: ["attack", "--run", "0123456789abcdef", "--uri", mlflow_store(t)], "no MLflow run with id '0123456789abcdef'"),
