@@ -72,7 +72,7 @@ def _after_sweep(outcome: Any, study: Any, out_dir: str = "reports") -> int:
 
     for t in outcome.failed:
         print(f"failed: {t.label}: {t.error}", file=sys.stderr)
-    done = len(outcome.trials) - len(outcome.failed)
+    done = outcome.finished
     print(f"\nsweep {study.name}: {done} of {outcome.expected_trials} trials finished, {len(outcome.failed)} failed · MLflow parent run {outcome.parent_run_id}")
     uri = study.train_config({}).tracking.uri
     report = publish_sweep_report(outcome.parent_run_id, study, out_dir, uri)

@@ -59,6 +59,7 @@ class SweepOutcome:
     interrupted: bool = False
     expected_trials: int = 0
     log_file: str | None = None
+    finished: int = 0  # trials that ran to their end (an interrupted trial's metrics do not count)
 
     @property
     def failed(self) -> list[TrialOutcome]:
@@ -74,6 +75,7 @@ class SweepRecorder(tune.Callback):
         self.expected, self.time_budget_s = expected, time_budget_s
         self.started = time.monotonic()
         self.interrupted = False
+        self.finished_ids: set[str] | None = None  # the trials Tune ended (TERMINATED), once it has
 
     def _mark(self, trial: Any, status: str, tags: dict[str, str]) -> None:
         tracker = find_child_run(self.uri, self.experiment, self.parent_run_id, trial.trial_id)
@@ -90,6 +92,7 @@ class SweepRecorder(tune.Callback):
 
     def on_experiment_end(self, trials: list, **info: Any) -> None:
         unfinished = [t for t in trials if t.status not in ("TERMINATED", "ERROR")]
+        self.finished_ids = {t.trial_id for t in trials if t.status == "TERMINATED"}
         out_of_time = self.time_budget_s is not None and time.monotonic() - self.started >= self.time_budget_s
         self.interrupted = bool(unfinished) or (len(trials) < self.expected and not out_of_time)
         for trial in unfinished:
@@ -380,8 +383,9 @@ def pareto_front(trials: list[TrialOutcome], objectives: list[tuple[str, str]]) 
 def _finish(study: Study, spec: TrialSpec, parent: RunTracker, grid: Any, experiment_dir: str, recorder: SweepRecorder, log: Path) -> SweepOutcome:
     trials = _outcomes(spec, grid)
     objectives = study.config.objectives
-    done = [t for t in trials if t.error is None and all(o.metric in t.metrics for o in objectives)]
-    outcome = SweepOutcome(parent.run_id, experiment_dir, trials, interrupted=recorder.interrupted, expected_trials=study.num_trials, log_file=str(log))
+    ended = recorder.finished_ids
+    done = [t for t in trials if t.error is None and all(o.metric in t.metrics for o in objectives) and (ended is None or t.trial_id in ended)]
+    outcome = SweepOutcome(parent.run_id, experiment_dir, trials, interrupted=recorder.interrupted, expected_trials=study.num_trials, log_file=str(log), finished=len(done))
     summary: dict[str, float] = {"sweep/trials": len(trials), "sweep/failed": len(outcome.failed)}
     if len(objectives) == 1 and done:
         o = objectives[0]
