@@ -75,7 +75,8 @@ class SweepRecorder(tune.Callback):
         self.expected, self.time_budget_s = expected, time_budget_s
         self.started = time.monotonic()
         self.interrupted = False
-        self.finished_ids: set[str] | None = None  # the trials Tune ended (TERMINATED), once it has
+        self.finished_ids: set[str] | None = None  # the trials that ran to their end, once Tune has ended
+        self._completed: set[str] = set()  # on_trial_complete: ran to the end or stopped by the scheduler
 
     def _mark(self, trial: Any, status: str, tags: dict[str, str]) -> None:
         tracker = find_child_run(self.uri, self.experiment, self.parent_run_id, trial.trial_id)
@@ -85,6 +86,7 @@ class SweepRecorder(tune.Callback):
         tracker.set_status(status)
 
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self._completed.add(trial.trial_id)
         self._mark(trial, "FINISHED", {keys.TAG_STOPPED: "stopped early by the scheduler"})
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
@@ -92,7 +94,9 @@ class SweepRecorder(tune.Callback):
 
     def on_experiment_end(self, trials: list, **info: Any) -> None:
         unfinished = [t for t in trials if t.status not in ("TERMINATED", "ERROR")]
-        self.finished_ids = {t.trial_id for t in trials if t.status == "TERMINATED"}
+        # Ctrl-C leaves the running trials TERMINATED too, without on_trial_complete; a trial that
+        # finished in an earlier run of a resumed sweep has its final result marked done
+        self.finished_ids = {t.trial_id for t in trials if t.status == "TERMINATED" and (t.trial_id in self._completed or (t.last_result or {}).get("done"))}
         out_of_time = self.time_budget_s is not None and time.monotonic() - self.started >= self.time_budget_s
         self.interrupted = bool(unfinished) or (len(trials) < self.expected and not out_of_time)
         for trial in unfinished:
@@ -380,10 +384,22 @@ def pareto_front(trials: list[TrialOutcome], objectives: list[tuple[str, str]]) 
     return front
 
 
+def _close_running_children(parent: RunTracker) -> None:
+    """After an interruption no child run of the sweep may stay RUNNING: the recorder closes the
+    trials Tune still listed; this closes any other (a trial whose child run Tune no longer
+    tracks) as KILLED, with the same "interrupted" tag, so `mjp sweep resume` continues it."""
+    experiment = parent.client.get_run(parent.run_id).info.experiment_id
+    query = f"tags.`{keys.TAG_PARENT}` = '{parent.run_id}' and attributes.status = 'RUNNING'"
+    for run in parent.client.search_runs([experiment], filter_string=query):
+        child = RunTracker(parent.uri, run.info.run_id)
+        child.set_tags({keys.TAG_INTERRUPTED: "the sweep was interrupted; `mjp sweep resume` continues it"})
+        child.set_status("KILLED")
+
+
 def _finish(study: Study, spec: TrialSpec, parent: RunTracker, grid: Any, experiment_dir: str, recorder: SweepRecorder, log: Path) -> SweepOutcome:
     trials = _outcomes(spec, grid)
     objectives = study.config.objectives
-    ended = recorder.finished_ids
+    ended = recorder.finished_ids if recorder.interrupted else None  # a sweep that ran through: every trial ended
     done = [t for t in trials if t.error is None and all(o.metric in t.metrics for o in objectives) and (ended is None or t.trial_id in ended)]
     outcome = SweepOutcome(parent.run_id, experiment_dir, trials, interrupted=recorder.interrupted, expected_trials=study.num_trials, log_file=str(log), finished=len(done))
     summary: dict[str, float] = {"sweep/trials": len(trials), "sweep/failed": len(outcome.failed)}
@@ -398,6 +414,7 @@ def _finish(study: Study, spec: TrialSpec, parent: RunTracker, grid: Any, experi
         rows = [{"trial": t.label, "trial_id": t.trial_id, **t.params, **{o.metric: t.metrics[o.metric] for o in objectives}} for t in outcome.pareto]
         parent.log_text(json.dumps(rows, indent=2), "pareto/pareto_front.json")
     if outcome.interrupted:
+        _close_running_children(parent)
         parent.set_tags({keys.TAG_INTERRUPTED: f"{len(done)} of {study.num_trials} trials finished; `mjp sweep resume {experiment_dir}` continues"})
         parent.set_status("KILLED")
     else:

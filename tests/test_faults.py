@@ -59,6 +59,14 @@ def children(uri: str) -> list:
     return parent[0], kids
 
 
+def second_trial_reported(uri: str) -> bool:
+    """Whether a second child run has logged an epoch's val/top1."""
+    client = mlflow.MlflowClient(uri)
+    experiment = client.get_experiment_by_name("faults")
+    runs = client.search_runs([experiment.experiment_id], f"tags.`{keys.TAG_PARENT}` != ''") if experiment else []
+    return sum(keys.VAL_TOP1 in r.data.metrics for r in runs) >= 2
+
+
 def experiment_dir(tmp: Path) -> str:
     (found,) = [p for p in (tmp / "ray").iterdir() if (p / "mjp_sweep.json").is_file()]
     return str(found)
@@ -86,6 +94,9 @@ def test_ctrl_c_then_sigkill_then_resume_runs_every_trial_exactly_once(tmp_path)
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     first = mjp(tmp_path, "sweep", "run", study(tmp_path))
     seen = read_until(first, "finished ")  # the first trial is done, the second is running
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not second_trial_reported(uri):
+        time.sleep(0.2)  # until the running trial has logged an epoch: its metrics must not count as finished
     first.send_signal(signal.SIGINT)
     out, err = first.communicate(timeout=300)
     assert first.returncode == 130, err
