@@ -85,6 +85,14 @@ def load_sweeps(uri: str, study: str | None = None) -> pd.DataFrame:
     return tidy(raw)
 
 
+def recorded_studies(uri: str) -> set[str]:
+    """The names of the studies that have sweeps in the store."""
+    client = MlflowClient(uri)
+    experiments = [e.experiment_id for e in client.search_experiments()]
+    runs = client.search_runs(experiments, filter_string=_sweeps_query(None), max_results=10_000) if experiments else []
+    return {r.data.tags[keys.TAG_STUDY] for r in runs if keys.TAG_STUDY in r.data.tags}
+
+
 @dataclass
 class TrialSummary:
     """One trial of a sweep: its MLflow child run, state and latest metric values."""
@@ -133,15 +141,6 @@ def sweep_summary(uri: str, parent_run_id: str) -> SweepSummary:
     """One sweep, by its parent run id."""
     client = MlflowClient(uri)
     return _summary(client, client.get_run(parent_run_id))
-
-
-def recorded_studies(uri: str) -> set[str]:
-    """The studies that have at least one sweep in the store."""
-    client = MlflowClient(uri)
-    experiments = [e.experiment_id for e in client.search_experiments()]
-    if not experiments:
-        return set()
-    return {r.data.tags.get(keys.TAG_STUDY, "") for r in client.search_runs(experiments, filter_string=_sweeps_query(None))} - {""}
 
 
 def load_histories(uri: str, run_ids: list[str], metric_keys: tuple[str, ...]) -> pd.DataFrame:

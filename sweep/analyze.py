@@ -28,6 +28,10 @@ def _sweeps(uri: str, study: str) -> Any:
     from trainables.tracking import check_store_readable
 
     check_store_readable(uri)
+    from analysis.runs import recorded_studies
+    from sweep.study_names import check_study_name
+
+    check_study_name(study, recorded_studies(uri), uri)
     sweeps = load_sweeps(uri, study)
     if sweeps.empty:
         raise UserError(f"no sweep of study {study!r} in {uri}; run `mjp sweep run {study}` first")

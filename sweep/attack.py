@@ -14,6 +14,10 @@ def cmd_attack(args: argparse.Namespace) -> int:
         raise UserError(f"--images {args.images}: allowed is 1 or more")
     if not 0 <= args.ratio <= 1:
         raise UserError(f"--ratio {args.ratio}: allowed is 0..1")
+    if args.lpips_backbone:
+        from trainables.weights_file import check_weights_file
+
+        check_weights_file("--lpips-backbone", args.lpips_backbone)
     settings = tuple(args.setting or ("a", "b", "c"))
     privacy = PrivacySection(settings=settings, attack=args.attack, images=args.images, ratio=args.ratio, lpips_backbone=args.lpips_backbone, client_dtype=args.client_dtype)
     trained = load_trained(run=args.run, checkpoint=args.checkpoint, config=args.config, uri=args.uri)

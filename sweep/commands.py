@@ -72,7 +72,7 @@ def _after_sweep(outcome: Any, study: Any, out_dir: str = "reports") -> int:
 
     for t in outcome.failed:
         print(f"failed: {t.label}: {t.error}", file=sys.stderr)
-    done = len(outcome.trials) - len(outcome.failed)
+    done = outcome.finished
     print(f"\nsweep {study.name}: {done} of {outcome.expected_trials} trials finished, {len(outcome.failed)} failed · MLflow parent run {outcome.parent_run_id}")
     uri = study.train_config({}).tracking.uri
     report = publish_sweep_report(outcome.parent_run_id, study, out_dir, uri)
@@ -111,9 +111,11 @@ def cmd_sweep_run(args: argparse.Namespace) -> int:
 
 def cmd_sweep_resume(args: argparse.Namespace) -> int:
     from sweep.run import read_state, resume_sweep
+    from sweep.signatures import verify_sweep_dir
     from sweep.study import load_study
 
-    state = read_state(args.experiment_dir)
+    state = read_state(args.experiment_dir)  # plain JSON: is this a sweep directory at all?
+    verify_sweep_dir(args.experiment_dir)  # before anything unpickles a file of it
     study = load_study(state["study"], smoke=state["smoke"], overrides=state["extra"])
     outcome = resume_sweep(args.experiment_dir, address=args.address, verbose=args.verbose)
     return _after_sweep(outcome, study)

@@ -138,10 +138,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.pretrained_file and not args.timm:
         raise UserError("--pretrained-file goes with --timm; a run or checkpoint brings its own weights")
     if args.pretrained_file:
-        from pathlib import Path
+        from trainables.weights_file import check_weights_file
 
-        if not Path(args.pretrained_file).is_file():
-            raise UserError(f"--pretrained-file {args.pretrained_file!r} does not exist; give a local timm checkpoint (nothing is downloaded)")
+        check_weights_file("--pretrained-file", args.pretrained_file)
     import trainables.tracking  # noqa: F401 - imports mlflow, which installs a console handler, replaced next
 
     from trainables.ray_runtime import library_logs_to

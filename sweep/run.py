@@ -27,6 +27,8 @@ from ray.tune.search.optuna import OptunaSearch
 
 from mjp import keys
 from sweep.console import ConsoleView, failure_reason
+from sweep.signatures import verify_sweep_dir
+from sweep.signing_callback import SweepSigner, sign_tuner_file
 from sweep.space import define_by_run, make_sampler
 from sweep.study import Study, load_study
 from trainables.driver import TrialResources, TrialSpec, find_child_run, tune_trial
@@ -57,6 +59,7 @@ class SweepOutcome:
     interrupted: bool = False
     expected_trials: int = 0
     log_file: str | None = None
+    finished: int = 0  # trials that ran to their end (an interrupted trial's metrics do not count)
 
     @property
     def failed(self) -> list[TrialOutcome]:
@@ -75,6 +78,8 @@ class SweepRecorder(tune.Callback):
         self.trials_started = 0
         #: the trials' epochs: a trial the scheduler ends at its last epoch finished, it was not stopped early
         self.epochs: int | None = None
+        self.finished_ids: set[str] | None = None  # the trials that ran to their end, once Tune has ended
+        self._completed: set[str] = set()  # on_trial_complete: ran to the end or stopped by the scheduler
 
     def _mark(self, trial: Any, status: str, tags: dict[str, str]) -> None:
         tracker = find_child_run(self.uri, self.experiment, self.parent_run_id, trial.trial_id)
@@ -87,6 +92,7 @@ class SweepRecorder(tune.Callback):
         self.trials_started += 1
 
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self._completed.add(trial.trial_id)
         # ASHA also ends a trial at its last report (epoch == max_t), before the driver closes its run
         epoch = int((trial.last_result or {}).get("epoch", 0))
         if self.epochs is not None and epoch >= self.epochs:
@@ -99,6 +105,9 @@ class SweepRecorder(tune.Callback):
 
     def on_experiment_end(self, trials: list, **info: Any) -> None:
         unfinished = [t for t in trials if t.status not in ("TERMINATED", "ERROR")]
+        # Ctrl-C leaves the running trials TERMINATED too, without on_trial_complete; a trial that
+        # finished in an earlier run of a resumed sweep has its final result marked done
+        self.finished_ids = {t.trial_id for t in trials if t.status == "TERMINATED" and (t.trial_id in self._completed or (t.last_result or {}).get("done"))}
         out_of_time = self.time_budget_s is not None and time.monotonic() - self.started >= self.time_budget_s
         self.interrupted = bool(unfinished) or (len(trials) < self.expected and not out_of_time)
         for trial in unfinished:
@@ -188,9 +197,9 @@ def _searcher(study: Study) -> Any:
     return ConcurrencyLimiter(searcher, max_concurrent=study.max_concurrent)
 
 
-def _callbacks(study: Study, spec: TrialSpec, state: dict[str, Any], recorder: "SweepRecorder", stream: TextIO | None) -> list[tune.Callback]:
+def _callbacks(study: Study, spec: TrialSpec, state: dict[str, Any], recorder: "SweepRecorder", stream: TextIO | None, experiment_dir: str) -> list[tune.Callback]:
     recorder.epochs = study.train_config({}).optim.epochs
-    callbacks: list[tune.Callback] = [recorder]
+    callbacks: list[tune.Callback] = [recorder, SweepSigner(experiment_dir, experiment_dir.rstrip("/").rsplit("/", 1)[-1])]
     if state.get("optuna_storage"):
         from sweep.optuna_mirror import OptunaMirror
 
@@ -339,9 +348,10 @@ def _launch(study: Study, storage: str, address: str | None, uri: str, verbose: 
         spec = _spec(study, state, storage)
         trainable, tune_config = _tuner_parts(study, spec)
         tuner = tune.Tuner(trainable, tune_config=tune_config, run_config=tune.RunConfig(
-            name=run_name, storage_path=storage, callbacks=_callbacks(study, spec, state, recorder, stream), verbose=2 if verbose else 0,
+            name=run_name, storage_path=storage, callbacks=_callbacks(study, spec, state, recorder, stream, experiment_dir), verbose=2 if verbose else 0,
             failure_config=_failure_config(study),
         ))
+        sign_tuner_file(experiment_dir)
         grid = tuner.fit()
         return _finish(study, spec, parent, grid, experiment_dir, recorder, log)
 
@@ -372,6 +382,7 @@ def resume_sweep(experiment_dir: str, *, address: str | None = None, verbose: bo
     """Continue an interrupted sweep: unfinished and errored trials run again under their own
     MLflow child runs; finished trials are kept; the Optuna state is restored by Tune."""
     experiment_dir = absolute(experiment_dir)
+    verify_sweep_dir(experiment_dir)  # before Ray opens (and unpickles) anything in it
     state = read_state(experiment_dir)
     study = load_study(state["study"], smoke=state["smoke"], overrides=state["extra"])
     check_store_writable(state["uri"])
@@ -390,7 +401,7 @@ def resume_sweep(experiment_dir: str, *, address: str | None = None, verbose: bo
         trainable, _ = _tuner_parts(study, spec)
         recorder = SweepRecorder(state["uri"], state["experiment"], parent.run_id, study.num_trials, study.config.budget.time_budget_s)
         tuner = tune.Tuner.restore(experiment_dir, trainable=trainable, resume_unfinished=True, resume_errored=True)
-        _replace_callbacks(tuner, _callbacks(study, spec, state, recorder, stream))
+        _replace_callbacks(tuner, _callbacks(study, spec, state, recorder, stream, experiment_dir))
         grid = tuner.fit()
         return _finish(study, spec, parent, grid, experiment_dir, recorder, log)
 
@@ -430,11 +441,24 @@ def pareto_front(trials: list[TrialOutcome], objectives: list[tuple[str, str]]) 
     return front
 
 
+def _close_running_children(parent: RunTracker) -> None:
+    """After an interruption no child run of the sweep may stay RUNNING: the recorder closes the
+    trials Tune still listed; this closes any other (a trial whose child run Tune no longer
+    tracks) as KILLED, with the same "interrupted" tag, so `mjp sweep resume` continues it."""
+    experiment = parent.client.get_run(parent.run_id).info.experiment_id
+    query = f"tags.`{keys.TAG_PARENT}` = '{parent.run_id}' and attributes.status = 'RUNNING'"
+    for run in parent.client.search_runs([experiment], filter_string=query):
+        child = RunTracker(parent.uri, run.info.run_id)
+        child.set_tags({keys.TAG_INTERRUPTED: "the sweep was interrupted; `mjp sweep resume` continues it"})
+        child.set_status("KILLED")
+
+
 def _finish(study: Study, spec: TrialSpec, parent: RunTracker, grid: Any, experiment_dir: str, recorder: SweepRecorder, log: Path) -> SweepOutcome:
     trials = _outcomes(spec, grid)
     objectives = study.config.objectives
-    done = [t for t in trials if t.error is None and all(o.metric in t.metrics for o in objectives)]
-    outcome = SweepOutcome(parent.run_id, experiment_dir, trials, interrupted=recorder.interrupted, expected_trials=study.num_trials, log_file=str(log))
+    ended = recorder.finished_ids if recorder.interrupted else None  # a sweep that ran through: every trial ended
+    done = [t for t in trials if t.error is None and all(o.metric in t.metrics for o in objectives) and (ended is None or t.trial_id in ended)]
+    outcome = SweepOutcome(parent.run_id, experiment_dir, trials, interrupted=recorder.interrupted, expected_trials=study.num_trials, log_file=str(log), finished=len(done))
     summary: dict[str, float] = {"sweep/trials": len(trials), "sweep/failed": len(outcome.failed)}
     if len(objectives) == 1 and done:
         o = objectives[0]
@@ -447,6 +471,7 @@ def _finish(study: Study, spec: TrialSpec, parent: RunTracker, grid: Any, experi
         rows = [{"trial": t.label, "trial_id": t.trial_id, **t.params, **{o.metric: t.metrics[o.metric] for o in objectives}} for t in outcome.pareto]
         parent.log_text(json.dumps(rows, indent=2), "pareto/pareto_front.json")
     if outcome.interrupted:
+        _close_running_children(parent)
         parent.set_tags({keys.TAG_INTERRUPTED: f"{len(done)} of {study.num_trials} trials finished; `mjp sweep resume {experiment_dir}` continues"})
         parent.set_status("KILLED")
     else:

@@ -9,7 +9,6 @@ with the command that resumes it.
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import os
 import socket
@@ -102,11 +101,9 @@ def _study_name(target: str, uri: str) -> str:
         import yaml
 
         return str((yaml.safe_load(path.read_text()) or {}).get("name", path.stem))
-    known = {p.stem for p in STUDIES_DIR.glob("*.yaml")} | recorded_studies(uri)
-    if target not in known:
-        close = difflib.get_close_matches(target, sorted(known), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise UserError(f"study {target!r} is neither shipped nor recorded in {uri}{hint} (studies: {', '.join(sorted(known))}; or pass a sweep directory)")
+    from sweep.study_names import check_study_name
+
+    check_study_name(target, recorded_studies(uri), uri)
     return target
 
 

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from mjp import keys
 from trainables.config import TrainConfig, build_config, describe_validation_error, flat_params, known_keys
 from trainables.errors import ConfigError
-from trainables.overrides import did_you_mean, expand_presets, merge
+from trainables.overrides import did_you_mean, did_you_mean_key, expand_presets, merge
 from trainables.yaml_files import read_yaml_mapping
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
@@ -374,7 +374,7 @@ def _validate_space(study: Study, path: Path) -> None:
 
     def check_key(key: str, where: str) -> None:
         if key not in known and key != "model.kwargs" and not key.startswith("model.kwargs."):
-            raise ConfigError(f"{path}: {where} is not a TrainConfig key{did_you_mean(key, known)} (e.g. mjp.mask_ratio, optim.base_lr, mjp.dal)")
+            raise ConfigError(f"{path}: {where} is not a TrainConfig key{did_you_mean_key(key, known) or did_you_mean(key, known)} (e.g. mjp.mask_ratio, optim.base_lr, mjp.dal)")
 
     for key, p in study.config.space.items():
         presets = getattr(p, "presets", None)

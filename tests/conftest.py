@@ -5,6 +5,10 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")  # `make test` runs under `uv run`
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+if "MJP_HOME" not in os.environ:  # the sweep signing key of the tests, never the user's own
+    import tempfile
+
+    os.environ["MJP_HOME"] = tempfile.mkdtemp(prefix="mjp-home-")
 
 import pytest
 import torch

@@ -59,6 +59,14 @@ def children(uri: str) -> list:
     return parent[0], kids
 
 
+def second_trial_reported(uri: str) -> bool:
+    """Whether a second child run has logged an epoch's val/top1."""
+    client = mlflow.MlflowClient(uri)
+    experiment = client.get_experiment_by_name("faults")
+    runs = client.search_runs([experiment.experiment_id], f"tags.`{keys.TAG_PARENT}` != ''") if experiment else []
+    return sum(keys.VAL_TOP1 in r.data.metrics for r in runs) >= 2
+
+
 def experiment_dir(tmp: Path) -> str:
     (found,) = [p for p in (tmp / "ray").iterdir() if (p / "mjp_sweep.json").is_file()]
     return str(found)
@@ -85,13 +93,19 @@ def test_ctrl_c_then_sigkill_then_resume_runs_every_trial_exactly_once(tmp_path)
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     first = mjp(tmp_path, "sweep", "run", study(tmp_path))
-    read_until(first, "finished ")  # the first trial is done, the second is running
+    seen = read_until(first, "finished ")  # the first trial is done, the second is running
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not second_trial_reported(uri):
+        time.sleep(0.2)  # until the running trial has logged an epoch: its metrics must not count as finished
     first.send_signal(signal.SIGINT)
     out, err = first.communicate(timeout=300)
     assert first.returncode == 130, err
     assert "interrupted: the parent run is marked KILLED; continue with `mjp sweep resume" in err and "Traceback" not in err + out
+    # the summary counts what the live view showed finishing, not the trials that merely reported
+    finished = sum("] finished " in line for line in seen + out.splitlines())
+    assert f"sweep faults: {finished} of 3 trials finished" in out, out
     parent, kids = children(uri)
-    assert parent.info.status == "KILLED" and "of 3 trials finished" in parent.data.tags[keys.TAG_INTERRUPTED]
+    assert parent.info.status == "KILLED" and parent.data.tags[keys.TAG_INTERRUPTED].startswith(f"{finished} of 3 trials finished")
     assert "RUNNING" not in {k.info.status for k in kids}
 
     second = mjp(tmp_path, "sweep", "resume", experiment_dir(tmp_path))

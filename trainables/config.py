@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from mjp.config import SEED_BOUND, TABLE4, TABLE4_NAMES, MJPConfig
 from mjp.keys import CONSISTENCY_RATIO, CORRUPTIONS, PE_EV_DIMS, SHUFFLE_EVAL_RATIOS
 from trainables.errors import ConfigError
-from trainables.overrides import apply_overrides, did_you_mean, flatten, parse_overrides
+from trainables.overrides import apply_overrides, did_you_mean, did_you_mean_key, flatten, parse_overrides
 from trainables.seeds import derive_seed
 from trainables.yaml_files import read_yaml_mapping
 
@@ -246,7 +246,7 @@ def describe_validation_error(err: ValidationError, prefix: str = "", candidates
         hint = ""
         if e["type"] == "extra_forbidden":
             parent = ".".join(loc[:-1])
-            hint = did_you_mean(key, [c for c in candidates if c.rsplit(".", 1)[0] == parent or not parent])
+            hint = did_you_mean_key(key, candidates) if parent else did_you_mean(key, candidates)
         elif e["type"] == "literal_error" and isinstance(given, str):
             hint = did_you_mean(given, [s.strip(" '") for s in str(e.get("ctx", {}).get("expected", "")).replace(" or ", ",").split(",")])
         msg = e["msg"].removeprefix("Value error, ")

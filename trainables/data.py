@@ -288,6 +288,8 @@ def data_info(cfg: TrainConfig) -> DataInfo:
         if meta is not None:
             if d.loader != "ray_data":
                 raise DataError(f"data.root={d.root!r} holds Parquet shards (mjp data prepare), which only data.loader=ray_data reads; set it, or point data.root at the image folder")
+            if len(meta["classes"]) < 2:
+                raise DataError(f"data.root={d.root!r} holds shards of {len(meta['classes'])} class; a classifier needs at least 2 classes")
             return DataInfo(DataShape(len(meta["classes"]), 3, d.img_size or 224), meta["train_size"], meta["val_size"])
         scan = scan_imagefolder(Path(d.root))
         if scan.empty_files and d.on_bad_image == "fail":

@@ -24,7 +24,7 @@ import numpy as np
 
 from mjp.config import SEED_BOUND
 from trainables.config import DataSection, TrainConfig
-from trainables.image_folder import IMAGE_EXTENSIONS, UnreadableImage
+from trainables.image_folder import IMAGE_EXTENSIONS, UnreadableImage, to_rgb
 from trainables.shards import shard_metadata
 
 #: images each decode-and-augment task of a Parquet source handles at once (a folder's read
@@ -56,7 +56,11 @@ def decode_and_augment(batch: dict[str, Any], data: DataSection, classes: dict[s
     for i, raw in enumerate(batch["bytes"] if "bytes" in batch else batch["image"]):
         path = str(paths[i]) if paths is not None else f"row {i}"
         try:
-            picture = Image.open(io.BytesIO(raw)).convert("RGB")
+            picture = to_rgb(Image.open(io.BytesIO(raw)), path)
+        except UnreadableImage:
+            if data.on_bad_image == "skip":
+                continue
+            raise
         except Exception as err:  # PIL raises many kinds; every one means this file is unusable
             if data.on_bad_image == "skip":
                 continue

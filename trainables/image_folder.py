@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from torch.utils.data import Dataset
 
@@ -23,13 +24,34 @@ class UnreadableImage(DataError):
         self.path = path
 
 
+#: Pillow's modes of 16-bit grey images (a 16-bit PNG opens as one of these)
+SIXTEEN_BIT_MODES = ("I;16", "I;16L", "I;16B", "I;16N")
+
+
+def to_rgb(img: Any, path: str) -> Any:
+    """An 8-bit RGB image. Pillow's own ``convert("RGB")`` clips 16-bit grey to 255 (a 16-bit
+    PNG turns white), so 16-bit values are scaled to 0..255 first; 32-bit integer and float
+    images, whose range is unknown, are refused with ``UnreadableImage``."""
+    import numpy as np
+    from PIL import Image
+
+    if img.mode in SIXTEEN_BIT_MODES or (img.mode == "I" and img.format == "PNG"):
+        values = np.asarray(img, dtype=np.uint32)
+        img = Image.fromarray(((values + 128) // 257).clip(0, 255).astype(np.uint8), "L")
+    elif img.mode in ("I", "F"):
+        raise UnreadableImage(path, f"{'32-bit integer' if img.mode == 'I' else 'floating-point'} pixels (mode {img.mode}) have no known range; allowed: 8-bit images (L, RGB, RGBA, P) or 16-bit grey PNG")
+    return img.convert("RGB")
+
+
 def readable_loader(path: str):
     """An RGB PIL image from ``path``; ``UnreadableImage`` naming the file when it cannot be decoded."""
     from PIL import Image
 
     try:
         with open(path, "rb") as fh:
-            return Image.open(fh).convert("RGB")
+            return to_rgb(Image.open(fh), path)
+    except UnreadableImage:
+        raise
     except Exception as err:  # PIL raises many kinds; every one means this file is unusable
         raise UnreadableImage(path, err) from err
 
@@ -101,4 +123,6 @@ def scan_imagefolder(root: Path) -> FolderScan:
         only_train = sorted(set(classes["train"]) - set(classes["val"]))
         only_val = sorted(set(classes["val"]) - set(classes["train"]))
         raise DataError(f"{root}: train and val classes differ (only in train: {only_train[:10]}, only in val: {only_val[:10]})")
+    if len(classes["train"]) < 2:
+        raise DataError(f"data.root={str(root)!r} has {len(classes['train'])} class folder ({', '.join(classes['train'])}) in train/ and val/; a classifier needs at least 2 classes")
     return FolderScan(classes, counts, sorted(empty))

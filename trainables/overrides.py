@@ -112,6 +112,24 @@ def expand_presets(params: dict[str, Any], presets: dict[str, dict[str, dict[str
     return out
 
 
+def did_you_mean_key(key: str, candidates: Iterable[str]) -> str:
+    """A suggestion for a dotted key that does not exist, from the keys of the same section,
+    compared by their last part: ``optim.epoch`` -> ``optim.epochs``; where no key is clearly
+    closest, the two nearest (``optim.lrr`` -> ``optim.min_lr or optim.base_lr``)."""
+    section, _, leaf = key.rpartition(".")
+    leaves = {c.rpartition(".")[2]: c for c in candidates if c.rpartition(".")[0] == section}
+    close = difflib.get_close_matches(leaf, leaves, n=1, cutoff=0.6)
+    if not close:  # compare with the words of each key (min_lr: min, lr), the last word first
+
+        def score(name: str) -> tuple[float, bool, float]:
+            words = name.split("_")
+            best = max(words, key=lambda w: difflib.SequenceMatcher(None, leaf, w).ratio())
+            return difflib.SequenceMatcher(None, leaf, best).ratio(), best == words[-1], difflib.SequenceMatcher(None, leaf, name).ratio()
+
+        close = [n for n in sorted(leaves, key=score, reverse=True)[:2] if score(n)[0] >= 0.75]
+    return f" (did you mean {' or '.join(leaves[c] for c in close)}?)" if close else ""
+
+
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     """``" (did you mean optim.epochs?)"`` for the closest candidate, or ``""``."""
     close = difflib.get_close_matches(str(word), [str(c) for c in candidates], n=1, cutoff=0.6)

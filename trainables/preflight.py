@@ -121,8 +121,10 @@ def _evaluations_apply(cfg: TrainConfig, model: Any) -> None:
         why = april_requirements(model)
         if why:
             raise ConfigError(f"eval.privacy.attack='april' cannot attack {cfg.model.name}: {why} (model.april_block=true, or eval.privacy.attack=inversion)")
-    if privacy is not None and privacy.lpips_backbone and not Path(privacy.lpips_backbone).is_file():
-        raise ConfigError(f"eval.privacy.lpips_backbone={privacy.lpips_backbone!r} does not exist")
+    if privacy is not None and privacy.lpips_backbone:
+        from trainables.weights_file import check_weights_file
+
+        check_weights_file("eval.privacy.lpips_backbone", privacy.lpips_backbone)
 
 
 def _class_folders(key: str, root: str) -> list[str]:
@@ -202,8 +204,10 @@ def preflight(cfg: TrainConfig) -> Preflight:
     _positive_int_kwargs(cfg.model.kwargs)
     _timm_signature_check(cfg.model.name, cfg.model.kwargs)
     _heads_divide_width(cfg.model.name, cfg.model.kwargs)
-    if cfg.model.pretrained_file and not Path(cfg.model.pretrained_file).is_file():
-        raise ConfigError(f"model.pretrained_file={cfg.model.pretrained_file!r} does not exist; give a local timm checkpoint (nothing is downloaded)")
+    if cfg.model.pretrained_file:
+        from trainables.weights_file import check_weights_file
+
+        check_weights_file("model.pretrained_file", cfg.model.pretrained_file)
     _patch_grid_fits(cfg, info, _build_on_meta(cfg, info, with_mjp=False))
     model = _build_on_meta(cfg, info, with_mjp=True)
     from mjp.metrics import model_patch_size

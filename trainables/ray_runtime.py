@@ -4,9 +4,10 @@ in a file instead of the console.
 - ``prepare_environment()`` sets what must be set before ``import ray`` (and what workers inherit).
 - ``ensure_ray()`` joins ``--address`` / ``$RAY_ADDRESS``, or starts a Ray of its own in this
   process. A bare ``ray.init()`` would join whatever cluster ``/tmp/ray`` last named, even a
-  dead one. The local one uses 127.0.0.1 as its node address and the dashboard's default
-  localhost binding; Ray 2.60 has no setting for the bind address of its gRPC servers, which
-  listen on all interfaces behind Ray's token authentication (README, Security).
+  dead one. The local one has 127.0.0.1 as its node address (Ray reports it, and its dashboard,
+  dashboard agent and runtime-env agent listen there); Ray 2.60 has no setting for the bind
+  address of its gRPC servers (GCS, raylet, workers), which listen on all interfaces behind
+  Ray's token authentication (README, Security).
 - ``console_logs_to(path)``: Ray's, Ray Train's and Tune's Python loggers and warnings go to
   ``path``; workers' output stays in Ray's session logs (not streamed to the console).
 """
@@ -102,10 +103,24 @@ def ensure_ray(address: str | None = None, *, num_cpus: int | None = None, verbo
     if address:
         ray.init(address=address, **quiet)
         return
+    _node_address_is_loopback()
     ray.init(address="local", num_cpus=num_cpus, _node_ip_address="127.0.0.1", include_dashboard=dashboard or verbose, dashboard_host="127.0.0.1", **quiet)
     from trainables.ray_cleanup import watch_local_ray
 
     watch_local_ray()
+
+
+def _node_address_is_loopback() -> None:
+    """Make a local Ray's node address 127.0.0.1 in fact. Ray 2.60 replaces a loopback
+    ``_node_ip_address`` with the machine's outward address unless its "no cluster" switch is off
+    (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, read when ray is imported, and the constant it sets
+    in this already-importing process; Ray's services read it at call time). With the node at
+    127.0.0.1 the dashboard agent's and the runtime-env agent's HTTP servers bind loopback too.
+    The process Ray starts inherit the variable. ``tests/test_faults.py`` checks the listeners."""
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    from ray._private import ray_constants
+
+    ray_constants.ENABLE_RAY_CLUSTER = False
 
 
 def ray_session_logs() -> Path | None:

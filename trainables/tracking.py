@@ -36,11 +36,31 @@ def tracking_uri(configured: str | None = None, base_dir: str | Path | None = No
     Relative SQLite paths become absolute (Ray workers run in other directories).
     """
     uri = configured or os.environ.get("MLFLOW_TRACKING_URI") or "sqlite:///mlflow.db"
+    _check_scheme(uri)
     if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
         uri = "sqlite:///" + str((Path(base_dir or Path.cwd()) / uri[len("sqlite:///") :]).resolve())
     elif "://" not in uri:  # a bare path: a SQLite file
         uri = "sqlite:///" + str((Path(base_dir or Path.cwd()) / uri).resolve())
     return uri
+
+
+#: the stores MLflow 3 opens (a database through SQLAlchemy, with an optional ``+driver``, a
+#: tracking server, Databricks, a local folder)
+STORE_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql", "http", "https", "databricks", "file")
+
+
+def _check_scheme(uri: str) -> None:
+    """A misspelt scheme fails here, in one line, not in MLflow after Ray has started."""
+    if "://" not in uri:
+        return
+    scheme = uri.split("://", 1)[0].lower()
+    if scheme.split("+", 1)[0] in STORE_SCHEMES:
+        return
+    import difflib
+
+    close = difflib.get_close_matches(scheme.split("+", 1)[0], STORE_SCHEMES, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]}://?)" if close else ""
+    raise TrackingError(f"tracking URI {uri!r}: MLflow cannot open a '{scheme}://' store{hint}; allowed: {', '.join(s + '://' for s in STORE_SCHEMES)} or a path to a SQLite file")
 
 
 def sqlite_path(uri: str) -> Path | None:

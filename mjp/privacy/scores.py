@@ -9,6 +9,7 @@ more privacy.
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 
 import torch
@@ -45,7 +46,11 @@ class LPIPS:
         from torchvision.models import alexnet
 
         net = alexnet()
-        net.load_state_dict(torch.load(backbone_file, map_location="cpu", weights_only=True))
+        try:
+            state = torch.load(backbone_file, map_location="cpu", weights_only=True)
+        except pickle.UnpicklingError:  # torch's own message suggests loading it unsafely: not ours
+            raise ValueError(f"LPIPS backbone {str(backbone_file)!r} holds more than weights and is not loaded (unpickling it can run code); allowed: a torchvision AlexNet state dict of tensors") from None
+        net.load_state_dict(state)
         self.metric = lpips.LPIPS(net="alex", pnet_rand=True, verbose=False).eval()
         for i in range(1, 6):
             for name, layer in getattr(self.metric.net, f"slice{i}").named_children():

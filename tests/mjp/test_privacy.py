@@ -153,3 +153,14 @@ def test_the_solve_is_gelsd_s_minimum_norm_solution_without_gelsd():
     ours = min_norm_lstsq(a, b)
     torch.testing.assert_close(ours, torch.linalg.lstsq(a, b, driver="gelsd").solution)
     assert ours[[3, 9]].abs().max() < 1e-12  # the minimum-norm answer for what nothing determines
+
+
+def test_an_lpips_backbone_that_is_a_pickled_module_is_one_line_that_never_suggests_unsafe_loading(tmp_path):
+    from mjp.privacy.scores import LPIPS
+
+    torch.save(torch.nn.Linear(2, 2), tmp_path / "alexnet.pth")
+    with pytest.raises(ValueError) as err:
+        LPIPS(tmp_path / "alexnet.pth")
+    text = str(err.value)
+    assert "alexnet.pth" in text and "allowed: a torchvision AlexNet state dict" in text
+    assert "weights_only" not in text and "\n" not in text

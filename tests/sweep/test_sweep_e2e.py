@@ -3,6 +3,8 @@ read back by the analysis; the console as a user in a pipe sees it."""
 
 import io
 import os
+import pickle
+from pathlib import Path
 
 import mlflow
 import optuna
@@ -13,6 +15,7 @@ from analysis.runs import load_runs, load_sweeps
 from mjp import keys
 from sweep.run import resume_sweep, run_sweep
 from sweep.study import load_study
+from trainables.errors import UserError
 from trainables.progress import Progress
 
 pytestmark = pytest.mark.slow
@@ -157,6 +160,32 @@ def test_interrupted_sweep_resumes_every_trial_once(tmp_path, local_ray, monkeyp
     assert sorted(before.status) == ["FAILED", "FINISHED"]
     failed_run = before[before.status == "FAILED"].iloc[0]
     assert failed_run["error"] == "InjectedFailure: runtime.fail_after_epoch=1: injected failure after the checkpoint"
+
+    # the local Ray this test session started (every process of it) listens on loopback only
+    from tests.listeners import tcp_listeners
+    from trainables.ray_cleanup import descendants
+
+    import ray
+
+    assert ray.util.get_node_ip_address() == "127.0.0.1"
+    listening = tcp_listeners(set(descendants(os.getpid())) | {os.getpid()})
+    assert len(listening) >= 3 and all(ip == "127.0.0.1" for _, ip, _ in listening), listening
+
+    # what Ray wrote is signed; a planted or changed pickle is refused before Ray opens it
+    from tests.sweep.test_signatures import MakesMarker
+
+    directory, marker = Path(first.experiment_dir), tmp_path / "marker"
+    trial_dir = next(p for p in directory.iterdir() if (p / "params.pkl").is_file())
+    (trial_dir / "evil.pkl").write_bytes(pickle.dumps(MakesMarker(marker)))
+    with pytest.raises(UserError, match="evil.pkl was not written by this sweep"):
+        resume_sweep(first.experiment_dir, stream=io.StringIO())
+    (trial_dir / "evil.pkl").unlink()
+    genuine = (directory / "tuner.pkl").read_bytes()
+    (directory / "tuner.pkl").write_bytes(pickle.dumps(MakesMarker(marker)))
+    with pytest.raises(UserError, match="tuner.pkl was changed after this sweep wrote it"):
+        resume_sweep(first.experiment_dir, stream=io.StringIO())
+    (directory / "tuner.pkl").write_bytes(genuine)
+    assert not marker.exists()
 
     monkeypatch.chdir(tmp_path)  # a relative path, as a user types it
     second = resume_sweep(os.path.relpath(first.experiment_dir), stream=io.StringIO())

@@ -1,0 +1,191 @@
+"""Signatures of the files in a sweep directory that Ray Tune unpickles on resume.
+
+``Tuner.restore`` unpickles ``tuner.pkl``, the searcher and search-generator state and the
+callback state, and expands cloudpickle blobs embedded in ``experiment_state-*.json``; a trial's
+``error.pkl`` is unpickled when its error is read. Anyone who can put a file into a sweep
+directory (a shared disk, a downloaded archive) could therefore run code on ``mjp sweep resume``.
+
+So every such file the sweep writes is signed with a keyed digest (HMAC-SHA256) whose key lives
+outside the directory, readable by this user only (``$MJP_HOME/sweep-signing.key``, default
+``~/.config/mjp/``, created on first use with mode 0600). The signatures are kept in the sweep
+directory (``mjp_signatures``, a name Tune never copies or reads), and ``verify_sweep_dir``
+refuses a directory before Ray opens anything when any ``*.pkl`` below it, or any Tune state
+file at its top, is unsigned or changed, or the manifest is missing or not made with this key.
+
+A file's signature binds its path inside the directory to its content. The manifest keeps the
+last few signatures of each path, so a file that Tune was still copying when the driver was
+killed verifies in either its old or its new version (both were written by this sweep).
+This module imports neither Ray nor torch: it runs before either is loaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import stat
+from pathlib import Path
+from typing import Iterable
+
+from trainables.errors import UserError
+
+MANIFEST = "mjp_signatures"
+KEY_FILE = "sweep-signing.key"
+#: The sweep's own plain-JSON state (read with ``json.loads``), never unpickled.
+OWN_FILES = frozenset({"mjp_sweep.json", MANIFEST})
+#: How many signatures of one path are kept (old versions a killed sync may have left).
+HISTORY = 16
+
+
+def key_path() -> Path:
+    """``$MJP_HOME/sweep-signing.key``, else ``~/.config/mjp/sweep-signing.key``."""
+    home = os.environ.get("MJP_HOME")
+    return Path(home).expanduser() / KEY_FILE if home else Path.home() / ".config" / "mjp" / KEY_FILE
+
+
+def signing_key(create: bool) -> bytes | None:
+    """This user's signing key; created (0600, in a 0700 folder) when ``create`` and absent.
+    A key file that others can read or write is refused: its signatures prove nothing."""
+    path = key_path()
+    if not path.exists():
+        if not create:
+            return None
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another sweep made it a moment ago
+            return signing_key(create=False)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(secrets.token_bytes(32))
+    mode = path.stat().st_mode
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise UserError(f"the sweep signing key {path} is accessible to other users (mode {stat.S_IMODE(mode):o}); allowed: only you (chmod 600 {path})")
+    key = path.read_bytes()
+    if len(key) < 32:
+        raise UserError(f"the sweep signing key {path} is truncated ({len(key)} bytes, 32 expected); delete it to make a new one (sweeps signed with it will no longer resume)")
+    return key
+
+
+def _file_mac(key: bytes, relpath: str, content: bytes) -> str:
+    digest = hashlib.sha256(content).hexdigest()
+    return hmac.new(key, f"file\0{relpath}\0{digest}".encode(), hashlib.sha256).hexdigest()
+
+
+def _manifest_mac(key: bytes, files: dict[str, list[str]]) -> str:
+    return hmac.new(key, b"manifest\0" + json.dumps(files, sort_keys=True).encode(), hashlib.sha256).hexdigest()
+
+
+def is_unpickled_by_tune(relpath: str) -> bool:
+    """Whether Tune may unpickle this file of a sweep directory: every ``*.pkl`` at any depth,
+    and the JSON state files at its top (``experiment_state-*.json`` embeds cloudpickle;
+    ``search_gen_state-*.json`` is a pickle despite its name)."""
+    name = relpath.rsplit("/", 1)[-1]
+    if name in OWN_FILES:
+        return False
+    return name.endswith(".pkl") or ("/" not in relpath and name.endswith(".json"))
+
+
+def _local_files(root: str) -> Iterable[str]:
+    """Relative paths of the files below ``root`` (links to files included, linked folders not
+    entered: Tune reads nothing through ``ray_logs``, the one link the sweep makes)."""
+    for folder, _, names in os.walk(root):
+        for name in names:
+            yield os.path.relpath(os.path.join(folder, name), root).replace(os.sep, "/")
+
+
+def _remote_files(uri: str) -> Iterable[str]:
+    import pyarrow.fs
+
+    fs, path = pyarrow.fs.FileSystem.from_uri(uri)
+    for info in fs.get_file_info(pyarrow.fs.FileSelector(path, recursive=True)):
+        if info.type == pyarrow.fs.FileType.File:
+            yield info.path[len(path.rstrip("/")) + 1:]
+
+
+def read_file(experiment_dir: str, relpath: str) -> bytes:
+    if "://" not in experiment_dir:
+        return Path(experiment_dir, relpath).read_bytes()
+    import pyarrow.fs
+
+    fs, path = pyarrow.fs.FileSystem.from_uri(experiment_dir)
+    with fs.open_input_stream(f"{path.rstrip('/')}/{relpath}") as fh:
+        return fh.read()
+
+
+def write_file(experiment_dir: str, relpath: str, content: bytes) -> None:
+    if "://" not in experiment_dir:
+        target = Path(experiment_dir, relpath)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(content)
+        os.replace(tmp, target)  # a killed writer leaves the old manifest, never half a new one
+        return
+    import pyarrow.fs
+
+    fs, path = pyarrow.fs.FileSystem.from_uri(experiment_dir)
+    with fs.open_output_stream(f"{path.rstrip('/')}/{relpath}") as fh:
+        fh.write(content)
+
+
+def _load_manifest(experiment_dir: str, key: bytes) -> dict[str, list[str]]:
+    try:
+        data = json.loads(read_file(experiment_dir, MANIFEST))
+        files, mac = data["files"], data["mac"]
+    except (FileNotFoundError, OSError):
+        raise UserError(f"refusing to resume {experiment_dir}: it has no signature manifest ({MANIFEST}); only a sweep directory this platform wrote for you resumes") from None
+    except (ValueError, KeyError, TypeError):
+        raise UserError(f"refusing to resume {experiment_dir}: its signature manifest {MANIFEST} is unreadable") from None
+    if not isinstance(files, dict) or not isinstance(mac, str) or not hmac.compare_digest(mac, _manifest_mac(key, files)):
+        raise UserError(f"refusing to resume {experiment_dir}: its signature manifest {MANIFEST} was not made with your signing key {key_path()} (forged, or another user's sweep)")
+    return files
+
+
+def sign_files(experiment_dir: str, contents: dict[str, bytes]) -> None:
+    """Add the signatures of ``contents`` (path inside the sweep directory -> bytes) to the
+    directory's manifest, keeping the last ``HISTORY`` signatures of each path."""
+    if not contents:
+        return
+    key = signing_key(create=True)
+    assert key is not None
+    try:
+        files = _load_manifest(experiment_dir, key)
+    except UserError:
+        files = {}  # no manifest yet (the sweep's first save), or one we cannot vouch for: start anew
+    for relpath, content in contents.items():
+        mac = _file_mac(key, relpath, content)
+        history = [m for m in files.get(relpath, []) if m != mac]
+        files[relpath] = (history + [mac])[-HISTORY:]
+    write_file(experiment_dir, MANIFEST, json.dumps({"files": files, "mac": _manifest_mac(key, files)}, sort_keys=True).encode())
+
+
+def sign_tree(experiment_dir: str, source_dir: str) -> None:
+    """Sign the files Tune may unpickle in ``source_dir`` (Tune's staging copy of the sweep
+    directory, which it is about to copy there) under their paths in ``experiment_dir``."""
+    contents = {}
+    for rel in _local_files(source_dir):
+        if is_unpickled_by_tune(rel):
+            try:
+                contents[rel] = Path(source_dir, rel).read_bytes()
+            except OSError:
+                continue  # replaced while we listed it; the next save signs it
+    sign_files(experiment_dir, contents)
+
+
+def verify_sweep_dir(experiment_dir: str) -> None:
+    """Refuse (``UserError``, one line naming the file) a sweep directory where a file Tune
+    may unpickle is unsigned or changed, or whose manifest is missing or not made with this
+    user's key. Reads bytes only: nothing in the directory is unpickled here."""
+    key = signing_key(create=False)
+    if key is None:
+        raise UserError(f"refusing to resume {experiment_dir}: you have no sweep signing key ({key_path()}), so no sweep directory was signed for you on this machine")
+    files = _load_manifest(experiment_dir, key)
+    listing = _remote_files(experiment_dir) if "://" in experiment_dir else _local_files(experiment_dir)
+    for rel in sorted(listing):
+        if not is_unpickled_by_tune(rel):
+            continue
+        known = files.get(rel)
+        if not known:
+            raise UserError(f"refusing to resume {experiment_dir}: {rel} was not written by this sweep (unsigned); Tune would unpickle it, which can run code. Remove it if you trust nothing in it")
+        if _file_mac(key, rel, read_file(experiment_dir, rel)) not in known:
+            raise UserError(f"refusing to resume {experiment_dir}: {rel} was changed after this sweep wrote it (its signature does not match); Tune would unpickle it, which can run code")

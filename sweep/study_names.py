@@ -1,0 +1,28 @@
+"""Study names a user types (``--study``): a shipped study, or one with sweeps in the store.
+A name that is neither is an error with the closest existing name, or the shipped ones when
+none is close, never a suggestion to run a study that does not exist."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from trainables.errors import UserError
+from trainables.overrides import did_you_mean
+
+STUDIES_DIR = Path(__file__).resolve().parent / "studies"
+
+
+def shipped_studies() -> list[str]:
+    return sorted(p.stem for p in STUDIES_DIR.glob("*.yaml"))
+
+
+def check_study_name(name: str, recorded: Iterable[str], uri: str) -> None:
+    """``UserError`` unless ``name`` is shipped or ``recorded`` (studies with sweeps in ``uri``)."""
+    recorded = sorted(set(recorded))
+    shipped = shipped_studies()
+    if name in shipped or name in recorded:
+        return
+    hint = did_you_mean(name, shipped + recorded) or " (none is close)"
+    ran = f"; with sweeps in this store: {', '.join(recorded)}" if recorded else ""
+    raise UserError(f"study {name!r} is neither a shipped study nor one with sweeps in {uri}{hint}; shipped: {', '.join(shipped)}{ran}")

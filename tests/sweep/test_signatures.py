@@ -1,0 +1,128 @@
+"""A sweep directory resumes only with the pickles this platform wrote into it for this user:
+an unsigned, changed or re-signed pickle is refused before anything unpickles it."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sweep.signatures import MANIFEST, key_path, sign_files, sign_tree, verify_sweep_dir
+from trainables.errors import UserError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class MakesMarker:
+    """Unpickling this creates ``path``: the proof that a file in the directory ran code."""
+
+    def __init__(self, path: Path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("MJP_HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
+
+
+def signed_sweep(tmp: Path) -> Path:
+    """A directory shaped like a sweep's, its Tune files signed as the sweep signs them."""
+    staging, sweep = tmp / "staging", tmp / "sweep"
+    for d in (staging / "trial_1", sweep / "trial_1"):
+        d.mkdir(parents=True)
+    files = {"experiment_state-1.json": b'{"trial_data": []}', "searcher-state-1.pkl": pickle.dumps({"a": 1}),
+             "search_gen_state-1.json": pickle.dumps({"b": 2}), "trial_1/params.pkl": pickle.dumps({"lr": 0.1})}
+    for rel, content in files.items():
+        (staging / rel).write_bytes(content)
+        (sweep / rel).write_bytes(content)
+    (sweep / "mjp_sweep.json").write_text(json.dumps({"name": "x"}))
+    (sweep / "trial_1" / "result.json").write_text("{}")  # plain JSON in a trial folder: never unpickled
+    sign_tree(str(sweep), str(staging))
+    (sweep / "tuner.pkl").write_bytes(pickle.dumps({"tuner": 1}))
+    sign_files(str(sweep), {"tuner.pkl": (sweep / "tuner.pkl").read_bytes()})
+    return sweep
+
+
+def test_the_key_is_made_on_first_use_for_this_user_only(home, tmp_path):
+    assert not key_path().exists()
+    signed_sweep(tmp_path)
+    assert key_path().parent == home and stat.S_IMODE(key_path().stat().st_mode) == 0o600
+    verify_sweep_dir(str(tmp_path / "sweep"))  # a genuine directory passes
+    key_path().chmod(0o644)
+    with pytest.raises(UserError, match="accessible to other users"):
+        verify_sweep_dir(str(tmp_path / "sweep"))
+
+
+@pytest.mark.parametrize("where", ["evil.pkl", "trial_1/checkpoint_000000/evil.pkl", "experiment_state-2.json"])
+def test_a_crafted_pickle_anywhere_is_refused_and_never_runs(home, tmp_path, where):
+    sweep = signed_sweep(tmp_path)
+    marker = tmp_path / "marker"
+    (sweep / where).parent.mkdir(parents=True, exist_ok=True)
+    (sweep / where).write_bytes(pickle.dumps(MakesMarker(marker)))
+    with pytest.raises(UserError, match=f"{where} was not written by this sweep"):
+        verify_sweep_dir(str(sweep))
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("name", ["tuner.pkl", "searcher-state-1.pkl", "trial_1/params.pkl", "search_gen_state-1.json"])
+def test_a_changed_pickle_is_refused(home, tmp_path, name):
+    sweep = signed_sweep(tmp_path)
+    (sweep / name).write_bytes(pickle.dumps(MakesMarker(tmp_path / "marker")))
+    with pytest.raises(UserError, match=f"{name} was changed after this sweep wrote it"):
+        verify_sweep_dir(str(sweep))
+
+
+def test_a_missing_forged_or_foreign_manifest_is_refused(home, tmp_path, monkeypatch):
+    sweep = signed_sweep(tmp_path)
+    manifest = json.loads((sweep / MANIFEST).read_text())
+    evil = pickle.dumps(MakesMarker(tmp_path / "marker"))
+    (sweep / "tuner.pkl").write_bytes(evil)
+    import hashlib
+    import hmac
+
+    # the attacker re-signs the changed file with a key of their own
+    manifest["files"]["tuner.pkl"] = [hmac.new(b"k" * 32, b"x", hashlib.sha256).hexdigest()]
+    (sweep / MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(UserError, match="was not made with your signing key"):
+        verify_sweep_dir(str(sweep))
+    (sweep / MANIFEST).unlink()
+    with pytest.raises(UserError, match="has no signature manifest"):
+        verify_sweep_dir(str(sweep))
+    monkeypatch.setenv("MJP_HOME", str(tmp_path / "another-user"))
+    with pytest.raises(UserError, match="you have no sweep signing key"):
+        verify_sweep_dir(str(sweep))
+    theirs = signed_sweep(tmp_path / "theirs")
+    monkeypatch.setenv("MJP_HOME", str(home))
+    with pytest.raises(UserError, match="was not made with your signing key"):
+        verify_sweep_dir(str(theirs))
+
+
+def test_an_older_signed_version_still_verifies(home, tmp_path):
+    """A driver killed while Tune copied a new state leaves the old version: that one verifies."""
+    sweep = signed_sweep(tmp_path)
+    old = (sweep / "searcher-state-1.pkl").read_bytes()
+    (tmp_path / "staging" / "searcher-state-1.pkl").write_bytes(pickle.dumps({"a": 2}))
+    sign_tree(str(sweep), str(tmp_path / "staging"))
+    assert (sweep / "searcher-state-1.pkl").read_bytes() == old
+    verify_sweep_dir(str(sweep))
+
+
+def test_mjp_sweep_resume_refuses_a_planted_pickle_in_one_line_exit_2(home, tmp_path):
+    sweep = signed_sweep(tmp_path)
+    marker = tmp_path / "marker"
+    (sweep / "searcher-state-9.pkl").write_bytes(pickle.dumps(MakesMarker(marker)))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "sweep.cli", "sweep", "resume", str(sweep)], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and "searcher-state-9.pkl was not written by this sweep" in done.stderr, done.stderr
+    assert not marker.exists()
