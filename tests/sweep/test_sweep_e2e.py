@@ -204,10 +204,12 @@ def test_interrupted_sweep_resumes_every_trial_once(tmp_path, local_ray, monkeyp
 
 def test_asha_leaves_every_child_run_with_a_final_status(tmp_path, local_ray):
     uri = f"sqlite:///{tmp_path}/mlflow.db"
-    space = {"optim.base_lr": {"type": "loguniform", "low": 1e-5, "high": 0.1}}
+    # Two learning rates, one that learns and one that cannot; seed 2 draws them good, good, good,
+    # bad: the bad trial reaches rung 1 after good ones, below their median, whatever the timing.
+    space = {"optim.base_lr": {"type": "choice", "values": [0.5, 1e-7]}}
     study = load_study(study_file(
-        tmp_path, space, search={"algorithm": "random", "seed": 3}, budget={"trials": 4, "max_concurrent": 2},
-        scheduler={"type": "asha", "grace_period": 1, "reduction_factor": 2}, train={**TINY, "optim": {"epochs": 4}},
+        tmp_path, space, search={"algorithm": "random", "seed": 2}, budget={"trials": 4, "max_concurrent": 2},
+        scheduler={"type": "asha", "grace_period": 1, "reduction_factor": 2}, train={**TINY, "optim": {"epochs": 4, "warmup_epochs": 0}},
     ), overrides={"tracking.uri": uri, "tracking.system_metrics_s": 0.2, "runtime.log_every": 2})
     outcome = run_sweep(study, storage=str(tmp_path / "ray"), stream=io.StringIO())
     assert len(outcome.trials) == 4 and not outcome.failed
