@@ -74,12 +74,13 @@ def test_output_device_follows_request(gen):
     assert masks.device.type == "meta"
 
 
-def test_top_up_joins_blocks_so_there_are_no_lone_patches():
-    """Top-up takes a block's edge neighbours: at ratio 0.03 on 14x14, lone (4-connected) patches
-    were 17.7% of the masked components with diagonal neighbours; BEiT's generator gives 2.4%."""
+@pytest.mark.parametrize("ratio", [0.03, 0.1, 0.27, 0.5])
+def test_top_up_joins_blocks_so_there_are_no_lone_patches(ratio):
+    """Top-up grows the blocks ring by ring: at ratio 0.03 on 14x14, lone (4-connected) patches were
+    17.7% of the masked components with diagonal neighbours; BEiT's generator gives 2.4%."""
     from scipy import ndimage
 
-    masks = sample_block_masks(500, 14, 0.03, generator=torch.Generator().manual_seed(0)).view(500, 14, 14).numpy()
+    masks = sample_block_masks(400, 14, ratio, generator=torch.Generator().manual_seed(0)).view(400, 14, 14).numpy()
     components = lone = 0
     for m in masks:
         labels, n = ndimage.label(m)
@@ -112,20 +113,6 @@ def test_sample_shuffle_runs_a_small_constant_number_of_ops():
         counts[(batch, ratio, grid)] = ops.count
         assert (s.mask.sum(1) == target_count(grid[0] * grid[1], ratio)).all()
     assert len(set(counts.values())) == 1 and max(counts.values()) <= 60, counts
-
-
-@pytest.mark.parametrize("ratio", [0.1, 0.27, 0.5])
-def test_masks_are_blocky_at_every_training_ratio(ratio, gen):
-    """Blocks grow ring by ring to the exact count: no lone patches at the training ratios."""
-    from scipy import ndimage
-
-    masks = sample_block_masks(300, 14, ratio, generator=gen).view(300, 14, 14).numpy()
-    components = lone = 0
-    for m in masks:
-        labels, n = ndimage.label(m)
-        components += n
-        lone += int((np.bincount(labels.ravel())[1:] == 1).sum())
-    assert lone / components < 0.01
 
 
 @pytest.mark.parametrize("n, ratio, ok", [(16, 0.0, True), (16, 0.01, False), (16, 0.09, False), (16, 0.0938, True), (196, 0.005, False), (196, 0.01, True)])
