@@ -56,7 +56,7 @@ def test_a_mistyped_study_gets_a_suggestion_and_exit_2(store, capsys):
     uri, _, _ = store
     assert main(["sweep", "status", "quickstrat", "--uri", uri]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: study 'quickstrat' is neither shipped nor recorded") and "did you mean 'quickstart'?" in err
+    assert err.startswith("error: study 'quickstrat' is neither a shipped study nor one with sweeps in") and "did you mean quickstart?" in err
 
 
 def test_a_path_that_is_not_a_sweep_directory_is_bad_input(store, tmp_path, capsys):
