@@ -89,7 +89,7 @@ def test_ctrl_c_then_sigkill_then_resume_runs_every_trial_exactly_once(tmp_path)
     """The driver is interrupted (Ctrl-C), resumed, killed (SIGKILL) during the resume, and
     resumed again: each time the sweep says what happened, the killed driver's processes go
     away, and at the end every trial ran exactly once and the summary was logged once."""
-    from trainables.ray_cleanup import descendants
+    from trainables.ray_cleanup import descendants, is_running
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     first = mjp(tmp_path, "sweep", "run", study(tmp_path))
@@ -115,9 +115,9 @@ def test_ctrl_c_then_sigkill_then_resume_runs_every_trial_exactly_once(tmp_path)
     second.kill()
     second.communicate()
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in left):
+    while time.monotonic() < deadline and any(is_running(p) for p in left):
         time.sleep(0.5)  # the watcher ends them (SIGTERM, then SIGKILL after 5 s)
-    assert not [p for p in left if Path(f"/proc/{p}").exists()], "processes of the killed driver still run"
+    assert not [p for p in left if is_running(p)], "processes of the killed driver still run"
     status = subprocess.run([sys.executable, "-m", "sweep.cli", "sweep", "status", "--uri", uri], cwd=ROOT, capture_output=True, text=True)
     assert "driver gone (killed?)" in status.stdout, status.stdout + status.stderr
 
@@ -204,3 +204,17 @@ def test_one_line_reason_finds_the_cause_in_ray_s_wrapping():
             raise RuntimeError("outer") from inner
     except RuntimeError as err:
         assert one_line_reason(err) == "ValueError: inner cause"
+
+
+def test_a_zombie_counts_as_ended():
+    """A killed driver's orphans are ended, then wait for a new parent to read their status: as
+    zombies they still have a /proc entry, but they no longer run."""
+    from trainables.ray_cleanup import is_running
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and is_running(child.pid):
+        time.sleep(0.05)  # it exits; not waited for, it stays a zombie
+    assert Path(f"/proc/{child.pid}").exists() and not is_running(child.pid)
+    child.wait()
+    assert not is_running(os.getpid() + 10**7)  # no such process

@@ -23,12 +23,20 @@ _watching: set[int] = set()
 
 
 def _start_time(pid: int) -> int | None:
-    """Clock ticks since boot at which ``pid`` started (``/proc/<pid>/stat`` field 22)."""
+    """Clock ticks since boot at which ``pid`` started (``/proc/<pid>/stat`` field 22); None when
+    it is gone or a zombie (ended, waiting only for a parent to read its exit status: when the
+    driver was killed, its orphans' new parent may take a while)."""
     try:
         stat = (PROC / str(pid) / "stat").read_text()
     except OSError:
         return None
-    return int(stat[stat.rindex(")") + 2 :].split()[19])
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return None if fields[0] in ("Z", "X") else int(fields[19])
+
+
+def is_running(pid: int) -> bool:
+    """Whether ``pid`` is a process that still runs (not gone, not a zombie)."""
+    return _start_time(pid) is not None
 
 
 def _children() -> dict[int, list[int]]:
@@ -89,6 +97,10 @@ def watch(driver: int, interval_s: float = 1.0) -> None:
     while _alive(driver, driver_start):
         last = {p: s for p, s in descendants(driver).items() if p != me}
         time.sleep(interval_s)
+    # what the recorded processes started since the last look (a new trial's workers under the raylet)
+    for pid, start in list(last.items()):
+        if _alive(pid, start):
+            last.update({p: s for p, s in descendants(pid).items() if p != me})
     end_processes(last)
 
 
