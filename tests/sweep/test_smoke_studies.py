@@ -1,7 +1,6 @@
 """Every shipped study launches at smoke size: its scheduler and its sampled trials are valid,
 checked when it is loaded; a sweep that fails before its first trial leaves no directory."""
 
-import numpy as np
 import pytest
 import yaml
 from ray.tune.schedulers import ASHAScheduler
@@ -13,17 +12,6 @@ from trainables.config import ConfigError
 from trainables.tracking import TrackingError
 
 SHIPPED = sorted(p.stem for p in STUDIES_DIR.glob("*.yaml"))
-
-
-@pytest.fixture(scope="module")
-def fake_fashion(tmp_path_factory):
-    from tests.trainables.test_data import write_idx
-
-    root = tmp_path_factory.mktemp("fashion")
-    for split in ("train", "t10k"):
-        write_idx(root / f"{split}-images-idx3-ubyte.gz", np.zeros((256, 28, 28)))
-        write_idx(root / f"{split}-labels-idx1-ubyte.gz", np.arange(256) % 10)
-    return root
 
 
 @pytest.mark.parametrize("name", SHIPPED)

@@ -40,17 +40,6 @@ def test_every_shipped_study_validates_at_smoke_size(fake_fashion):
         assert load_study(name, smoke=True, overrides=overrides).num_trials >= 2
 
 
-@pytest.fixture(scope="module")
-def fake_fashion(tmp_path_factory):
-    from tests.trainables.test_data import write_idx
-
-    root = tmp_path_factory.mktemp("fashion")
-    for split in ("train", "t10k"):
-        write_idx(root / f"{split}-images-idx3-ubyte.gz", np.zeros((256, 28, 28)))
-        write_idx(root / f"{split}-labels-idx1-ubyte.gz", np.arange(256) % 10)
-    return root
-
-
 def test_every_shipped_study_validates_at_full_size(fake_imagenet, fake_fashion):
     roots = {"fashion": {"data.root": str(fake_fashion)}, "quickstart": {}, "privacy": {}}  # digits reads no directory
     sizes = {name: load_study(name, overrides=roots.get(name, {"data.root": str(fake_imagenet)})).num_trials for name in SHIPPED}
