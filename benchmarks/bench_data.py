@@ -21,7 +21,6 @@ resized to 500x375, ImageNet's typical size), made on the fly; DeiT's training t
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import statistics
 import tempfile

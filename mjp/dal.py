@@ -98,7 +98,6 @@ class DALHead(nn.Module):
             return self.proj(rows)
         rows, w = rows.float(), weights.float()
         centred = rows - (w.unsqueeze(1) * rows).sum(0, keepdim=True)
-        t = targets - (w.unsqueeze(1) * targets).sum(0, keepdim=True)
         directions = top2_subspace(centred.detach(), w)  # [D, 2]
         z = centred @ directions
         design = torch.cat([z, torch.ones_like(z[:, :1])], dim=1)

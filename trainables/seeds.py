@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import hashlib
 
-from mjp.config import SEED_BOUND
-
 STREAMS: tuple[str, ...] = ("jigsaw", "eval", "data", "process")
 
 
 def derive_seed(seed: int, stream: str, rank: int = 0) -> int:
-    """A seed in ``[0, SEED_BOUND)`` for ``stream`` (and data-parallel ``rank``) of run seed ``seed``."""
+    """A seed in ``[0, 2**32)`` (``mjp.config.SEED_BOUND``) for ``stream`` (and data-parallel ``rank``) of run seed ``seed``."""
     if stream not in STREAMS:
         raise ValueError(f"unknown seed stream {stream!r}; allowed: {', '.join(STREAMS)}")
     digest = hashlib.blake2b(f"mjp/{stream}/{int(seed)}/{int(rank)}".encode(), digest_size=4).digest()

@@ -8,7 +8,8 @@ from trainables.config import build_config
 from trainables.data import DataShape
 from trainables.engine import build_algorithm, build_model
 from trainables.samplers import train_sampler
-from trainables.seeds import SEED_BOUND, derive_seed
+from mjp.config import SEED_BOUND
+from trainables.seeds import derive_seed
 
 TINY = {"model": {"kwargs": {"patch_size": 2, "embed_dim": 16, "depth": 1, "num_heads": 2}}}
 X = torch.zeros(16, 1, 8, 8)
