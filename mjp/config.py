@@ -7,6 +7,7 @@ field                  our default     reference code        why
 =====================  ==============  ====================  =========================================
 mask_ratio             0.27            0.1                   Table 3: top-1 flat over 0.03-0.27, consistency rises to 0.27
 mask_mode              per_sample      per_batch             independent masks per image (a stronger augmentation)
+min_block_patches      16              8                     Algorithm 1's BlockwiseMask is BEiT's generator (min block 16)
 jigsaw_prob            1.0             0.5                   the paper describes no random skipping
 (jigsaw warm-up)       0 epochs        20 epochs             an engine option (``TrainConfig``), not a model one
 unk_init_std           0.02            1.0 (N(0,1) table)    same init as timm's PE: no confound in the ablation
@@ -54,7 +55,12 @@ class MJPConfig(BaseModel):
     idx_mode: Literal["shuffled_slots", "reference"] = "shuffled_slots"
     mask_ratio: float = Field(0.27, ge=0.0, le=1.0)
     mask_mode: Literal["per_sample", "per_batch"] = "per_sample"
-    min_block_patches: int = Field(4, ge=1)
+    min_block_patches: int = Field(
+        16,
+        ge=1,
+        description="smallest block of a mask, in patches: 16 is Algorithm 1's (BEiT's block-wise masking), 8 the "
+        "reference code's; above the target count round(N * mask_ratio) blocks are at most the target, as BEiT's",
+    )
     aspect_ratio: tuple[float, float] = (0.3, 1 / 0.3)
     jigsaw_prob: float = Field(1.0, ge=0.0, le=1.0)
     unk_init_std: float = Field(0.02, gt=0.0)

@@ -14,7 +14,7 @@ from functools import lru_cache
 
 import torch
 
-from mjp.masking import sample_block_masks
+from mjp.masking import DEFAULT_ASPECT_RATIO, DEFAULT_MIN_BLOCK, sample_block_masks
 
 
 @dataclass(frozen=True)
@@ -73,8 +73,8 @@ def sample_shuffle(
     device: torch.device | str | None = None,
     per_batch: bool = False,
     apply_prob: float = 1.0,
-    min_block: int = 4,
-    aspect_ratio: tuple[float, float] = (0.3, 1 / 0.3),
+    min_block: int = DEFAULT_MIN_BLOCK,
+    aspect_ratio: tuple[float, float] = DEFAULT_ASPECT_RATIO,
 ) -> JigsawShuffle:
     """Masks and permutations for one batch.
 

@@ -78,8 +78,6 @@ def _check_grid(cfg: MJPConfig, grid: tuple[int, int], name: str) -> None:
     n = grid[0] * grid[1]
     if cfg.shuffles:
         check_grid_ratio("mjp.mask_ratio", cfg.mask_ratio, n)
-    if cfg.shuffles and cfg.min_block_patches > n:
-        raise ValueError(f"mjp.min_block_patches={cfg.min_block_patches} exceeds the {n} patches of {name}'s grid; allowed: 1..{n}")
 
 
 def create_model(name: str, mjp: MJPConfig | None = None, *, april_block: bool = False, **timm_kwargs: Any) -> nn.Module:
