@@ -1,5 +1,7 @@
 """``mjp.sample_shuffle`` (masks + permutations for one batch): aten ops per call and time per call,
-against the per-round loop sampler of an earlier commit (``--baseline``, read from git), in one run.
+against the per-round loop sampler of an earlier commit (``--baseline``) and the previous one-pass
+sampler (``--previous``, whose masks were not Algorithm 1's), both read from git, in one run; and
+the share of the selected patches that our top-up places (``mjp.masking.rectangle_share``).
 
 On a GPU the number of kernels matters as much as the FLOPs: each aten op is at least one launch.
 Ops are counted with a ``TorchDispatchMode`` (the same on any device); times are medians over
@@ -28,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from mjp.jigsaw import jigsaw_permutation, sample_shuffle  # noqa: E402
+from mjp.masking import rectangle_share  # noqa: E402
 
 CASES = ((64, 0.27, (14, 14)), (256, 0.1, (14, 14)), (256, 0.27, (14, 14)), (256, 0.5, (14, 14)), (256, 0.27, (24, 24)))
 
@@ -91,23 +94,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", help="where masks are drawn")
     parser.add_argument("--baseline", default="1ccef97", help="the commit whose loop sampler is the baseline")
+    parser.add_argument("--previous", default="a1c9fdd", help="the commit whose one-pass sampler this one replaces")
     parser.add_argument("--repeats", type=int, default=20, help="timed calls per case (median)")
     parser.add_argument("--out", help="append the table to this Markdown file")
     args = parser.parse_args()
     device = torch.device(args.device)
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else f"{platform.machine()} CPU, {os.cpu_count()} cores, {torch.get_num_threads()} threads"
-    old = baseline_sampler(args.baseline)
+    old, previous = baseline_sampler(args.baseline), baseline_sampler(args.previous)
     lines = [
         f"### bench_sampler: sample_shuffle on {device.type} ({where}), median of {args.repeats} interleaved calls each",
-        f"torch {torch.__version__}; baseline: the per-round loop sampler of commit {args.baseline}",
+        f"torch {torch.__version__}; loop: the per-round loop sampler of commit {args.baseline}; previous: the one-pass sampler of commit {args.previous}",
         "",
-        "| batch | ratio | grid | aten ops: loop | aten ops: ours | ms: loop | ms: ours | loop / ours (time) |",
-        "| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |",
+        "| batch | ratio | grid | aten ops: loop | aten ops: previous | aten ops: ours | ms: loop | ms: previous | ms: ours | top-up share (ours) |",
+        "| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for batch, ratio, grid in CASES:
-        ops_old, ops_new = count_ops(old, batch, grid, ratio, device), count_ops(ours, batch, grid, ratio, device)
-        ms_old, ms_new = interleaved_ms([old, ours], batch, grid, ratio, device, args.repeats)
-        lines.append(f"| {batch} | {ratio:g} | {grid[0]}x{grid[1]} | {ops_old:,} | {ops_new} | {ms_old:.2f} | {ms_new:.2f} | {ms_old / ms_new:.1f}x |")
+        ops = [count_ops(sample, batch, grid, ratio, device) for sample in (old, previous, ours)]
+        ms = interleaved_ms([old, previous, ours], batch, grid, ratio, device, args.repeats)
+        top_up = 1 - rectangle_share(batch, grid, ratio, generator=torch.Generator(device=device).manual_seed(0))
+        lines.append(f"| {batch} | {ratio:g} | {grid[0]}x{grid[1]} | {ops[0]:,} | {ops[1]} | {ops[2]} | " + " | ".join(f"{t:.2f}" for t in ms) + f" | {top_up:.1%} |")
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

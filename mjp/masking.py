@@ -38,14 +38,22 @@ How, in one pass:
    BEiT's two kinds of remainder pieces. ``topk`` returns exactly ``k`` indices per row.
 
 Measured against a loop implementation of Algorithm 1 run to the exact count (``min_block`` 16,
-2,000 masks per setting, ratios 0.1/0.25/0.5 on 7x7, 14x14 and 16x16; the statistics test in
-``tests/mjp/test_masking.py`` does this): fill of the pieces' bounding boxes within 0.03,
-pieces per mask within 10%, mean log(h/w) of pieces within 0.03 of 0, edge rows and edge columns
-covered alike; the share of masks made only of clean rectangles within 0.07 except at 7x7 ratio
-0.1 (k = 5 < min_block: 0.52 against 0.68). Steps 3-4 place 2-22% of the patches (BEiT's own
-remainder rounds place 7-21% at ratios 0.1-0.5 on 14x14 and 16x16): see BENCHMARKS.md.
+4,000 masks per setting, ratios 0.1/0.25/0.5 on 7x7, 14x14 and 16x16, this project's 2-core CPU;
+``tests/mjp/test_masking_statistics.py`` checks the same with 1,500): fill of the pieces' bounding
+boxes within 0.03; pieces per mask within 7%; mean log(h/w) of the pieces within 0.012 of 0; edge
+rows and edge columns covered alike (ratio 0.99-1.04). Where it differs: the share of masks made
+only of clean rectangles is within 0.045 except at 16x16 ratio 0.1 (0.39 against 0.44) and at
+7x7 ratio 0.1, where ``k = 5 < min_block`` (0.52 against 0.69); the grid's edges are covered
+0-26% more than Algorithm 1's (most at ratio 0.5), as step 4's pieces sit anywhere on the grid;
+and step 4 places 12-21% of the patches on 14x14 and 16x16 (2-36% on 7x7), where BEiT's own
+remainder rounds (fewer than ``min_block`` left) place 7-21%, the rest being patches our nominal
+remainder loses to overlaps. BENCHMARKS.md has the top-up share per case.
 
 Coverage. Like BEiT's, the rectangles cover the centre of the grid more often than its border.
+
+Cost. 48 aten ops per call (55 for ``mjp.sample_shuffle`` with its permutation), whatever the
+batch, ratio, square grid or ``min_block``; a non-square grid adds 2 (two slices). The largest
+tensors are ``[B, R, T, 2, 1]`` (shapes of the tries) and ``[B, R, H, W]`` (the kept rectangles).
 """
 
 from __future__ import annotations
