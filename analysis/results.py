@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from analysis.directions import directions_text
 from analysis.robustness import with_relative_mce, with_s4_mean_error
 from analysis.tables import finished, paper_comparison, paper_text, setup_caption, study_table, to_markdown
 
@@ -91,6 +92,8 @@ def render(results: Results, source: str) -> str:
         "",
         to_markdown(study_table(runs)),
     ]
+    directions = directions_text(runs)
+    lines += ["", directions] if directions else []
     for key in results.paper_tables:
         lines += ["", paper_text(key, paper_comparison(runs, key), setup_caption(runs))]
     return "\n".join(lines)
