@@ -33,6 +33,7 @@ import torch
 from torch.utils.data import Dataset, Sampler
 
 from trainables.device_augment import DeviceRecipe, augment_batch
+from trainables.device_prefetch import prefetched
 
 warnings.filterwarnings("ignore", message="The image decoding and encoding capabilities of TorchVision are deprecated", category=DeprecationWarning)
 from trainables.image_folder import UnreadableImage, readable_loader
@@ -212,12 +213,13 @@ def decode_on_device(datas: Sequence[torch.Tensor], device: torch.device) -> lis
 
 class DeviceAugmentLoader:
     """An epoch of ``(images float32 [B, 3, S, S], labels int64 [B])`` on ``device``, from a DataLoader
-    of encoded batches (``collate_encoded``): decoded and augmented there. ``len`` = batches per epoch."""
+    of encoded batches (``collate_encoded``): decoded and augmented there, ``prefetch`` batches ahead
+    in a thread (``trainables.device_prefetch``). ``len`` = batches per epoch."""
 
     def __init__(self, loader: Any, sampler: SeededSampler, recipe: DeviceRecipe, device: torch.device,
-                 dataset: EncodedImages, skipped_log: Path | None = None):
+                 dataset: EncodedImages, skipped_log: Path | None = None, prefetch: int = 2):
         self.loader, self.sampler, self.recipe, self.device = loader, sampler, recipe, torch.device(device)
-        self.dataset, self.skipped_log = dataset, skipped_log
+        self.dataset, self.skipped_log, self.prefetch = dataset, skipped_log, prefetch
 
     def set_epoch(self, epoch: int) -> None:
         self.sampler.set_epoch(epoch)
@@ -247,9 +249,13 @@ class DeviceAugmentLoader:
             images[i], labels[i], seeds[i] = images[j], labels[j], seeds[j] ^ (1 << 61)
         return images, labels  # type: ignore[return-value]
 
+    def prepare(self, batch: EncodedBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        """One encoded batch -> ``(images float32 [B, 3, S, S], labels int64 [B])`` on the device."""
+        datas, labels, seeds, indices = batch.items()
+        images, labels = self._replace_unreadable(decode_on_device(datas, self.device), labels, seeds, indices)
+        x = augment_batch(images, seeds.tolist(), self.recipe)
+        return x, labels.to(self.device, non_blocking=True)
+
     def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        for batch in self.loader:
-            datas, labels, seeds, indices = batch.items()
-            images, labels = self._replace_unreadable(decode_on_device(datas, self.device), labels, seeds, indices)
-            x = augment_batch(images, seeds.tolist(), self.recipe)
-            yield x, labels.to(self.device, non_blocking=True)
+        """Batch n+1 is read, decoded and augmented (its own CUDA stream) while the caller trains on batch n."""
+        return prefetched(self.loader, self.prepare, self.device, self.prefetch)
