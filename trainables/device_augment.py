@@ -188,16 +188,21 @@ def hash_normal(keys: torch.Tensor, shape: Sequence[int]) -> torch.Tensor:
     return (torch.sqrt(-2.0 * torch.log(u1)) * torch.cos(2.0 * math.pi * u2)).view(-1, *shape)
 
 
-def _pack_rand_augment(pack: HostPack, draws: list[SampleDraw]) -> list[tuple[str, slice, slice]]:
-    """Group the samples by (layer, op), in each sample's order of layers: ``(op, rows, args)`` per group."""
+def _pack_rand_augment(pack: HostPack, draws: list[SampleDraw], recipe: DeviceRecipe) -> list[tuple[str, slice, slice]]:
+    """Group the samples by (position in their list of applied ops, op): ``(op, rows, args)`` per
+    group, in each sample's order. Every one of the ``ra_layers x 15`` groups is issued, empty or
+    not (an empty one costs its ops but no work), so the ops per batch do not depend on the draws
+    (but for torchvision's autocontrast and equalize, which return early on an empty batch)."""
+    if recipe.augment != "deit":
+        return []
     groups = []
-    for layer in range(max((len(d.ops) for d in draws), default=0)):
-        by_op: dict[str, list[int]] = {}
+    for position in range(recipe.ra_layers):
+        by_op: dict[str, list[int]] = {op: [] for op in OPS}
         for i, d in enumerate(draws):
-            if layer < len(d.ops):
-                by_op.setdefault(d.ops[layer][0], []).append(i)
+            if position < len(d.ops):
+                by_op[d.ops[position][0]].append(i)
         for op, rows in by_op.items():
-            groups.append((op, pack.add(rows), pack.add([float(draws[i].ops[layer][1]) for i in rows])))
+            groups.append((op, pack.add(np.array(rows, dtype=np.int64)), pack.add(np.array([draws[i].ops[position][1] for i in rows], dtype=np.float64))))
     return groups
 
 
@@ -210,9 +215,8 @@ def _rand_augment(x: torch.Tensor, groups: list[tuple[str, slice, slice]], pack:
 
 
 def _erase(x: torch.Tensor, rows: slice, boxes: slice, keys: slice, pack: HostPack) -> torch.Tensor:
-    """Random erasing with per-pixel N(0, 1) noise (on normalised ``[B, 3, S, S]``) inside each drawn box."""
-    if rows.stop == rows.start:
-        return x
+    """Random erasing with per-pixel N(0, 1) noise (on normalised ``[B, 3, S, S]``) inside each drawn
+    box; issued when no sample erases too, so the ops per batch stay the same."""
     (_, h, w) = x.shape[1:]
     index, box = pack.ints(rows), pack.ints(boxes).view(-1, 4)  # top, left, height, width
     ys, xs = torch.arange(h, device=x.device), torch.arange(w, device=x.device)
@@ -225,9 +229,9 @@ def _erase(x: torch.Tensor, rows: slice, boxes: slice, keys: slice, pack: HostPa
 
 def augment_batch(images: Sequence[torch.Tensor], seeds: Sequence[int], recipe: DeviceRecipe) -> torch.Tensor:
     """Decoded uint8 images ``[3, H_i, W_i]`` (one device) and their seeds -> float32 ``[B, 3, S, S]``,
-    normalised, on the images' device. A fixed number of tensor ops whatever B (about 1,400 for
-    DeiT's recipe once B is large enough for every (layer, op) group to occur) and one
-    host -> device copy of the batch's random parameters."""
+    normalised, on the images' device. The same number of tensor ops whatever B >= 4 (DeiT's
+    recipe: 1,312, a few dozen fewer in the rare batch where no sample drew AutoContrast or
+    Equalize at some position) and one host -> device copy of the batch's random parameters."""
     if len(images) != len(seeds):
         raise ValueError(f"{len(images)} images but {len(seeds)} seeds")
     if not images:
@@ -238,15 +242,16 @@ def augment_batch(images: Sequence[torch.Tensor], seeds: Sequence[int], recipe: 
     pack = HostPack()
     resize_part = pack.add(resize_host_values(table))
     flips = pack.add([d.flip for d in draws])
-    groups = _pack_rand_augment(pack, draws)
+    groups = _pack_rand_augment(pack, draws, recipe)
     fill, mean, std = pack.add(recipe.fill), pack.add(recipe.mean), pack.add(recipe.std)
     erased = [i for i, d in enumerate(draws) if d.erase is not None]
-    erase_rows, erase_boxes = pack.add(erased), pack.add([draws[i].erase for i in erased])
-    erase_keys = pack.add([draws[i].noise_key for i in erased])
+    erase_rows = pack.add(np.array(erased, dtype=np.int64))
+    erase_boxes = pack.add(np.array([draws[i].erase for i in erased], dtype=np.int64).reshape(-1, 4))
+    erase_keys = pack.add(np.array([draws[i].noise_key for i in erased], dtype=np.int64))
     pack.upload(device)
 
     x = resize_crops(flat_images(images), table, recipe.img_size, pack.ints(resize_part))
     x = torch.where(pack.ints(flips).bool().view(-1, 1, 1, 1), x.flip(-1), x)
     x = _rand_augment(x, groups, pack, pack.ints(fill).float())
     x = (x.float() / 255.0 - pack.floats(mean).view(1, 3, 1, 1)) / pack.floats(std).view(1, 3, 1, 1)
-    return _erase(x, erase_rows, erase_boxes, erase_keys, pack)
+    return _erase(x, erase_rows, erase_boxes, erase_keys, pack) if recipe.augment == "deit" else x

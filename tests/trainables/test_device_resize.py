@@ -99,13 +99,14 @@ def test_crop_boxes_follow_timm_s_random_resized_crop():
 
 def test_ops_per_batch_do_not_grow_with_the_batch():
     """The whole DeiT augmentation in a fixed number of aten ops (each one or more kernel launches
-    on CUDA): the same at B=256 and B=512, and at most 1,500."""
+    on CUDA): the same at B=256 and B=512, at most 1,500, and no more at B=8 (every RandAugment
+    group is issued; torchvision's autocontrast and equalize return early on an empty one)."""
     rng = np.random.default_rng(2)
     counts = []
-    for batch in (256, 512):
+    for batch in (8, 256, 512):
         images = [torch.from_numpy(rng.integers(0, 256, (3, int(h), int(w)), dtype=np.uint8)) for h, w in rng.integers(20, 40, (batch, 2))]
         with OpCount() as count:
             x = augment_batch(images, list(range(batch)), DeviceRecipe(16))
         assert x.shape == (batch, 3, 16, 16)
         counts.append(count.ops)
-    assert counts[0] == counts[1] <= 1500, counts
+    assert counts[0] <= counts[1] == counts[2] <= 1500, counts
