@@ -46,7 +46,7 @@ from trainables.config import build_config
 from trainables.data import image_transforms, load_datasets
 from trainables.data_gpu import SeededSampler, collate_encoded, decode_on_device
 from trainables.data_ray import DECODE_BATCH, decode_and_augment, train_dataset
-from trainables.device_augment import DeviceRecipe, augment_batch
+from trainables.device_augment import DeviceRecipe, augment_batch, draw_sample
 from trainables.image_folder import IMAGE_EXTENSIONS
 from trainables.ray_runtime import console_logs_to, ensure_ray
 
@@ -211,10 +211,13 @@ def augment_host_cost(batch: int, device: str) -> tuple[int, float]:
 def host_budget(root: Path, device: str) -> list[tuple[str, int, int | None, float | None]]:
     """(stage, B, ops per batch, main-process CPU ms per batch) rows."""
     blobs = [f.read_bytes() for f in sorted(root.glob("train/*/*.jpg"))[:64]]
-    rows: list[tuple[str, int, int | None, float | None]] = []
+    recipe = DeviceRecipe(224, "deit")
+    start = time.thread_time()
+    [draw_sample(seed, 375, 500, recipe) for seed in range(256)]
+    rows: list[tuple[str, int, int | None, float | None]] = [("random choices (Python, per sample)", 256, 0, 1e3 * (time.thread_time() - start))]
     for batch in (256, 512):
         ops, ms = augment_host_cost(batch, "cpu")
-        rows.append(("augment issue (device_augment, CPU tensors, 16 px)", batch, ops, ms))
+        rows.append(("augment (device_augment incl. its choices; CPU tensors at 16 px: issue + tiny kernels)", batch, ops, ms))
     if device == "cuda" and torch.cuda.is_available():
         ops, ms = augment_host_cost(256, "cuda")
         rows.append(("augment issue (device_augment, CUDA, 224 px)", 256, ops, ms))
