@@ -24,12 +24,20 @@ test-fast: setup  # everything but the end-to-end runs through Ray
 # On a CUDA machine: the `gpu` tests, then the GPU benchmarks, whose tables (naming the GPU) are
 # appended to BENCHMARKS-gpu.md. Under 10 minutes on one H100-class GPU.
 GPU_BENCH := --device cuda --models deit_small_patch16_224 --batch 256 --amp bf16 --steps 20 --out BENCHMARKS-gpu.md
+# MJP_GPU_TEST_DEVICE=cpu make test-gpu: the same tests on the CPU (checks the tests where there is
+# no GPU) and bench_data's host budget; what needs CUDA (sync debug mode, nvJPEG, benches) is left out.
 test-gpu: setup
+ifeq ($(MJP_GPU_TEST_DEVICE),cpu)
+	@$(RUN) pytest -m gpu tests/gpu
+	@$(RUN) python benchmarks/bench_data.py --device cpu --skip-loaders --images 256
+else
 	@$(RUN) python -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'make test-gpu needs a CUDA device: torch.cuda.is_available() is False')"
 	@$(RUN) pytest -m gpu tests/gpu
 	@$(RUN) python benchmarks/bench_mjp.py $(GPU_BENCH)
 	@$(RUN) python benchmarks/bench_mjp.py $(GPU_BENCH) --compile
+	@$(RUN) python benchmarks/bench_data.py --device cuda --skip-loaders --images 256 --out BENCHMARKS-gpu.md
 	@$(RUN) python benchmarks/bench_gpu_train.py --steps 100 --warmup 30 --batch 256 --amp bf16 --compile --out BENCHMARKS-gpu.md
+endif
 
 demo: setup
 	@$(RUN) mjp demo

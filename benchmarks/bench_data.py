@@ -9,7 +9,11 @@ resized to 500x375, ImageNet's typical size), made on the fly; DeiT's training t
    ``trainables.device_augment``) on the CPU and, with ``--device cuda``, on the GPU with the
    host-to-device copy of the encoded bytes (and, for comparison, of the float batch the CPU path
    ships).
-2. Loaders, ``--rounds`` interleaved rounds (DataLoader, Ray Data, Ray Data as it was laid out
+2. Host budget of ``data.decode: gpu`` per batch, on the CPU: aten ops and main-thread CPU ms of
+   ``augment_batch`` at B = 256 and 512 (issue cost: tiny images), main-process CPU ms to receive a
+   batch of 256 from 2 loader workers as one flat buffer (``EncodedBatch``) and as one tensor per
+   image (the layout before), and (with CUDA) to pin each.
+3. Loaders, ``--rounds`` interleaved rounds (DataLoader, Ray Data, Ray Data as it was laid out
    before) so that the machine's other load falls on all of them alike; per round one epoch each:
    img/s over the epoch and from its first batch on (steady), and the CPU seconds per 1,000 images
    of every process involved (loader workers or Ray tasks, the consuming process, Ray's own); and
@@ -35,13 +39,14 @@ import psutil
 import ray
 import torch
 from PIL import Image
+from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.data import DataLoader
 
 from trainables.config import build_config
 from trainables.data import image_transforms, load_datasets
-from trainables.data_gpu import decode_on_device
+from trainables.data_gpu import SeededSampler, collate_encoded, decode_on_device
 from trainables.data_ray import DECODE_BATCH, decode_and_augment, train_dataset
-from trainables.device_augment import DeviceRecipe, augment_batch
+from trainables.device_augment import DeviceRecipe, augment_batch, draw_sample
 from trainables.image_folder import IMAGE_EXTENSIONS
 from trainables.ray_runtime import console_logs_to, ensure_ray
 
@@ -121,6 +126,115 @@ def stage_rates(root: Path, n: int, device: str) -> list[tuple[str, str, float |
     else:
         rows += [("gpu", stage, None) for stage in ("H2D: encoded bytes (pinned)", "decode (nvJPEG, one batched call)", "augment (device_augment)")]
     return rows
+
+
+# ---------------------------------------------------------------- 3. host budget per batch (data.decode: gpu)
+
+
+class _InMemoryJpegs(torch.utils.data.Dataset):
+    """``EncodedImages``' items from bytes held in memory, so the workers' file reads do not count."""
+
+    def __init__(self, blobs: list[bytes]):
+        self.blobs = blobs
+
+    def __len__(self) -> int:
+        return 1 << 30
+
+    def __getitem__(self, key: tuple[int, int]) -> tuple[torch.Tensor, int, int, int]:
+        index, seed = key
+        return torch.frombuffer(bytearray(self.blobs[index % len(self.blobs)]), dtype=torch.uint8), 0, seed, index
+
+
+def collate_as_list(items: list[tuple[torch.Tensor, int, int, int]]) -> tuple[list[torch.Tensor], torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The layout before ``EncodedBatch``: one tensor (one shared-memory segment) per image."""
+    data, labels, seeds, indices = zip(*items)
+    return list(data), torch.tensor(labels), torch.tensor(seeds), torch.tensor(indices)
+
+
+def handover_ms(blobs: list[bytes], batch: int, collate: Callable[[list], Any], batches: int = 6) -> float:
+    """Main-thread CPU ms to receive one batch from 2 loader workers (unpickling, shared memory)."""
+    sampler = SeededSampler(list(range(batch * (batches + 1))), 0)
+    loader = DataLoader(_InMemoryJpegs(blobs), sampler=sampler, batch_size=batch, collate_fn=collate, num_workers=2, prefetch_factor=2)
+    it = iter(loader)
+    next(it)  # workers started
+    spent = []
+    for _ in range(batches):
+        start = time.thread_time()
+        next(it)
+        spent.append(time.thread_time() - start)
+    return 1e3 * statistics.median(spent)
+
+
+def pin_ms(blobs: list[bytes], batch: int, flat: bool) -> float | None:
+    """Main-process CPU ms to pin one batch: the flat buffer + header, or one tensor per image."""
+    if not torch.cuda.is_available():
+        return None
+    items = [(torch.frombuffer(bytearray(blobs[i % len(blobs)]), dtype=torch.uint8), 0, i, i) for i in range(batch)]
+    tensors = list(collate_encoded(items)) if flat else collate_as_list(items)[0]
+    [t.pin_memory() for t in tensors]  # warm the caching host allocator
+    start = time.thread_time()
+    [t.pin_memory() for t in tensors]
+    return 1e3 * (time.thread_time() - start)
+
+
+class _OpCount(TorchDispatchMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops = 0
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        self.ops += 1
+        return func(*args, **(kwargs or {}))
+
+
+def augment_host_cost(batch: int, device: str) -> tuple[int, float]:
+    """(aten ops, main-thread CPU ms) of ``augment_batch`` on one batch. On the CPU the images are
+    tiny (16 px crops of ~24 px images), so the time is what issuing the ops and drawing the
+    samples' random choices costs; on CUDA, 224 px from 500x375, kernels queued, not awaited."""
+    dev = torch.device(device)
+    size, shape = (224, (3, 375, 500)) if dev.type == "cuda" else (16, (3, 22, 26))
+    gen = torch.Generator().manual_seed(batch)
+    images = [torch.randint(0, 256, shape, dtype=torch.uint8, generator=gen).to(dev) for _ in range(batch)]
+    recipe = DeviceRecipe(size, "deit")
+    with _OpCount() as count:
+        augment_batch(images, list(range(batch)), recipe)
+    spent = []
+    for r in range(5):
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+        start = time.thread_time()
+        augment_batch(images, [r * batch + i for i in range(batch)], recipe)
+        spent.append(time.thread_time() - start)
+    return count.ops, 1e3 * statistics.median(spent)
+
+
+def host_budget(root: Path, device: str) -> list[tuple[str, int, int | None, float | None]]:
+    """(stage, B, ops per batch, main-process CPU ms per batch) rows."""
+    blobs = [f.read_bytes() for f in sorted(root.glob("train/*/*.jpg"))[:64]]
+    recipe = DeviceRecipe(224, "deit")
+    start = time.thread_time()
+    [draw_sample(seed, 375, 500, recipe) for seed in range(256)]
+    rows: list[tuple[str, int, int | None, float | None]] = [("random choices (Python, per sample)", 256, 0, 1e3 * (time.thread_time() - start))]
+    for batch in (256, 512):
+        ops, ms = augment_host_cost(batch, "cpu")
+        rows.append(("augment (device_augment incl. its choices; CPU tensors at 16 px: issue + tiny kernels)", batch, ops, ms))
+    if device == "cuda" and torch.cuda.is_available():
+        ops, ms = augment_host_cost(256, "cuda")
+        rows.append(("augment issue (device_augment, CUDA, 224 px)", 256, ops, ms))
+    rows += [
+        ("handover: one flat buffer + header (EncodedBatch)", 256, None, handover_ms(blobs, 256, collate_encoded)),
+        ("handover: one tensor per image (the layout before)", 256, None, handover_ms(blobs, 256, collate_as_list)),
+        ("pin: one flat buffer + header", 256, None, pin_ms(blobs, 256, True)),
+        ("pin: one tensor per image (the layout before)", 256, None, pin_ms(blobs, 256, False)),
+    ]
+    return rows
+
+
+def _budget_table(rows: list[tuple[str, int, int | None, float | None]]) -> list[str]:
+    lines = ["| stage | B | aten ops per batch | main-process CPU ms per batch |", "| --- | ---: | ---: | ---: |"]
+    for stage, batch, ops, ms in rows:
+        lines.append(f"| {stage} | {batch} | {'' if ops is None else f'{ops:,}'} | {'not measured (needs CUDA)' if ms is None else f'{ms:.1f}'} |")
+    return lines
 
 
 # ---------------------------------------------------------------- 2. loaders
@@ -294,6 +408,7 @@ def main() -> None:
         console_logs_to(Path(tmp) / "ray.log")
         root = make_folder(Path(tmp) / "imagenet", args.images)
         stages = stage_rates(root, args.stage_images, args.device)
+        budget = host_budget(root, args.device)
         results = None if args.skip_loaders else loader_rounds(root, cores, args.rounds)
         conversion = None if args.skip_loaders else ray_conversion_cost()
     ray.shutdown()
@@ -304,6 +419,10 @@ def main() -> None:
         f"Stages, one process, one thread, {args.stage_images} images:",
         "",
         *_stage_table(stages, args.device),
+        "",
+        "Host budget of `data.decode: gpu` per batch (one thread; ops counted with a TorchDispatchMode, each one or more kernel launches on CUDA):",
+        "",
+        *_budget_table(budget),
     ]
     if results is not None:
         lines += ["", f"Loaders on the same {cores} cores, {args.rounds} interleaved rounds of one epoch each, batch {BATCH}:", "", *_loader_table(results, cores), "",

@@ -1,14 +1,17 @@
 """``data.decode: gpu``: the loader ships encoded JPEG bytes, the training device decodes and augments.
 
 The DataLoader's workers only read files: an item is the file's bytes (uint8 ``[nbytes]``), its
-label and its seed. On the training device a batch is decoded at once
+label and its seed; a batch crosses to the training process as one flat byte buffer plus an int64
+header (``EncodedBatch``), so receiving it costs two shared-memory segments whatever B. On the training device a batch is decoded at once
 (``torchvision.io.decode_jpeg(list, device=...)``: nvJPEG on CUDA, libjpeg-turbo on the CPU), then
 ``trainables.device_augment`` applies ``data.augment`` there; the engine gets normalised float
 batches already on its device (mixup/cutmix stay in the engine). Only uint8 bytes cross the bus.
 
 Files that are not JPEG (PNG, BMP, ...) are decoded by the loader workers on the CPU, as the CPU
 path does (PIL), and shipped as uint8 pixels ``[3, H, W]``; they follow the same device pipeline.
-A JPEG the device decoder refuses (CMYK on some nvJPEG versions) is decoded on the CPU and moved;
+So are the JPEGs whose frame header the batched device decode may refuse (CMYK, progressive:
+``jpeg_needs_cpu``). A batch the device decoder still refuses is split in halves around the bad
+file (the rest stay batched), and that file alone is decoded on the CPU and moved;
 one no decoder reads fails the run naming its file, or with ``data.on_bad_image: skip`` is
 replaced by another image of its batch and its path logged.
 
@@ -23,13 +26,14 @@ from __future__ import annotations
 import hashlib
 import warnings
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, NamedTuple, Sequence
 
 import numpy as np
 import torch
 from torch.utils.data import Dataset, Sampler
 
 from trainables.device_augment import DeviceRecipe, augment_batch
+from trainables.device_prefetch import prefetched
 
 warnings.filterwarnings("ignore", message="The image decoding and encoding capabilities of TorchVision are deprecated", category=DeprecationWarning)
 from trainables.image_folder import UnreadableImage, readable_loader
@@ -66,14 +70,40 @@ class SeededSampler(Sampler):
             yield index, sample_seed(self.data_seed, self.epoch, index, self.rank, repeat)
 
 
+#: start-of-frame markers of the JPEGs the device decoder takes: baseline and extended Huffman
+DEVICE_SOF = (0xC0, 0xC1)
+#: every start-of-frame marker (C4 = DHT, C8 = JPG, CC = DAC are not frames)
+ALL_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+
+
+def jpeg_needs_cpu(data: bytes) -> bool:
+    """Whether a JPEG's frame header says the batched device decode may refuse it: progressive,
+    lossless or arithmetic-coded, not 8 bits, or neither 1 nor 3 components (CMYK/YCCK). Reads the
+    markers up to the frame header only; a header it cannot parse is left to the decoders."""
+    pos = 2
+    while pos + 4 <= len(data) and data[pos] == 0xFF:
+        marker, length = data[pos + 1], int.from_bytes(data[pos + 2:pos + 4], "big")
+        if marker in ALL_SOF:
+            if pos + 10 > len(data):
+                return False
+            precision, components = data[pos + 4], data[pos + 9]
+            return marker not in DEVICE_SOF or precision != 8 or components not in (1, 3)
+        if marker == 0xDA:  # start of scan before any frame: malformed
+            return False
+        pos += 2 + length
+    return False
+
+
 def read_encoded(path: str) -> torch.Tensor:
-    """A JPEG file's bytes as uint8 ``[nbytes]``; any other image decoded on the CPU (PIL) to uint8
-    ``[3, H, W]``; ``UnreadableImage`` naming the file when it cannot be read."""
+    """A JPEG file's bytes as uint8 ``[nbytes]``; a JPEG the device decoder may refuse
+    (``jpeg_needs_cpu``: CMYK, progressive, ...) and any other image decoded here on the CPU (PIL,
+    as the CPU path) to uint8 ``[3, H, W]``: that file alone leaves the batched device decode.
+    ``UnreadableImage`` naming the file when it cannot be read."""
     try:
         data = Path(path).read_bytes()
     except OSError as err:
         raise UnreadableImage(path, err) from err
-    if data[:3] == JPEG_MAGIC:
+    if data[:3] == JPEG_MAGIC and not jpeg_needs_cpu(data):
         return torch.frombuffer(bytearray(data), dtype=torch.uint8)
     return torch.from_numpy(np.array(readable_loader(path), dtype=np.uint8)).permute(2, 0, 1).contiguous()
 
@@ -105,43 +135,76 @@ class EncodedImages(Dataset):
         return data, label, seed, index
 
 
-def collate_encoded(items: Sequence[tuple[torch.Tensor, int, int, int]]) -> tuple[list[torch.Tensor], torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Items -> (list of uint8 tensors, labels int64 ``[B]``, seeds int64 ``[B]``, indices int64 ``[B]``)."""
+#: the rows of ``EncodedBatch.header`` (int64, one column per item): where the item lies in the
+#: buffer, its byte count, its pixel shape (0, 0, 0 for encoded JPEG bytes), label, seed, index
+HEADER = ("offset", "nbytes", "channels", "height", "width", "label", "seed", "index")
+
+
+class EncodedBatch(NamedTuple):
+    """A batch as the loader workers hand it over: every item's bytes in one flat uint8 buffer
+    ``[total bytes]`` and an int64 ``[len(HEADER), B]`` header (one row per field, so labels and
+seeds are contiguous, pinned views). Two tensors cross the process
+    boundary (two shared-memory segments, not one per image) and the pinning thread pins two."""
+
+    buffer: torch.Tensor
+    header: torch.Tensor
+
+    def items(self) -> tuple[list[torch.Tensor], torch.Tensor, torch.Tensor, torch.Tensor]:
+        """-> (views into the buffer: uint8 ``[nbytes]`` or ``[3, H, W]``, labels, seeds, indices int64 ``[B]``).
+        The views share the buffer's memory (pinned when the buffer is)."""
+        datas = []
+        for offset, nbytes, channels, height, width, *_ in self.header.T.tolist():
+            view = self.buffer[offset:offset + nbytes]
+            datas.append(view.view(channels, height, width) if channels else view)
+        return datas, self.header[5], self.header[6], self.header[7]
+
+
+def collate_encoded(items: Sequence[tuple[torch.Tensor, int, int, int]]) -> EncodedBatch:
+    """Items (``EncodedImages``) -> one ``EncodedBatch``: the bytes concatenated, the rest in the header."""
     data, labels, seeds, indices = zip(*items)
-    return list(data), torch.tensor(labels), torch.tensor(seeds), torch.tensor(indices)
+    sizes = [d.numel() for d in data]
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    shapes = [tuple(d.shape) if d.ndim == 3 else (0, 0, 0) for d in data]
+    header = np.vstack([offsets, sizes, np.array(shapes, dtype=np.int64).reshape(-1, 3).T, labels, seeds, indices]).astype(np.int64)
+    buffer = torch.cat([d.reshape(-1) for d in data]) if data else torch.empty(0, dtype=torch.uint8)
+    return EncodedBatch(buffer, torch.from_numpy(header))
 
 
-def _decode_one(data: torch.Tensor, device: torch.device) -> torch.Tensor | None:
-    """One item on ``device`` as uint8 ``[3, H, W]``: the device decoder, then the CPU one; None if neither reads it."""
+def _decode_cpu(data: torch.Tensor, device: torch.device) -> torch.Tensor | None:
+    """One JPEG by libjpeg-turbo on the CPU, moved to ``device``; None if it cannot be read."""
     from torchvision.io import ImageReadMode, decode_jpeg
 
-    if data.ndim == 3:
-        return data.to(device)
-    if data.numel() == 0:
+    try:
+        return decode_jpeg(data.cpu(), mode=ImageReadMode.RGB).to(device, non_blocking=True)
+    except RuntimeError:
         return None
-    for where in dict.fromkeys([device, torch.device("cpu")]):
-        try:
-            return decode_jpeg(data, mode=ImageReadMode.RGB, device=where).to(device)
-        except RuntimeError:
-            continue
-    return None
+
+
+def _decode_jpegs(datas: list[torch.Tensor], device: torch.device) -> list[torch.Tensor | None]:
+    """Batched device decode; when the decoder refuses the batch, the halves are tried (so a batch
+    with k bad files costs about 2 k log2(B) calls, and the good files stay batched), and a single
+    refused file goes to the CPU decoder."""
+    from torchvision.io import ImageReadMode, decode_jpeg
+
+    if device.type == "cpu" and len(datas) == 1:
+        return [_decode_cpu(datas[0], device)]
+    try:
+        return list(decode_jpeg(datas, mode=ImageReadMode.RGB, device=device))
+    except RuntimeError:
+        if len(datas) == 1:
+            return [_decode_cpu(datas[0], device)]
+        half = len(datas) // 2
+        return _decode_jpegs(datas[:half], device) + _decode_jpegs(datas[half:], device)
 
 
 def decode_on_device(datas: Sequence[torch.Tensor], device: torch.device) -> list[torch.Tensor | None]:
     """A batch of encoded JPEGs (uint8 ``[nbytes]``) and pre-decoded images (uint8 ``[3, H, W]``) ->
-    uint8 ``[3, H_i, W_i]`` on ``device``, the JPEGs in one batched ``decode_jpeg`` call; None for an
-    item no decoder reads."""
-    from torchvision.io import ImageReadMode, decode_jpeg
-
+    uint8 ``[3, H_i, W_i]`` on ``device``, the JPEGs in one batched ``decode_jpeg`` call (split only
+    around files it refuses); None for an item no decoder reads."""
     jpegs = [i for i, d in enumerate(datas) if d.ndim == 1 and d.numel() > 0]
     out: list[torch.Tensor | None] = [None] * len(datas)
-    try:
-        decoded = decode_jpeg([datas[i] for i in jpegs], mode=ImageReadMode.RGB, device=device) if jpegs else []
-        for i, image in zip(jpegs, decoded):
-            out[i] = image
-    except RuntimeError:  # one bad file fails the whole batch: find it, decode the rest one by one
-        for i in jpegs:
-            out[i] = _decode_one(datas[i], device)
+    for i, image in zip(jpegs, _decode_jpegs([datas[i] for i in jpegs], device) if jpegs else []):
+        out[i] = image
     for i, d in enumerate(datas):
         if d.ndim == 3:
             out[i] = d.to(device, non_blocking=True)
@@ -150,12 +213,13 @@ def decode_on_device(datas: Sequence[torch.Tensor], device: torch.device) -> lis
 
 class DeviceAugmentLoader:
     """An epoch of ``(images float32 [B, 3, S, S], labels int64 [B])`` on ``device``, from a DataLoader
-    of encoded batches (``collate_encoded``): decoded and augmented there. ``len`` = batches per epoch."""
+    of encoded batches (``collate_encoded``): decoded and augmented there, ``prefetch`` batches ahead
+    in a thread (``trainables.device_prefetch``). ``len`` = batches per epoch."""
 
     def __init__(self, loader: Any, sampler: SeededSampler, recipe: DeviceRecipe, device: torch.device,
-                 dataset: EncodedImages, skipped_log: Path | None = None):
+                 dataset: EncodedImages, skipped_log: Path | None = None, prefetch: int = 2):
         self.loader, self.sampler, self.recipe, self.device = loader, sampler, recipe, torch.device(device)
-        self.dataset, self.skipped_log = dataset, skipped_log
+        self.dataset, self.skipped_log, self.prefetch = dataset, skipped_log, prefetch
 
     def set_epoch(self, epoch: int) -> None:
         self.sampler.set_epoch(epoch)
@@ -185,8 +249,13 @@ class DeviceAugmentLoader:
             images[i], labels[i], seeds[i] = images[j], labels[j], seeds[j] ^ (1 << 61)
         return images, labels  # type: ignore[return-value]
 
+    def prepare(self, batch: EncodedBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        """One encoded batch -> ``(images float32 [B, 3, S, S], labels int64 [B])`` on the device."""
+        datas, labels, seeds, indices = batch.items()
+        images, labels = self._replace_unreadable(decode_on_device(datas, self.device), labels, seeds, indices)
+        x = augment_batch(images, seeds.tolist(), self.recipe)
+        return x, labels.to(self.device, non_blocking=True)
+
     def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        for datas, labels, seeds, indices in self.loader:
-            images, labels = self._replace_unreadable(decode_on_device(datas, self.device), labels, seeds, indices)
-            x = augment_batch(images, seeds.tolist(), self.recipe)
-            yield x, labels.to(self.device, non_blocking=True)
+        """Batch n+1 is read, decoded and augmented (its own CUDA stream) while the caller trains on batch n."""
+        return prefetched(self.loader, self.prepare, self.device, self.prefetch)

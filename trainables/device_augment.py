@@ -13,8 +13,8 @@ Randomness: every random choice of a sample comes from ``random.Random(seed)`` o
 own seed (drawn in timm's order), and the erasing noise from a counter-based hash of that seed,
 so a sample's result depends on its seed alone: not on the batch it is in, nor on the number of
 loader workers. The per-sample choices are a few dozen Python scalars; the pixel work runs
-batched: crops one call per image (the decoded images differ in size), everything after on the
-whole batch, RandAugment one call per op that any sample drew.
+batched: crop + resize of the whole batch in a fixed number of ops (``trainables.device_resize``),
+everything after on the whole batch, RandAugment one call per (layer, op) that any sample drew.
 """
 
 from __future__ import annotations
@@ -24,10 +24,11 @@ import random
 from dataclasses import dataclass, field
 from typing import Sequence
 
+import numpy as np
 import torch
-import torchvision.transforms.v2.functional as TF
 
 from trainables.device_randaugment import OPS, SIGNED, apply_op, host_values, level_arg
+from trainables.device_resize import flat_images, resize_crops, resize_host_values, resize_table
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -122,16 +123,41 @@ def draw_sample(seed: int, height: int, width: int, recipe: DeviceRecipe) -> Sam
     return draw
 
 
-def _resize_crop(image: torch.Tensor, draw: SampleDraw, recipe: DeviceRecipe) -> torch.Tensor:
-    """uint8 ``[3, H, W]`` -> uint8 ``[3, S, S]``: the random crop resized, or timm's eval resize + centre crop."""
+class HostPack:
+    """A batch's host-side values (crop tables, flips, RandAugment rows and arguments, erased boxes)
+    gathered into one int64 buffer and moved to the device in one copy; floats travel as their bits."""
+
+    def __init__(self) -> None:
+        self.parts: list[np.ndarray] = []
+        self.size = 0
+        self.on_device: torch.Tensor | None = None
+
+    def add(self, values: object) -> slice:
+        a = np.asarray(values)
+        a = a.astype(np.float64).view(np.int64) if a.dtype.kind == "f" else a.astype(np.int64)
+        self.parts.append(a.ravel())
+        self.size += a.size
+        return slice(self.size - a.size, self.size)
+
+    def upload(self, device: torch.device) -> None:
+        self.on_device = host_values(torch.from_numpy(np.concatenate(self.parts)), device)
+
+    def ints(self, part: slice) -> torch.Tensor:
+        """int64 ``[n]`` on the device (a view of the one copy)."""
+        assert self.on_device is not None, "upload() first"
+        return self.on_device[part]
+
+    def floats(self, part: slice) -> torch.Tensor:
+        """float32 ``[n]`` on the device."""
+        return self.ints(part).view(torch.float64).float()
+
+
+def _resize_table(images: Sequence[torch.Tensor], draws: list[SampleDraw], recipe: DeviceRecipe) -> np.ndarray:
+    """The crop + resize parameters of the batch (``trainables.device_resize.resize_table``)."""
     size = recipe.img_size
-    bicubic = TF.InterpolationMode.BICUBIC
-    if recipe.augment == "none":
-        crop_pct = 0.875 if size >= 64 else 1.0
-        resized = TF.resize(image, [math.floor(size / crop_pct)], interpolation=bicubic, antialias=True)
-        return TF.center_crop(resized, [size, size])
-    top, left, h, w = draw.crop
-    return TF.resized_crop(image, top, left, h, w, [size, size], interpolation=bicubic, antialias=True)
+    eval_resize = math.floor(size / (0.875 if size >= 64 else 1.0)) if recipe.augment == "none" else None
+    shapes = [(int(im.shape[-2]), int(im.shape[-1])) for im in images]
+    return resize_table(shapes, [d.crop for d in draws], size, eval_resize)
 
 
 def _mul32(x: torch.Tensor, c: int) -> torch.Tensor:
@@ -162,47 +188,70 @@ def hash_normal(keys: torch.Tensor, shape: Sequence[int]) -> torch.Tensor:
     return (torch.sqrt(-2.0 * torch.log(u1)) * torch.cos(2.0 * math.pi * u2)).view(-1, *shape)
 
 
-def _rand_augment(x: torch.Tensor, draws: list[SampleDraw], recipe: DeviceRecipe) -> torch.Tensor:
-    """Apply each sample's ops in its order; samples on the same op at the same layer run as one batch."""
-    for layer in range(max((len(d.ops) for d in draws), default=0)):
-        by_op: dict[str, list[int]] = {}
+def _pack_rand_augment(pack: HostPack, draws: list[SampleDraw], recipe: DeviceRecipe) -> list[tuple[str, slice, slice]]:
+    """Group the samples by (position in their list of applied ops, op): ``(op, rows, args)`` per
+    group, in each sample's order. Every one of the ``ra_layers x 15`` groups is issued, empty or
+    not (an empty one costs its ops but no work), so the ops per batch do not depend on the draws
+    (but for torchvision's autocontrast and equalize, which return early on an empty batch)."""
+    if recipe.augment != "deit":
+        return []
+    groups = []
+    for position in range(recipe.ra_layers):
+        by_op: dict[str, list[int]] = {op: [] for op in OPS}
         for i, d in enumerate(draws):
-            if layer < len(d.ops):
-                by_op.setdefault(d.ops[layer][0], []).append(i)
+            if position < len(d.ops):
+                by_op[d.ops[position][0]].append(i)
         for op, rows in by_op.items():
-            index = host_values(rows, x.device, torch.int64)
-            x[index] = apply_op(op, x[index], [draws[i].ops[layer][1] for i in rows], recipe.fill)
+            groups.append((op, pack.add(np.array(rows, dtype=np.int64)), pack.add(np.array([draws[i].ops[position][1] for i in rows], dtype=np.float64))))
+    return groups
+
+
+def _rand_augment(x: torch.Tensor, groups: list[tuple[str, slice, slice]], pack: HostPack, fill: torch.Tensor) -> torch.Tensor:
+    """Apply each group's op to its rows of uint8 ``[B, 3, S, S]``, one batched call per group."""
+    for op, rows, args in groups:
+        index = pack.ints(rows)
+        x.index_copy_(0, index, apply_op(op, x.index_select(0, index), pack.ints(args).view(torch.float64), fill))
     return x
 
 
-def _erase(x: torch.Tensor, draws: list[SampleDraw]) -> torch.Tensor:
-    """Random erasing with per-pixel N(0, 1) noise (on normalised images) inside each drawn box."""
-    rows = [i for i, d in enumerate(draws) if d.erase is not None]
-    if not rows:
-        return x
-    n, (_, h, w) = len(rows), x.shape[1:]
-    boxes = host_values([draws[i].erase for i in rows], x.device, torch.int64)  # top, left, height, width
+def _erase(x: torch.Tensor, rows: slice, boxes: slice, keys: slice, pack: HostPack) -> torch.Tensor:
+    """Random erasing with per-pixel N(0, 1) noise (on normalised ``[B, 3, S, S]``) inside each drawn
+    box; issued when no sample erases too, so the ops per batch stay the same."""
+    (_, h, w) = x.shape[1:]
+    index, box = pack.ints(rows), pack.ints(boxes).view(-1, 4)  # top, left, height, width
     ys, xs = torch.arange(h, device=x.device), torch.arange(w, device=x.device)
-    in_rows = (ys >= boxes[:, 0:1]) & (ys < boxes[:, 0:1] + boxes[:, 2:3])
-    in_cols = (xs >= boxes[:, 1:2]) & (xs < boxes[:, 1:2] + boxes[:, 3:4])
-    mask = (in_rows[:, :, None] & in_cols[:, None, :]).view(n, 1, h, w)
-    noise = hash_normal(host_values([draws[i].noise_key for i in rows], x.device, torch.int64), x.shape[1:])
-    index = host_values(rows, x.device, torch.int64)
-    x[index] = torch.where(mask, noise, x[index])
-    return x
+    in_rows = (ys >= box[:, 0:1]) & (ys < box[:, 0:1] + box[:, 2:3])
+    in_cols = (xs >= box[:, 1:2]) & (xs < box[:, 1:2] + box[:, 3:4])
+    mask = (in_rows[:, :, None] & in_cols[:, None, :])[:, None]
+    noise = hash_normal(pack.ints(keys), x.shape[1:])
+    return x.index_copy_(0, index, torch.where(mask, noise, x.index_select(0, index)))
 
 
 def augment_batch(images: Sequence[torch.Tensor], seeds: Sequence[int], recipe: DeviceRecipe) -> torch.Tensor:
     """Decoded uint8 images ``[3, H_i, W_i]`` (one device) and their seeds -> float32 ``[B, 3, S, S]``,
-    normalised, on the images' device."""
+    normalised, on the images' device. The same number of tensor ops whatever B >= 4 (DeiT's
+    recipe: 1,315; a few dozen fewer in a batch where no sample drew AutoContrast or Equalize as
+    its second op, about 1 batch in 40 at B = 256) and one host -> device copy of the batch's random parameters."""
     if len(images) != len(seeds):
         raise ValueError(f"{len(images)} images but {len(seeds)} seeds")
+    if not images:
+        raise ValueError("augment_batch needs at least one image")
+    device = images[0].device
     draws = [draw_sample(int(s), int(im.shape[-2]), int(im.shape[-1]), recipe) for im, s in zip(images, seeds)]
-    x = torch.stack([_resize_crop(im, d, recipe) for im, d in zip(images, draws)])
-    flip = host_values([d.flip for d in draws], x.device, torch.bool).view(-1, 1, 1, 1)
-    x = torch.where(flip, x.flip(-1), x)
-    x = _rand_augment(x, draws, recipe)
-    mean = host_values(recipe.mean, x.device, torch.float32).view(1, 3, 1, 1)
-    std = host_values(recipe.std, x.device, torch.float32).view(1, 3, 1, 1)
-    x = (x.float() / 255.0 - mean) / std
-    return _erase(x, draws)
+    table = _resize_table(images, draws, recipe)
+    pack = HostPack()
+    resize_part = pack.add(resize_host_values(table))
+    flips = pack.add([d.flip for d in draws])
+    groups = _pack_rand_augment(pack, draws, recipe)
+    fill, mean, std = pack.add(recipe.fill), pack.add(recipe.mean), pack.add(recipe.std)
+    erased = [i for i, d in enumerate(draws) if d.erase is not None]
+    erase_rows = pack.add(np.array(erased, dtype=np.int64))
+    erase_boxes = pack.add(np.array([draws[i].erase for i in erased], dtype=np.int64).reshape(-1, 4))
+    erase_keys = pack.add(np.array([draws[i].noise_key for i in erased], dtype=np.int64))
+    pack.upload(device)
+
+    x = resize_crops(flat_images(images), table, recipe.img_size, pack.ints(resize_part))
+    x = torch.where(pack.ints(flips).bool().view(-1, 1, 1, 1), x.flip(-1), x)
+    x = _rand_augment(x, groups, pack, pack.ints(fill).float())
+    x = (x.float() / 255.0 - pack.floats(mean).view(1, 3, 1, 1)) / pack.floats(std).view(1, 3, 1, 1)
+    return _erase(x, erase_rows, erase_boxes, erase_keys, pack) if recipe.augment == "deit" else x

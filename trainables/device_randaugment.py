@@ -34,7 +34,7 @@ def host_values(values: object, device: torch.device, dtype: torch.dtype | None 
     t = values if isinstance(values, torch.Tensor) else torch.tensor(values, dtype=dtype)
     if dtype is not None:
         t = t.to(dtype)
-    if device.type != "cuda":
+    if device.type != "cuda" or t.device == device:
         return t.to(device)
     return t.pin_memory().to(device, non_blocking=True)
 
@@ -104,23 +104,42 @@ def affine_matrices(op: str, args: list[float], height: int, width: int) -> torc
     return torch.tensor(rows, dtype=torch.float64)
 
 
-def _affine(x: torch.Tensor, matrices: torch.Tensor, fill: tuple[int, int, int]) -> torch.Tensor:
+def device_affine_matrices(op: str, args: torch.Tensor, height: int, width: int) -> torch.Tensor:
+    """``affine_matrices`` computed where ``args`` (float64 ``[n]``) lives, in a fixed number of ops."""
+    one, zero = torch.ones_like(args), torch.zeros_like(args)
+    if op == "ShearX":
+        return torch.stack([one, args, zero, zero, one, zero], 1)
+    if op == "ShearY":
+        return torch.stack([one, zero, zero, args, one, zero], 1)
+    if op == "TranslateXRel":
+        return torch.stack([one, zero, args * width, zero, one, zero], 1)
+    if op == "TranslateYRel":
+        return torch.stack([one, zero, zero, zero, one, args * height], 1)
+    angle = -torch.deg2rad(torch.remainder(args, 360.0))  # Rotate, about the centre
+    a, b = torch.cos(angle), torch.sin(angle)
+    cx, cy = width / 2.0, height / 2.0
+    return torch.stack([a, b, a * -cx + b * -cy + cx, -b, a, -b * -cx + a * -cy + cy], 1)
+
+
+def _affine(x: torch.Tensor, matrices: torch.Tensor, fill: tuple[int, int, int] | torch.Tensor) -> torch.Tensor:
     """Bicubic affine warp of uint8 ``[n, 3, H, W]`` by PIL coefficients ``[n, 6]``; pixels read from
     outside the image take ``fill`` (PIL's rule: the source point outside [0, W) x [0, H))."""
     n, _, h, w = x.shape
-    m = host_values(matrices, x.device, torch.float32)
-    ys, xs = torch.meshgrid(torch.arange(h, device=x.device, dtype=torch.float32) + 0.5, torch.arange(w, device=x.device, dtype=torch.float32) + 0.5, indexing="ij")
-    src_x = m[:, 0, None, None] * xs + m[:, 1, None, None] * ys + m[:, 2, None, None]
-    src_y = m[:, 3, None, None] * xs + m[:, 4, None, None] * ys + m[:, 5, None, None]
-    grid = torch.stack([2 * src_x / w - 1, 2 * src_y / h - 1], dim=-1)
-    warped = torch.nn.functional.grid_sample(x.float(), grid, mode="bicubic", padding_mode="border", align_corners=False)
-    inside = ((src_x >= 0) & (src_x < w) & (src_y >= 0) & (src_y < h)).unsqueeze(1)
-    colour = host_values(fill, x.device, torch.float32).view(1, 3, 1, 1)
+    dev = x.device
+    m = host_values(matrices, dev, torch.float32).view(n, 1, 1, 2, 3)
+    ys, xs = torch.meshgrid(torch.arange(h, device=dev, dtype=torch.float32) + 0.5, torch.arange(w, device=dev, dtype=torch.float32) + 0.5, indexing="ij")
+    points = torch.stack([xs, ys, torch.ones_like(xs)], -1)[:, :, None, :]  # [h, w, 1, 3]: (X, Y, 1)
+    source = (m * points).sum(-1)  # [n, h, w, 2]: (x, y) read for each output pixel centre
+    extent = w + (h - w) * torch.arange(2, device=dev)  # (w, h), made on the device
+    warped = torch.nn.functional.grid_sample(x.float(), 2 * source / extent - 1, mode="bicubic", padding_mode="border", align_corners=False)
+    inside = ((source >= 0) & (source < extent)).all(-1).unsqueeze(1)
+    colour = host_values(fill, dev, torch.float32).view(1, 3, 1, 1)
     return torch.where(inside, warped.round().clamp(0, 255), colour).to(torch.uint8)
 
 
-def apply_op(op: str, x: torch.Tensor, args: list[float], fill: tuple[int, int, int]) -> torch.Tensor:
-    """``op`` on every image of uint8 ``[n, 3, S, S]``, sample i with argument ``args[i]``; uint8 ``[n, 3, S, S]``."""
+def apply_op(op: str, x: torch.Tensor, args: list[float] | torch.Tensor, fill: tuple[int, int, int] | torch.Tensor) -> torch.Tensor:
+    """``op`` on every image of uint8 ``[n, 3, S, S]``, sample i with argument ``args[i]``; uint8 ``[n, 3, S, S]``.
+    ``args`` (and ``fill``) may already be on ``x``'s device (float64 ``[n]``, ``[3]``): then nothing is copied."""
     if op == "AutoContrast":
         return TF.autocontrast(x)
     if op == "Equalize":
@@ -128,6 +147,8 @@ def apply_op(op: str, x: torch.Tensor, args: list[float], fill: tuple[int, int, 
     if op == "Invert":
         return TF.invert(x)
     if op in ("Rotate", "ShearX", "ShearY", "TranslateXRel", "TranslateYRel"):
+        if isinstance(args, torch.Tensor):
+            return _affine(x, device_affine_matrices(op, args.double(), x.shape[-2], x.shape[-1]), fill)
         return _affine(x, affine_matrices(op, args, x.shape[-2], x.shape[-1]), fill)
     v = host_values(args, x.device, torch.float32)
     if op == "PosterizeIncreasing":

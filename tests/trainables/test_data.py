@@ -106,3 +106,14 @@ def test_deit_augmentation_never_posterizes_to_zero_bits():
         transform(picture)
     ra = [t for t in transform.transforms if type(t).__name__ == "RandAugment"][0]
     assert {op.magnitude_max for op in ra.ops} == {9.999}
+
+
+def test_the_cpu_deit_recipe_erases_with_per_pixel_noise_like_deit():
+    """DeiT (and ``data.decode: gpu``) erase with per-pixel normal noise, not timm's default constant."""
+    from timm.data.random_erasing import RandomErasing
+
+    from trainables.data import image_transforms
+
+    transform = image_transforms(build_config({"data": {"augment": "deit"}}).data, 32, True)
+    erasing = [t for t in transform.transforms if isinstance(t, RandomErasing)]
+    assert len(erasing) == 1 and erasing[0].mode == "pixel" and erasing[0].probability == 0.25

@@ -243,3 +243,65 @@ def test_small_and_none_recipes(tmp_path):
     assert torch.equal(none[0], none[1]) and none[0].shape == (1, 3, 16, 16)
     small = [augment_batch([image], [s], DeviceRecipe(16, "small")) for s in (1, 2, 1)]
     assert torch.equal(small[0], small[2]) and not torch.equal(small[0], small[1])
+
+
+def test_jpegs_the_device_decoder_may_refuse_are_decoded_by_the_loader(tmp_path):
+    """CMYK and progressive JPEGs leave the batched device decode (PIL decodes them in the loader
+    worker, as the CPU path does); baseline RGB and greyscale ones stay encoded."""
+    from trainables.data_gpu import jpeg_needs_cpu, read_encoded
+
+    img = photo(np.random.default_rng(7), 20, 30)
+    Image.fromarray(img).save(tmp_path / "rgb.jpg")
+    Image.fromarray(img[:, :, 0]).save(tmp_path / "gray.jpg")
+    Image.fromarray(img).convert("CMYK").save(tmp_path / "cmyk.jpg")
+    Image.fromarray(img).save(tmp_path / "progressive.jpg", progressive=True)
+    needs = {p.stem: jpeg_needs_cpu(p.read_bytes()) for p in tmp_path.glob("*.jpg")}
+    assert needs == {"rgb": False, "gray": False, "cmyk": True, "progressive": True}
+    assert not jpeg_needs_cpu(b"\xff\xd8\xff\xe0\x00")  # truncated: left to the decoders
+    for stem in ("cmyk", "progressive"):
+        data = read_encoded(str(tmp_path / f"{stem}.jpg"))
+        assert data.shape == (3, 20, 30)
+        assert torch.equal(data.permute(1, 2, 0), torch.from_numpy(np.array(Image.open(tmp_path / f"{stem}.jpg").convert("RGB"))))
+
+
+def test_a_refused_file_leaves_the_batched_decode_alone(tmp_path, monkeypatch):
+    """One corrupt JPEG in 16: the other 15 decode as they do alone, in about 2 log2(16) batched
+    calls (halves around the bad file), not 16 single ones; the bad one is None."""
+    import torchvision.io
+
+    from trainables.data_gpu import read_encoded
+
+    root = jpeg_folder(tmp_path, per_class=8)
+    files = sorted((root / "train").rglob("*.jpg"))
+    datas = [read_encoded(str(p)) for p in files]
+    datas[5] = datas[5][:60].clone()  # header only
+    calls = []
+    real = torchvision.io.decode_jpeg
+
+    def counting(data, *args, **kwargs):
+        calls.append(len(data) if isinstance(data, list) else 1)
+        return real(data, *args, **kwargs)
+
+    monkeypatch.setattr(torchvision.io, "decode_jpeg", counting)
+    decoded = decode_on_device(datas, CPU)
+    assert decoded[5] is None and len(calls) <= 2 * 4 + 2 and max(calls) == 16
+    for i, image in enumerate(decoded):
+        if i != 5:
+            assert torch.equal(image, real(datas[i], mode=torchvision.io.ImageReadMode.RGB))
+
+
+def test_a_batch_crosses_from_the_workers_as_one_buffer_and_a_header(tmp_path):
+    from trainables.data_gpu import EncodedBatch
+
+    (tmp_path / "c").mkdir()
+    Image.fromarray(photo(np.random.default_rng(8), 30, 20)).save(tmp_path / "c" / "a.png")
+    Image.fromarray(photo(np.random.default_rng(9), 24, 28)).save(tmp_path / "c" / "b.jpg")
+    ds = EncodedImages(tmp_path)
+    items = [ds[(0, 11)], ds[(1, 2**62 - 1)]]
+    batch = collate_encoded(items)
+    assert isinstance(batch, EncodedBatch) and batch.buffer.dtype == torch.uint8 and batch.buffer.ndim == 1
+    datas, labels, seeds, indices = batch.items()
+    assert [torch.equal(a, b) for a, (b, *_) in zip(datas, items)] == [True, True]
+    assert datas[0].shape == (3, 30, 20) and datas[1].ndim == 1
+    assert seeds.tolist() == [11, 2**62 - 1] and indices.tolist() == [0, 1] and labels.tolist() == [0, 0]
+    assert datas[1].untyped_storage().data_ptr() == batch.buffer.untyped_storage().data_ptr()  # views, no copies
