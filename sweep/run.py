@@ -27,7 +27,7 @@ from ray.tune.search.optuna import OptunaSearch
 
 from mjp import keys
 from sweep.console import ConsoleView, failure_reason
-from sweep.signatures import verify_sweep_dir
+from sweep.signatures import STATE_FILE, sign_files, verify_sweep_dir
 from sweep.signing_callback import SweepSigner, sign_tuner_file
 from sweep.space import define_by_run, make_sampler
 from sweep.study import Study, load_study
@@ -36,7 +36,6 @@ from trainables.errors import UserError
 from trainables.ray_runtime import console_logs_to, ensure_ray, ray_session_logs
 from trainables.tracking import MlflowProgress, RunTracker, check_store_writable, optuna_storage_url, tracking_uri
 
-STATE_FILE = "mjp_sweep.json"
 LOG_FILE = "sweep.log"
 
 
@@ -60,6 +59,7 @@ class SweepOutcome:
     expected_trials: int = 0
     log_file: str | None = None
     finished: int = 0  # trials that ran to their end (an interrupted trial's metrics do not count)
+    uri: str = ""  # the sweep's own tracking store (from its state file; never the current directory's)
 
     @property
     def failed(self) -> list[TrialOutcome]:
@@ -108,9 +108,12 @@ class SweepRecorder(tune.Callback):
         # Ctrl-C leaves the running trials TERMINATED too, without on_trial_complete; a trial that
         # finished in an earlier run of a resumed sweep has its final result marked done
         self.finished_ids = {t.trial_id for t in trials if t.status == "TERMINATED" and (t.trial_id in self._completed or (t.last_result or {}).get("done"))}
+        # a trial Ctrl-C stopped is TERMINATED without having ended: the run was interrupted (the
+        # last trial of a sweep, or the one trial of `mjp train`)
+        stopped = [t for t in trials if t.status == "TERMINATED" and t.trial_id not in self.finished_ids]
         out_of_time = self.time_budget_s is not None and time.monotonic() - self.started >= self.time_budget_s
-        self.interrupted = bool(unfinished) or (len(trials) < self.expected and not out_of_time)
-        for trial in unfinished:
+        self.interrupted = bool(unfinished or stopped) or (len(trials) < self.expected and not out_of_time)
+        for trial in unfinished + stopped:
             self._mark(trial, "KILLED", {keys.TAG_INTERRUPTED: "the sweep was interrupted; `mjp sweep resume` continues it"})
 
 
@@ -123,8 +126,10 @@ def _filesystem(path: str) -> tuple[pyarrow.fs.FileSystem, str]:
 def write_state(experiment_dir: str, state: dict[str, Any]) -> None:
     fs, path = _filesystem(experiment_dir)
     fs.create_dir(path, recursive=True)
+    content = json.dumps(state, indent=2).encode()
     with fs.open_output_stream(f"{path}/{STATE_FILE}") as fh:
-        fh.write(json.dumps(state, indent=2).encode())
+        fh.write(content)
+    sign_files(experiment_dir, {STATE_FILE: content})  # a resume follows this file: an edit is refused
 
 
 def read_state(experiment_dir: str) -> dict[str, Any]:
@@ -395,6 +400,7 @@ def resume_sweep(experiment_dir: str, *, address: str | None = None, verbose: bo
     parent.set_tags({"mjp.driver": f"{socket.gethostname()}:{os.getpid()}"})
     storage = experiment_dir.rstrip("/").rsplit("/", 1)[0]
     with run_closed_on_error(parent):
+        mark_orphans(parent, restored_trial_ids(experiment_dir))
         ensure_ray(address, num_cpus=None if address else _cpus_needed(study), verbose=verbose, dashboard=_uses_ray_train(study))
         _link_ray_logs(experiment_dir)
         spec = _spec(study, state, storage)
@@ -404,6 +410,39 @@ def resume_sweep(experiment_dir: str, *, address: str | None = None, verbose: bo
         _replace_callbacks(tuner, _callbacks(study, spec, state, recorder, stream, experiment_dir))
         grid = tuner.fit()
         return _finish(study, spec, parent, grid, experiment_dir, recorder, log)
+
+
+def restored_trial_ids(experiment_dir: str) -> set[str]:
+    """The trial ids in the sweep's newest saved experiment state: the trials a resume restores.
+    Read as plain JSON (the trials' states are JSON strings; nothing is unpickled)."""
+    fs, path = _filesystem(experiment_dir)
+    states = [i.path for i in fs.get_file_info(pyarrow.fs.FileSelector(path)) if i.base_name.startswith("experiment_state-") and i.base_name.endswith(".json")]
+    if not states:
+        return set()
+    with fs.open_input_stream(max(states)) as fh:
+        saved = json.loads(fh.read().decode())
+    ids = set()
+    for trial_state, _ in saved.get("trial_data", []):
+        trial_id = json.loads(trial_state).get("trial_id")
+        if isinstance(trial_id, str):
+            ids.add(trial_id)
+    return ids
+
+
+def mark_orphans(parent: RunTracker, restored: set[str]) -> None:
+    """Before a resume starts any trial: no child run is still RUNNING (its driver is gone: it
+    becomes KILLED, "interrupted"), and a child whose trial the resume does not restore (it started
+    after Tune's last save) is tagged an orphan, so the trial Tune proposes again with the same
+    params adopts it instead of making a second run (``trainables.driver.adopt_orphan``)."""
+    experiment = parent.client.get_run(parent.run_id).info.experiment_id
+    query = f"tags.`{keys.TAG_PARENT}` = '{parent.run_id}'"
+    for run in parent.client.search_runs([experiment], filter_string=query):
+        child = RunTracker(parent.uri, run.info.run_id)
+        if run.info.status == "RUNNING":
+            child.set_tags({keys.TAG_INTERRUPTED: "the sweep's driver was lost; `mjp sweep resume` continues it"})
+            child.set_status("KILLED")
+        if run.data.tags.get(keys.TAG_TRIAL_ID) not in restored:
+            child.set_tags({keys.TAG_ORPHAN: "1"})
 
 
 def _replace_callbacks(tuner: tune.Tuner, callbacks: list[tune.Callback]) -> None:
@@ -458,7 +497,7 @@ def _finish(study: Study, spec: TrialSpec, parent: RunTracker, grid: Any, experi
     objectives = study.config.objectives
     ended = recorder.finished_ids if recorder.interrupted else None  # a sweep that ran through: every trial ended
     done = [t for t in trials if t.error is None and all(o.metric in t.metrics for o in objectives) and (ended is None or t.trial_id in ended)]
-    outcome = SweepOutcome(parent.run_id, experiment_dir, trials, interrupted=recorder.interrupted, expected_trials=study.num_trials, log_file=str(log), finished=len(done))
+    outcome = SweepOutcome(parent.run_id, experiment_dir, trials, interrupted=recorder.interrupted, expected_trials=study.num_trials, log_file=str(log), finished=len(done), uri=spec.uri)
     summary: dict[str, float] = {"sweep/trials": len(trials), "sweep/failed": len(outcome.failed)}
     if len(objectives) == 1 and done:
         o = objectives[0]

@@ -36,9 +36,10 @@ def study(tmp: Path, epochs: int = 2) -> str:
     return str(path)
 
 
-def mjp(tmp: Path, *args: str) -> subprocess.Popen:
-    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp}/mlflow.db", "MJP_SWEEP_STORAGE": str(tmp / "ray"), "PYTHONUNBUFFERED": "1"}
-    return subprocess.Popen([sys.executable, "-m", "sweep.cli", *args], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def mjp(tmp: Path, *args: str, cwd: Path = ROOT, **env_vars: str) -> subprocess.Popen:
+    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp}/mlflow.db", "MJP_SWEEP_STORAGE": str(tmp / "ray"), "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT), **env_vars}
+    env = {k: v for k, v in env.items() if v}  # an empty value: unset
+    return subprocess.Popen([sys.executable, "-m", "sweep.cli", *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def read_until(proc: subprocess.Popen, marker: str) -> list[str]:
@@ -125,6 +126,79 @@ def test_ctrl_c_then_sigkill_then_resume_runs_every_trial_exactly_once(tmp_path)
     out, err = third.communicate(timeout=600)
     assert third.returncode == 0, err
     assert_each_trial_once(uri)
+
+
+@pytest.mark.slow
+def test_driver_sigkill_then_resume_from_another_directory_makes_each_trial_once(tmp_path):
+    """The driver is SIGKILLed after Tune's only experiment-state save (the trials started since
+    are unknown to the restored experiment, and Tune proposes them again under new ids), then the
+    sweep is resumed from another directory with no tracking URI in the environment: every trial
+    has exactly one child run, none stays RUNNING, the records are in the sweep's own store and
+    no stray mlflow.db appears where the command was typed."""
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    first = mjp(tmp_path, "sweep", "run", study(tmp_path), TUNE_GLOBAL_CHECKPOINT_S="3600")
+    read_until(first, "finished ")
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not second_trial_reported(uri):
+        time.sleep(0.2)
+    first.kill()
+    first.communicate()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    resumed = mjp(tmp_path, "sweep", "resume", experiment_dir(tmp_path), cwd=elsewhere, MLFLOW_TRACKING_URI="")
+    out, err = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, out + err
+    assert "Traceback" not in out + err
+    assert_each_trial_once(uri)
+    assert not (elsewhere / "mlflow.db").exists()
+    status = subprocess.run([sys.executable, "-m", "sweep.cli", "sweep", "status", "--uri", uri], cwd=ROOT, capture_output=True, text=True)
+    assert "3 finished of 3 trials" in status.stdout, status.stdout + status.stderr
+
+
+@pytest.mark.slow
+def test_ctrl_c_on_train_exits_130_with_the_run_killed_and_no_results_table(tmp_path):
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    overrides = ["optim.epochs=30", "model.kwargs.patch_size=2", "model.kwargs.embed_dim=32", "model.kwargs.depth=2", "model.kwargs.num_heads=2",
+                 "data.train_limit=256", "data.val_limit=64", "tracking.experiment=faults", f"tracking.storage_path={tmp_path / 'runs'}"]
+    proc = mjp(tmp_path, "train", "trainables/configs/digits_vit_tiny.yaml", *(a for o in overrides for a in ("--set", o)))
+    read_until(proc, "epoch 1/30")
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, out + err
+    assert "Traceback" not in out + err and "KILLED" in err
+    assert "(MLflow run " not in out and "MLflow UI:" not in out  # no results table as if training had ended
+    client = mlflow.MlflowClient(uri)
+    (run,) = client.search_runs([client.get_experiment_by_name("faults").experiment_id])
+    assert run.info.status == "KILLED"
+
+
+def test_a_trial_lost_with_the_driver_is_adopted_when_proposed_again_not_duplicated(tmp_path):
+    """Run creation is idempotent per trial: a restored trial finds its run by trial id; a trial
+    the resume lost (proposed again under a new id) adopts its orphaned run by its params."""
+    from sweep.run import mark_orphans
+    from trainables.driver import TrialSpec, _trial_run
+    from trainables.tracking import RunTracker
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    parent = RunTracker.create(uri, "faults", run_name="sweep", tags={keys.TAG_KIND: "sweep"})
+    spec = TrialSpec(name="sweep", base_tree=TINY, uri=uri, experiment="faults", storage=str(tmp_path), parent_run_id=parent.run_id)
+
+    def run(variant: str, trial_id: str) -> RunTracker:
+        params = {"mjp.variant": variant}
+        return _trial_run(spec, spec.config(params), params, trial_id)
+
+    saved, lost = run("A", "aaaa0001"), run("G", "aaaa0002")  # the driver is killed now; Tune had saved only the first
+    mark_orphans(parent, {"aaaa0001"})
+    client = mlflow.MlflowClient(uri)
+    assert {client.get_run(r.run_id).info.status for r in (saved, lost)} == {"KILLED"}
+    assert run("A", "aaaa0001").run_id == saved.run_id
+    again = run("G", "bbbb0003")
+    assert again.run_id == lost.run_id and client.get_run(lost.run_id).data.tags[keys.TAG_TRIAL_ID] == "bbbb0003"
+    assert keys.TAG_ORPHAN not in client.get_run(lost.run_id).data.tags
+    new = run("J", "bbbb0004")
+    assert new.run_id not in (saved.run_id, lost.run_id)
+    _, kids = children(uri)
+    assert len(kids) == 3 and {k.info.status for k in kids} == {"RUNNING"}
 
 
 class KillAt:

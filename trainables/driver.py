@@ -9,6 +9,8 @@ by its trial-id tag or created, so a restored sweep re-attaches to it.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import socket
 from dataclasses import dataclass, field
@@ -91,16 +93,26 @@ def start_run(cfg: TrainConfig, uri: str, *, run_name: str, tags: dict[str, str]
     return tracker
 
 
+def trial_key(params: dict[str, Any]) -> str:
+    """A digest of a trial's sampled params: what identifies a trial that Tune proposes again
+    under a new (random) trial id after a resume restored an older experiment state."""
+    text = json.dumps(params, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def _trial_run(spec: TrialSpec, cfg: TrainConfig, params: dict[str, Any], trial_id: str) -> RunTracker:
+    """The trial's MLflow run, created once: looked up by trial id, else an orphan of the same
+    params adopted (see ``sweep.run.mark_orphans``), else created."""
     if spec.run_id:
         tracker = RunTracker(spec.uri, spec.run_id)
     else:
-        tracker = find_child_run(spec.uri, spec.experiment, spec.parent_run_id, trial_id)
+        tracker = find_child_run(spec.uri, spec.experiment, spec.parent_run_id, trial_id) or adopt_orphan(spec, params, trial_id)
     if tracker is not None:
         tracker.set_status("RUNNING")
         return tracker
     label = run_label(cfg, params, spec.presets)
-    tags = {keys.TAG_TRIAL_ID: trial_id, keys.TAG_LABEL: label.display, **{f"{keys.TAG_SAMPLE_PREFIX}{k}": str(v) for k, v in params.items()}}
+    tags = {keys.TAG_TRIAL_ID: trial_id, keys.TAG_TRIAL_KEY: trial_key(params), keys.TAG_LABEL: label.display,
+            **{f"{keys.TAG_SAMPLE_PREFIX}{k}": str(v) for k, v in params.items()}}
     if spec.study:
         tags[keys.TAG_STUDY] = spec.study
     tags[keys.TAG_NOTE] = (f"Trial **{label.display}** of sweep `{spec.name}`: {cfg.model.name} on {cfg.data.name}, "
@@ -167,6 +179,19 @@ def tune_trial(params: dict[str, Any], spec: TrialSpec) -> None:
         tracker.set_status("FAILED")
         raise TrialFailed(reason) from err
     tracker.set_status("FINISHED")
+
+
+def adopt_orphan(spec: TrialSpec, params: dict[str, Any], trial_id: str) -> RunTracker | None:
+    """The sweep's orphaned child run of these params (its trial was lost with the driver before
+    Tune saved it), now the run of ``trial_id``; None when there is none."""
+    if spec.parent_run_id is None:
+        return None
+    orphan = RunTracker.find(spec.uri, spec.experiment, {keys.TAG_PARENT: spec.parent_run_id, keys.TAG_TRIAL_KEY: trial_key(params), keys.TAG_ORPHAN: "1"})
+    if orphan is None:
+        return None
+    orphan.set_tags({keys.TAG_TRIAL_ID: trial_id})
+    orphan.client.delete_tag(orphan.run_id, keys.TAG_ORPHAN)
+    return orphan
 
 
 def find_child_run(uri: str, experiment: str, parent_run_id: str | None, trial_id: str) -> RunTracker | None:
