@@ -7,8 +7,23 @@ catch them without an import cycle.
 from __future__ import annotations
 
 
+def _rebuilt(cls: type, args: tuple, state: dict) -> BaseException:
+    """An error unpickled without calling its ``__init__`` (see ``UserError.__reduce__``)."""
+    err = cls.__new__(cls)
+    err.args = args
+    err.__dict__.update(state)
+    return err
+
+
 class UserError(Exception):
-    """Any error the user can fix by changing the input; the CLI prints ``error: <message>``."""
+    """Any error the user can fix by changing the input; the CLI prints ``error: <message>``.
+
+    Picklable whatever its subclass's ``__init__`` takes (Ray sends a worker's error to the
+    driver as a pickle): it is rebuilt from its message and attributes, not by calling
+    ``__init__`` again with the message alone."""
+
+    def __reduce__(self) -> tuple:
+        return _rebuilt, (type(self), self.args, dict(self.__dict__))
 
 
 class ConfigError(UserError, ValueError):
