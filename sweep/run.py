@@ -303,6 +303,8 @@ def run_sweep(study: Study, *, storage: str | None = None, address: str | None =
     A sweep that fails (or is interrupted) before its first trial starts leaves no directory."""
     check_launchable(study)
     base = study.train_config({})
+    for warning in base.warnings():
+        announce(stream, f"warning: {warning}")
     uri = tracking_uri(uri or base.tracking.uri)
     check_store_writable(uri)
     experiment = base.tracking.experiment

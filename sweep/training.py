@@ -36,6 +36,8 @@ def run_training(cfg: TrainConfig, *, address: str | None = None, verbose: bool 
     from trainables.preflight import check_disk_space, preflight
 
     checked = preflight(cfg)
+    for warning in cfg.warnings():
+        announce(stream, f"warning: {warning}")
     uri = tracking_uri(cfg.tracking.uri)
     check_store_writable(uri)
     label = run_label(cfg)

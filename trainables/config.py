@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from mjp.config import SEED_BOUND, TABLE4, TABLE4_NAMES, MJPConfig
+from mjp.config import SEED_BOUND, TABLE4, TABLE4_NAMES, MJPConfig, NoBooleanNumbers
 from mjp.keys import CONSISTENCY_RATIO, CORRUPTIONS, PE_EV_DIMS, SHUFFLE_EVAL_RATIOS
 from trainables.errors import ConfigError
 from trainables.overrides import apply_overrides, did_you_mean, did_you_mean_key, flatten, parse_overrides
@@ -22,7 +22,7 @@ from trainables.yaml_files import read_yaml_mapping
 DatasetName = Literal["digits", "fashion_mnist", "imagefolder", "cifar10", "cifar100"]
 
 
-class _Section(BaseModel):
+class _Section(NoBooleanNumbers):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
@@ -201,6 +201,14 @@ class TrainConfig(_Section):
                 if isinstance(part, dict) and part.get(field) is None:
                     data = {**data, section: {**part, field: derive_seed(seed, stream)}}
         return data
+
+    def warnings(self) -> list[str]:
+        """What this config allows but probably does not mean (one line each, naming the keys)."""
+        found = []
+        if self.optim.warmup_epochs > self.optim.epochs:
+            found.append(f"optim.warmup_epochs={self.optim.warmup_epochs:g} is longer than optim.epochs={self.optim.epochs}: the learning rate never "
+                         f"reaches optim.base_lr; set optim.warmup_epochs to at most {self.optim.epochs}")
+        return found
 
     @property
     def variant(self) -> str:
