@@ -90,6 +90,7 @@ TAG_KIND = "mjp.kind"  # "train" | "sweep" | "evaluation"
 TAG_SMOKE = "mjp.smoke"
 TAG_ERROR = "mjp.error"
 TAG_STOPPED = "mjp.stopped"
+TAG_ERROR_FINAL = "mjp.error_final"  # the trial failed in a way a retry repeats: Tune's retries end at once
 TAG_INTERRUPTED = "mjp.interrupted"
 TAG_PROCESS = "mjp.process"  # host:pid of the trial process (its latest attempt)
 TAG_BEST_TRIAL = "mjp.best_trial"

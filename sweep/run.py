@@ -31,6 +31,7 @@ from sweep.signatures import STATE_FILE, sign_files, verify_sweep_dir
 from sweep.signing_callback import SweepSigner, sign_tuner_file
 from sweep.space import define_by_run, make_sampler
 from sweep.study import Study, load_study
+from trainables.config import TrainConfig
 from trainables.driver import TrialResources, TrialSpec, find_child_run, tune_trial
 from trainables.errors import UserError
 from trainables.ray_runtime import console_logs_to, ensure_ray, ray_session_logs
@@ -241,10 +242,16 @@ def _tuner_parts(study: Study, spec: TrialSpec) -> tuple[Any, tune.TuneConfig]:
     return trainable, tune_config
 
 
+def failure_config(cfg: TrainConfig) -> tune.FailureConfig:
+    """Tune restarts a trial whose process was lost (``runtime.max_failures`` times) from its last
+    checkpoint; a multi-worker trial's ``TorchTrainer`` also retries its own workers, and its
+    restarted trial process re-attaches to the Ray Train run of the same name. An error raised
+    by the training itself is not retried (``trainables.driver.tune_trial``)."""
+    return tune.FailureConfig(max_failures=cfg.runtime.max_failures)
+
+
 def _failure_config(study: Study) -> tune.FailureConfig:
-    """Retries of in-process trials are Tune's; a TorchTrainer retries its own workers."""
-    base = study.train_config({})
-    return tune.FailureConfig(max_failures=base.runtime.max_failures if base.scaling.in_process else 0)
+    return failure_config(study.train_config({}))
 
 
 def _view(study: Study, spec: TrialSpec, stream: TextIO | None) -> ConsoleView:
@@ -402,7 +409,7 @@ def resume_sweep(experiment_dir: str, *, address: str | None = None, verbose: bo
     parent.set_tags({"mjp.driver": f"{socket.gethostname()}:{os.getpid()}"})
     storage = experiment_dir.rstrip("/").rsplit("/", 1)[0]
     with run_closed_on_error(parent):
-        mark_orphans(parent, restored_trial_ids(experiment_dir))
+        reopen_children(parent, restored_trial_ids(experiment_dir))
         ensure_ray(address, num_cpus=None if address else _cpus_needed(study), verbose=verbose, dashboard=_uses_ray_train(study))
         _link_ray_logs(experiment_dir)
         spec = _spec(study, state, storage)
@@ -431,11 +438,12 @@ def restored_trial_ids(experiment_dir: str) -> set[str]:
     return ids
 
 
-def mark_orphans(parent: RunTracker, restored: set[str]) -> None:
+def reopen_children(parent: RunTracker, restored: set[str]) -> None:
     """Before a resume starts any trial: no child run is still RUNNING (its driver is gone: it
     becomes KILLED, "interrupted"), and a child whose trial the resume does not restore (it started
     after Tune's last save) is tagged an orphan, so the trial Tune proposes again with the same
-    params adopts it instead of making a second run (``trainables.driver.adopt_orphan``)."""
+    params adopts it instead of making a second run (``trainables.driver.adopt_orphan``). A
+    failure marked final for the last run's retries is retried once more by the resume."""
     experiment = parent.client.get_run(parent.run_id).info.experiment_id
     query = f"tags.`{keys.TAG_PARENT}` = '{parent.run_id}'"
     for run in parent.client.search_runs([experiment], filter_string=query):
@@ -445,6 +453,8 @@ def mark_orphans(parent: RunTracker, restored: set[str]) -> None:
             child.set_status("KILLED")
         if run.data.tags.get(keys.TAG_TRIAL_ID) not in restored:
             child.set_tags({keys.TAG_ORPHAN: "1"})
+        if keys.TAG_ERROR_FINAL in run.data.tags:
+            parent.client.delete_tag(child.run_id, keys.TAG_ERROR_FINAL)
 
 
 def _replace_callbacks(tuner: tune.Tuner, callbacks: list[tune.Callback]) -> None:

@@ -175,7 +175,7 @@ def test_ctrl_c_on_train_exits_130_with_the_run_killed_and_no_results_table(tmp_
 def test_a_trial_lost_with_the_driver_is_adopted_when_proposed_again_not_duplicated(tmp_path):
     """Run creation is idempotent per trial: a restored trial finds its run by trial id; a trial
     the resume lost (proposed again under a new id) adopts its orphaned run by its params."""
-    from sweep.run import mark_orphans
+    from sweep.run import reopen_children
     from trainables.driver import TrialSpec, _trial_run
     from trainables.tracking import RunTracker
 
@@ -188,7 +188,7 @@ def test_a_trial_lost_with_the_driver_is_adopted_when_proposed_again_not_duplica
         return _trial_run(spec, spec.config(params), params, trial_id)
 
     saved, lost = run("A", "aaaa0001"), run("G", "aaaa0002")  # the driver is killed now; Tune had saved only the first
-    mark_orphans(parent, {"aaaa0001"})
+    reopen_children(parent, {"aaaa0001"})
     client = mlflow.MlflowClient(uri)
     assert {client.get_run(r.run_id).info.status for r in (saved, lost)} == {"KILLED"}
     assert run("A", "aaaa0001").run_id == saved.run_id
@@ -224,18 +224,21 @@ class KillAt:
 
 
 @pytest.mark.slow
-def test_a_trial_process_killed_mid_epoch_resumes_from_its_checkpoint_logging_nothing_twice(tmp_path, local_ray):
+def test_a_trial_process_killed_mid_epoch_resumes_from_its_checkpoint_logging_nothing_twice(tmp_path, local_ray, capfd):
+    """By default (no runtime.max_failures given): a lost worker is survived, quietly."""
     from sweep.training import run_training
     from trainables.config import build_config
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     cfg = build_config({**TINY, "optim": {"epochs": 4}}, {
         "tracking.uri": uri, "tracking.storage_path": str(tmp_path / "runs"), "runtime.checkpoint_every": 2,
-        "runtime.max_failures": 1, "runtime.log_every": 2, "data.train_limit": 512,
+        "runtime.log_every": 2, "data.train_limit": 512,
     })
     stream = KillAt(uri, "epoch 2/4")
     outcome = run_training(cfg, stream=stream)
     assert stream.killed and outcome.error is None, (outcome.error, stream.text)
+    printed = capfd.readouterr()
+    assert "A worker died" not in printed.out + printed.err and "(raylet)" not in printed.out + printed.err
     client = mlflow.MlflowClient(uri)
     assert client.get_run(outcome.run_id).info.status == "FINISHED"
     assert [m.step for m in client.get_metric_history(outcome.run_id, keys.VAL_TOP1)] == [1, 2, 3, 4]
@@ -292,3 +295,27 @@ def test_a_zombie_counts_as_ended():
     assert Path(f"/proc/{child.pid}").exists() and not is_running(child.pid)
     child.wait()
     assert not is_running(os.getpid() + 10**7)  # no such process
+
+
+def test_raylet_messages_go_to_the_log_not_the_console(capsys, caplog):
+    """Ray's driver prints the raylet's "A worker died" block from a thread of its own."""
+    from ray._private import worker
+
+    from trainables.ray_runtime import raylet_messages_to_log
+
+    raylet_messages_to_log()
+    worker.print_to_stdstream({"lines": ["A worker died or was killed while executing a task by an unexpected system error."], "pid": "raylet", "is_err": False}, ignore_prefix=False)
+    printed = capsys.readouterr()
+    assert "A worker died" not in printed.out + printed.err
+    assert "(raylet) A worker died or was killed" in caplog.text
+
+
+def test_a_lost_worker_is_retried_by_default_in_both_trial_kinds():
+    """Tune restarts a lost trial process from its last checkpoint, for an in-process trial and
+    for the process that drives a multi-worker TorchTrainer (whose workers Ray Train retries)."""
+    from sweep.run import failure_config
+    from trainables.config import build_config
+
+    for scaling in ({}, {"scaling.num_workers": 2}):
+        cfg = build_config({}, scaling)
+        assert cfg.runtime.max_failures >= 1 and failure_config(cfg).max_failures == cfg.runtime.max_failures

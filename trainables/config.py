@@ -154,7 +154,7 @@ class RuntimeSection(_Section):
     log_every: int = Field(50, ge=1, description="steps between host syncs for the running loss")
     checkpoint_every: int = Field(10, ge=1, description="epochs between checkpoints (also at the last epoch)")
     checkpoint_minutes: float = Field(15.0, gt=0, description="also checkpoint at the end of any epoch that ends this long after the last checkpoint (long epochs lose at most one)")
-    max_failures: int = Field(0, ge=0, description="restarts from the last checkpoint")
+    max_failures: int = Field(2, ge=0, description="restarts from the last checkpoint after a lost worker or node (an error in the input is not retried)")
     fail_after_epoch: int | None = Field(None, ge=1, description="testing: raise once after this epoch's report")
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from mjp import keys
 from trainables.config import TrainConfig, build_config, flat_params
+from trainables.errors import UserError
 from trainables.labels import RunLabel, run_label, variant_words
 from trainables.overrides import expand_presets
 from trainables.tracking import RunTracker
@@ -102,7 +103,7 @@ def trial_key(params: dict[str, Any]) -> str:
 
 def _trial_run(spec: TrialSpec, cfg: TrainConfig, params: dict[str, Any], trial_id: str) -> RunTracker:
     """The trial's MLflow run, created once: looked up by trial id, else an orphan of the same
-    params adopted (see ``sweep.run.mark_orphans``), else created."""
+    params adopted (see ``sweep.run.reopen_children``), else created."""
     if spec.run_id:
         tracker = RunTracker(spec.uri, spec.run_id)
     else:
@@ -158,6 +159,10 @@ def tune_trial(params: dict[str, Any], spec: TrialSpec) -> None:
     trial_id = tune.get_context().get_trial_id()
     cfg = spec.config(params)
     tracker = _trial_run(spec, cfg, params, trial_id)
+    earlier = tracker.client.get_run(tracker.run_id).data.tags
+    if earlier.get(keys.TAG_ERROR_FINAL):  # Tune retries every failure; a retry would fail the same way
+        tracker.set_status("FAILED")
+        raise TrialFailed(earlier.get(keys.TAG_ERROR, "failed"))
     tracker.set_tags({keys.TAG_PROCESS: f"{socket.gethostname()}:{os.getpid()}"})  # this attempt's trial process
     try:
         if cfg.scaling.in_process:
@@ -175,7 +180,10 @@ def tune_trial(params: dict[str, Any], spec: TrialSpec) -> None:
             trainer.fit()  # raises TrainingFailedError once Ray Train's retries are exhausted
     except Exception as err:  # not BaseException: Tune stops a trial (ASHA) with SystemExit
         reason = one_line_reason(err)
-        tracker.set_tags({keys.TAG_ERROR: reason})
+        # Tune's retries (runtime.max_failures) are for a lost worker or node: an error in the
+        # input, or one Ray Train already retried its workers for, ends the trial at once
+        final = isinstance(err, UserError) or not cfg.scaling.in_process
+        tracker.set_tags({keys.TAG_ERROR: reason, **({keys.TAG_ERROR_FINAL: "1"} if final else {})})
         tracker.set_status("FAILED")
         raise TrialFailed(reason) from err
     tracker.set_status("FINISHED")

@@ -148,9 +148,10 @@ def test_the_report_renders_in_chromium(seeded_sweep):
 
 def test_interrupted_sweep_resumes_every_trial_once(tmp_path, local_ray, monkeypatch):
     uri = f"sqlite:///{tmp_path}/mlflow.db"
-    # the second trial dies after its first epoch's checkpoint, as a killed node would
+    # the second trial dies after its first epoch's checkpoint, as a killed node would, and is
+    # not retried (runtime.max_failures=0): the resume continues it
     space = {"runtime.fail_after_epoch": {"type": "grid", "values": [None, 1]}}
-    study = load_study(study_file(tmp_path, space), overrides={"tracking.uri": uri})
+    study = load_study(study_file(tmp_path, space), overrides={"tracking.uri": uri, "runtime.max_failures": 0})
     console = io.StringIO()
     first = run_sweep(study, storage=str(tmp_path / "ray"), stream=console)
     assert len(first.failed) == 1 and "injected failure" in first.failed[0].error
