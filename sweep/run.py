@@ -10,6 +10,7 @@ MLflow are imported once per slot, not once per trial.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -294,6 +295,25 @@ def check_launchable(study: Study) -> None:
         study.train_config(params)
 
 
+def claim_sweep_name(storage: str, base: str) -> str:
+    """A sweep name that no other sweep in ``storage`` has, by construction: its directory is
+    created here, exclusively, so a second sweep started in the same second gets ``<base>-2``
+    (its own directory, MLflow parent run and Optuna study). A remote storage gets a random suffix."""
+    if "://" in storage:
+        import secrets
+
+        return f"{base}-{secrets.token_hex(3)}"
+    Path(storage).mkdir(parents=True, exist_ok=True)
+    for n in itertools.count(1):
+        name = base if n == 1 else f"{base}-{n}"
+        try:
+            (Path(storage) / name).mkdir()
+        except FileExistsError:
+            continue
+        return name
+    raise AssertionError("unreachable")
+
+
 def remove_sweep_dirs(experiment_dir: str, name: str) -> None:
     """Remove a local sweep's directories (its experiment directory and its trials' storage)."""
     import shutil
@@ -315,12 +335,12 @@ def run_sweep(study: Study, *, storage: str | None = None, address: str | None =
     uri = tracking_uri(uri or base.tracking.uri)
     check_store_writable(uri)
     experiment = base.tracking.experiment
-    run_name = f"{study.name}{'-smoke' if study.smoke else ''}-{time.strftime('%Y%m%d-%H%M%S')}"
     storage = storage_root(storage)
     if study.max_parameters:
         from trainables.preflight import check_disk_space
 
         check_disk_space(storage, 12 * study.max_parameters, f"the study's largest model ({study.max_parameters / 1e6:.1f}M parameters)")
+    run_name = claim_sweep_name(storage, f"{study.name}{'-smoke' if study.smoke else ''}-{time.strftime('%Y%m%d-%H%M%S')}")
     experiment_dir = f"{storage}/{run_name}"
     recorder = SweepRecorder(uri, experiment, None, study.num_trials, study.config.budget.time_budget_s)
     try:

@@ -319,3 +319,34 @@ def test_a_lost_worker_is_retried_by_default_in_both_trial_kinds():
     for scaling in ({}, {"scaling.num_workers": 2}):
         cfg = build_config({}, scaling)
         assert cfg.runtime.max_failures >= 1 and failure_config(cfg).max_failures == cfg.runtime.max_failures
+
+
+def test_two_sweeps_started_in_the_same_second_get_their_own_names(tmp_path):
+    from sweep.run import claim_sweep_name
+
+    first, second = (claim_sweep_name(str(tmp_path / "ray"), "faults-20261124-031500") for _ in range(2))
+    assert (first, second) == ("faults-20261124-031500", "faults-20261124-031500-2")
+    assert (tmp_path / "ray" / first).is_dir() and (tmp_path / "ray" / second).is_dir()
+
+
+RACE = """
+import sys, time
+from trainables.tracking import RunTracker
+while time.time() < float(sys.argv[2]):
+    pass
+RunTracker.create(sys.argv[1], "race", run_name="sweep")
+"""
+
+
+def test_sweeps_starting_together_on_a_fresh_store_all_create_their_runs(tmp_path):
+    """Three processes create their first run in a store that does not exist yet, at the same
+    moment: without a lock, two of them run MLflow's migrations over each other and die."""
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    start = time.time() + 6  # after each process has imported MLflow
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [subprocess.Popen([sys.executable, "-c", RACE, uri, str(start)], env=env, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    errors = [p.communicate(timeout=120)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], errors
+    client = mlflow.MlflowClient(uri)
+    assert len(client.search_runs([client.get_experiment_by_name("race").experiment_id])) == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mlflow.db", "mlartifacts"] or sorted(p.name for p in tmp_path.iterdir()) == ["mlflow.db"]
