@@ -377,6 +377,10 @@ def _launch(study: Study, storage: str, address: str | None, uri: str, verbose: 
                  parent_run_id=parent.run_id, name=run_name, optuna_storage=optuna_storage_url(uri))
     write_state(experiment_dir, state)
     with run_closed_on_error(parent):
+        if state["optuna_storage"]:
+            from sweep.optuna_mirror import check_storage
+
+            check_storage(state["optuna_storage"], run_name, study.config)
         ensure_ray(address, num_cpus=None if address else _cpus_needed(study), verbose=verbose, dashboard=_uses_ray_train(study))
         _link_ray_logs(experiment_dir)
         spec = _spec(study, state, storage)
@@ -423,6 +427,10 @@ def resume_sweep(experiment_dir: str, *, address: str | None = None, verbose: bo
     if not tune.Tuner.can_restore(experiment_dir):
         raise UserError(f"{experiment_dir} holds no restorable Tune experiment")
     log = start_logging(experiment_dir, state["name"], verbose)
+    if state.get("optuna_storage"):
+        from sweep.optuna_mirror import check_storage
+
+        check_storage(state["optuna_storage"], state["name"], study.config)
     announce(stream, f"resuming sweep {state['name']} · logs: {log}")
     parent = RunTracker(state["uri"], state["parent_run_id"])
     parent.set_status("RUNNING")

@@ -188,6 +188,16 @@ def test_interrupted_sweep_resumes_every_trial_once(tmp_path, local_ray, monkeyp
     (directory / "tuner.pkl").write_bytes(genuine)
     assert not marker.exists()
 
+    # a corrupted Optuna storage is one line before anything runs, and leaves no run RUNNING
+    optuna_db = tmp_path / "optuna.db"
+    kept = optuna_db.read_bytes()
+    optuna_db.write_bytes(kept[:4096] + bytes(range(256)) * 64 + kept[4096 + 256 * 64:])
+    with pytest.raises(UserError, match=f"the sweep's Optuna storage {optuna_db} cannot be read .*; move it aside"):
+        resume_sweep(first.experiment_dir, stream=io.StringIO())
+    assert "RUNNING" not in set(load_runs(uri, "sweep-test", parent_run_id=first.parent_run_id).status)
+    assert mlflow.MlflowClient(uri).get_run(first.parent_run_id).info.status != "RUNNING"
+    optuna_db.write_bytes(kept)
+
     monkeypatch.chdir(tmp_path)  # a relative path, as a user types it
     second = resume_sweep(os.path.relpath(first.experiment_dir), stream=io.StringIO())
     assert second.parent_run_id == first.parent_run_id
