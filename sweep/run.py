@@ -34,7 +34,7 @@ from sweep.space import define_by_run, make_sampler
 from sweep.study import Study, load_study
 from trainables.config import TrainConfig
 from trainables.driver import TrialResources, TrialSpec, find_child_run, tune_trial
-from trainables.errors import UserError
+from trainables.errors import DiskFullError, UserError, disk_full_reason
 from trainables.ray_runtime import console_logs_to, ensure_ray, ray_session_logs
 from trainables.tracking import MlflowProgress, RunTracker, check_store_writable, optuna_storage_url, tracking_uri
 
@@ -376,7 +376,7 @@ def _launch(study: Study, storage: str, address: str | None, uri: str, verbose: 
     state = dict(study=study.source, smoke=study.smoke, extra=study.extra, uri=uri, experiment=experiment,
                  parent_run_id=parent.run_id, name=run_name, optuna_storage=optuna_storage_url(uri))
     write_state(experiment_dir, state)
-    with run_closed_on_error(parent):
+    with run_closed_on_error(parent, f"`mjp sweep resume {experiment_dir}` continues the sweep"):
         if state["optuna_storage"]:
             from sweep.optuna_mirror import check_storage
 
@@ -396,10 +396,11 @@ def _launch(study: Study, storage: str, address: str | None, uri: str, verbose: 
 
 class run_closed_on_error:
     """A sweep (or a training) that crashes leaves its (parent) run FAILED (Ctrl-C during set-up:
-    KILLED), never RUNNING."""
+    KILLED), never RUNNING. A full disk becomes one ``DiskFullError`` line saying what to do
+    (``then``); the run is closed if the store can still be written, else by the resume."""
 
-    def __init__(self, parent: RunTracker):
-        self.parent = parent
+    def __init__(self, parent: RunTracker, then: str = "run the command again"):
+        self.parent, self.then = parent, then
 
     def __enter__(self) -> None:
         return None
@@ -407,12 +408,20 @@ class run_closed_on_error:
     def __exit__(self, kind: type | None, err: BaseException | None, tb: Any) -> bool:
         if kind is None:
             return False
-        if issubclass(kind, KeyboardInterrupt):
-            self.parent.set_tags({keys.TAG_INTERRUPTED: "interrupted before the trials started"})
-            self.parent.set_status("KILLED")
-        else:
-            self.parent.set_tags({keys.TAG_ERROR: f"{type(err).__name__}: {err}"[:2000]})
-            self.parent.set_status("FAILED")
+        full = disk_full_reason(err) if err is not None else None
+        try:
+            if issubclass(kind, KeyboardInterrupt):
+                self.parent.set_tags({keys.TAG_INTERRUPTED: "interrupted before the trials started"})
+                self.parent.set_status("KILLED")
+            else:
+                self.parent.set_tags({keys.TAG_ERROR: f"{type(err).__name__}: {err}"[:2000]})
+                self.parent.set_status("FAILED")
+        except Exception as closing:
+            if full is None and disk_full_reason(closing) is None:
+                raise
+            full = full or disk_full_reason(closing)
+        if full is not None:
+            raise DiskFullError(f"a disk this command writes to is full ({full}); free some space (the MLflow store {self.parent.uri}, the run's storage), then {self.then}") from None
         return False
 
 
@@ -433,10 +442,10 @@ def resume_sweep(experiment_dir: str, *, address: str | None = None, verbose: bo
         check_storage(state["optuna_storage"], state["name"], study.config)
     announce(stream, f"resuming sweep {state['name']} · logs: {log}")
     parent = RunTracker(state["uri"], state["parent_run_id"])
-    parent.set_status("RUNNING")
-    parent.set_tags({"mjp.driver": f"{socket.gethostname()}:{os.getpid()}"})
     storage = experiment_dir.rstrip("/").rsplit("/", 1)[0]
-    with run_closed_on_error(parent):
+    with run_closed_on_error(parent, f"`mjp sweep resume {experiment_dir}` continues the sweep"):
+        parent.set_status("RUNNING")
+        parent.set_tags({"mjp.driver": f"{socket.gethostname()}:{os.getpid()}"})
         reopen_children(parent, restored_trial_ids(experiment_dir))
         ensure_ray(address, num_cpus=None if address else _cpus_needed(study), verbose=verbose, dashboard=_uses_ray_train(study))
         _link_ray_logs(experiment_dir)

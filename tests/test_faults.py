@@ -350,3 +350,48 @@ def test_sweeps_starting_together_on_a_fresh_store_all_create_their_runs(tmp_pat
     client = mlflow.MlflowClient(uri)
     assert len(client.search_runs([client.get_experiment_by_name("race").experiment_id])) == 3
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mlflow.db", "mlartifacts"] or sorted(p.name for p in tmp_path.iterdir()) == ["mlflow.db"]
+
+
+FULL_DISK = """
+import os, sys
+from pathlib import Path
+from sweep.run import run_closed_on_error
+from trainables.errors import DiskFullError
+from trainables.tracking import RunTracker
+
+from trainables.ray_runtime import library_logs_to
+
+disk = Path(sys.argv[1])
+library_logs_to(Path(sys.argv[2]))  # as the commands do: the libraries' records to the log file
+uri = f"sqlite:///{disk}/mlflow.db"
+parent = RunTracker.create(uri, "full", run_name="sweep")
+fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT)
+try:  # everything else on the disk is taken
+    while True:
+        os.write(fd, b"x" * 4096)
+except OSError:
+    os.close(fd)
+try:
+    with run_closed_on_error(parent, "`mjp sweep resume DIR` continues the sweep"):
+        for step in range(100000):
+            parent.log_metrics({f"m{i}": float(i) for i in range(50)}, step)
+except DiskFullError as err:
+    print(f"one line: {err}")
+"""
+
+
+@pytest.mark.skipif(subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode != 0, reason="needs user namespaces to mount a small tmpfs")
+def test_a_disk_filling_under_the_store_ends_in_one_line_naming_what_to_do(tmp_path):
+    """A 2 MiB tmpfs (in a private mount namespace) holds the MLflow store and fills while a run
+    logs: the error that ends the run is one line naming the store and the resume."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    script = tmp_path / "full.py"
+    script.write_text(FULL_DISK)
+    env, log = {**os.environ, "PYTHONPATH": str(ROOT)}, tmp_path / "full.log"
+    done = subprocess.run(["unshare", "-rm", "sh", "-c", f'mount -t tmpfs -o size=2m tmpfs "{disk}" && exec "{sys.executable}" "{script}" "{disk}" "{log}"'],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    (line,) = [x for x in done.stdout.splitlines() if x.startswith("one line: ")]
+    assert "a disk this command writes to is full (" in line and "database or disk is full" in line
+    assert f"free some space (the MLflow store sqlite:///{disk}/mlflow.db, the run's storage), then `mjp sweep resume DIR` continues the sweep" in line
