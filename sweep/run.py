@@ -114,7 +114,11 @@ class SweepRecorder(tune.Callback):
         # last trial of a sweep, or the one trial of `mjp train`)
         stopped = [t for t in trials if t.status == "TERMINATED" and t.trial_id not in self.finished_ids]
         out_of_time = self.time_budget_s is not None and time.monotonic() - self.started >= self.time_budget_s
-        self.interrupted = bool(unfinished or stopped) or (len(trials) < self.expected and not out_of_time)
+        self.interrupted = bool(unfinished) or (bool(stopped) and not out_of_time) or (len(trials) < self.expected and not out_of_time)
+        if out_of_time:
+            for trial in stopped:
+                self._mark(trial, "KILLED", {keys.TAG_STOPPED: f"stopped by the sweep's time budget (budget.time_budget_s={self.time_budget_s:g})"})
+            stopped = []
         for trial in unfinished + stopped:
             self._mark(trial, "KILLED", {keys.TAG_INTERRUPTED: "the sweep was interrupted; `mjp sweep resume` continues it"})
 

@@ -109,6 +109,8 @@ def _trial_run(spec: TrialSpec, cfg: TrainConfig, params: dict[str, Any], trial_
     else:
         tracker = find_child_run(spec.uri, spec.experiment, spec.parent_run_id, trial_id) or adopt_orphan(spec, params, trial_id)
     if tracker is not None:
+        if keys.TAG_ORPHAN in tracker.client.get_run(tracker.run_id).data.tags:  # restored after all: not for adoption
+            tracker.client.delete_tag(tracker.run_id, keys.TAG_ORPHAN)
         tracker.set_status("RUNNING")
         return tracker
     label = run_label(cfg, params, spec.presets)
