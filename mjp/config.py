@@ -17,9 +17,10 @@ dal_weight             0.01            0.01 (then cosine)    paper Sec. 4.2; sch
 
 from __future__ import annotations
 
-from typing import Literal
+import typing
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 #: Every seed of a run lies in ``[0, SEED_BOUND)``: what numpy, Ray Data and torch all take as they
 #: are, so no consumer reduces a seed (configs refuse larger ones).
@@ -31,7 +32,25 @@ DalHead = Literal["none", "pca", "linear", "mlp"]
 DalSchedule = Literal["constant", "warmup_cosine"]
 
 
-class MJPConfig(BaseModel):
+def _is_number_field(annotation: Any) -> bool:
+    """Whether a field takes an int or a float (alone, or in an optional/union), and no bool."""
+    options = typing.get_args(annotation) or (annotation,)
+    return bool(set(options) & {int, float}) and bool not in options
+
+
+class NoBooleanNumbers(BaseModel):
+    """A model whose number fields refuse booleans: YAML reads ``yes``/``no``/``true``/``off`` as
+    booleans, and pydantic would take them as 1 and 0 (``optim.epochs=yes``: one epoch)."""
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_boolean_as_number(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, bool) and info.field_name and _is_number_field(cls.model_fields[info.field_name].annotation):
+            raise ValueError("a YAML boolean (yes/no/true/false/on/off) is not a number; give a number")
+        return value
+
+
+class MJPConfig(NoBooleanNumbers):
     """The method's configuration (frozen; unknown fields are errors).
 
     shuffle: what the jigsaw moves: ``none``; ``patches`` (JP, in token space); ``patches_and_pixels``

@@ -90,10 +90,13 @@ TAG_KIND = "mjp.kind"  # "train" | "sweep" | "evaluation"
 TAG_SMOKE = "mjp.smoke"
 TAG_ERROR = "mjp.error"
 TAG_STOPPED = "mjp.stopped"
+TAG_ERROR_FINAL = "mjp.error_final"  # the trial failed in a way a retry repeats: Tune's retries end at once
 TAG_INTERRUPTED = "mjp.interrupted"
 TAG_PROCESS = "mjp.process"  # host:pid of the trial process (its latest attempt)
 TAG_BEST_TRIAL = "mjp.best_trial"
 TAG_BEST_PARAMS = "mjp.best_params"
+TAG_TRIAL_KEY = "mjp.trial_key"  # digest of a trial's sampled params: the same trial proposed again after a resume
+TAG_ORPHAN = "mjp.orphan"  # a child run whose Tune trial a resume did not restore: the re-proposed trial adopts it
 TAG_SAMPLE_PREFIX = "mjp.sample."  # + sampled key: the value a sweep chose for this trial
 
 

@@ -199,6 +199,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as err:
+        from trainables.errors import disk_full_reason
+
+        full = disk_full_reason(err)
+        if full is None:
+            raise
+        print(f"error: a disk this command writes to is full ({full}); free some space and run it again (`mjp sweep resume DIR` continues a sweep)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -74,7 +74,7 @@ def _after_sweep(outcome: Any, study: Any, out_dir: str = "reports") -> int:
         print(f"failed: {t.label}: {t.error}", file=sys.stderr)
     done = outcome.finished
     print(f"\nsweep {study.name}: {done} of {outcome.expected_trials} trials finished, {len(outcome.failed)} failed · MLflow parent run {outcome.parent_run_id}")
-    uri = study.train_config({}).tracking.uri
+    uri = outcome.uri  # the sweep's store, wherever the command is typed
     report = publish_sweep_report(outcome.parent_run_id, study, out_dir, uri)
     if report is not None:
         print(report.table)

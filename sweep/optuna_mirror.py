@@ -56,6 +56,29 @@ def open_study(url: str, name: str, study: StudyConfig) -> optuna.Study:
     return opened
 
 
+def check_storage(url: str, name: str, study: StudyConfig) -> None:
+    """Open (or create) the sweep's Optuna study before any trial runs: a storage that cannot be
+    read is one ``UserError`` line here, not a traceback from Tune's loop with runs left RUNNING.
+    Created under the store's folder lock (two sweeps may start together on a fresh ``optuna.db``)."""
+    from pathlib import Path
+
+    from trainables.errors import UserError
+    from trainables.tracking import store_lock
+
+    path = Path(url[len("sqlite:///"):]) if url.startswith("sqlite:///") else None
+    try:
+        if path is not None:
+            with store_lock(path):
+                open_study(url, name, study).get_trials(deepcopy=False)
+        else:
+            open_study(url, name, study).get_trials(deepcopy=False)
+    except Exception as err:  # sqlite, SQLAlchemy, alembic or Optuna: a store this sweep cannot use
+        first = (str(err).strip().splitlines() or [""])[0][:200]
+        where = path or url
+        raise UserError(f"the sweep's Optuna storage {where} cannot be read ({type(err).__name__}: {first}); "
+                        f"move it aside (the MLflow runs do not depend on it) and run the command again") from None
+
+
 class OptunaMirror(tune.Callback):
     """Adds every ended trial to the Optuna study ``name`` at ``url`` (once, keyed by Tune's trial id)."""
 

@@ -10,6 +10,7 @@ MLflow are imported once per slot, not once per trial.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -27,16 +28,16 @@ from ray.tune.search.optuna import OptunaSearch
 
 from mjp import keys
 from sweep.console import ConsoleView, failure_reason
-from sweep.signatures import verify_sweep_dir
+from sweep.signatures import STATE_FILE, sign_files, verify_sweep_dir
 from sweep.signing_callback import SweepSigner, sign_tuner_file
 from sweep.space import define_by_run, make_sampler
 from sweep.study import Study, load_study
+from trainables.config import TrainConfig
 from trainables.driver import TrialResources, TrialSpec, find_child_run, tune_trial
-from trainables.errors import UserError
+from trainables.errors import DiskFullError, UserError, disk_full_reason
 from trainables.ray_runtime import console_logs_to, ensure_ray, ray_session_logs
 from trainables.tracking import MlflowProgress, RunTracker, check_store_writable, optuna_storage_url, tracking_uri
 
-STATE_FILE = "mjp_sweep.json"
 LOG_FILE = "sweep.log"
 
 
@@ -60,6 +61,7 @@ class SweepOutcome:
     expected_trials: int = 0
     log_file: str | None = None
     finished: int = 0  # trials that ran to their end (an interrupted trial's metrics do not count)
+    uri: str = ""  # the sweep's own tracking store (from its state file; never the current directory's)
 
     @property
     def failed(self) -> list[TrialOutcome]:
@@ -108,9 +110,16 @@ class SweepRecorder(tune.Callback):
         # Ctrl-C leaves the running trials TERMINATED too, without on_trial_complete; a trial that
         # finished in an earlier run of a resumed sweep has its final result marked done
         self.finished_ids = {t.trial_id for t in trials if t.status == "TERMINATED" and (t.trial_id in self._completed or (t.last_result or {}).get("done"))}
+        # a trial Ctrl-C stopped is TERMINATED without having ended: the run was interrupted (the
+        # last trial of a sweep, or the one trial of `mjp train`)
+        stopped = [t for t in trials if t.status == "TERMINATED" and t.trial_id not in self.finished_ids]
         out_of_time = self.time_budget_s is not None and time.monotonic() - self.started >= self.time_budget_s
-        self.interrupted = bool(unfinished) or (len(trials) < self.expected and not out_of_time)
-        for trial in unfinished:
+        self.interrupted = bool(unfinished) or (bool(stopped) and not out_of_time) or (len(trials) < self.expected and not out_of_time)
+        if out_of_time:
+            for trial in stopped:
+                self._mark(trial, "KILLED", {keys.TAG_STOPPED: f"stopped by the sweep's time budget (budget.time_budget_s={self.time_budget_s:g})"})
+            stopped = []
+        for trial in unfinished + stopped:
             self._mark(trial, "KILLED", {keys.TAG_INTERRUPTED: "the sweep was interrupted; `mjp sweep resume` continues it"})
 
 
@@ -123,8 +132,10 @@ def _filesystem(path: str) -> tuple[pyarrow.fs.FileSystem, str]:
 def write_state(experiment_dir: str, state: dict[str, Any]) -> None:
     fs, path = _filesystem(experiment_dir)
     fs.create_dir(path, recursive=True)
+    content = json.dumps(state, indent=2).encode()
     with fs.open_output_stream(f"{path}/{STATE_FILE}") as fh:
-        fh.write(json.dumps(state, indent=2).encode())
+        fh.write(content)
+    sign_files(experiment_dir, {STATE_FILE: content})  # a resume follows this file: an edit is refused
 
 
 def read_state(experiment_dir: str) -> dict[str, Any]:
@@ -236,10 +247,16 @@ def _tuner_parts(study: Study, spec: TrialSpec) -> tuple[Any, tune.TuneConfig]:
     return trainable, tune_config
 
 
+def failure_config(cfg: TrainConfig) -> tune.FailureConfig:
+    """Tune restarts a trial whose process was lost (``runtime.max_failures`` times) from its last
+    checkpoint; a multi-worker trial's ``TorchTrainer`` also retries its own workers, and its
+    restarted trial process re-attaches to the Ray Train run of the same name. An error raised
+    by the training itself is not retried (``trainables.driver.tune_trial``)."""
+    return tune.FailureConfig(max_failures=cfg.runtime.max_failures)
+
+
 def _failure_config(study: Study) -> tune.FailureConfig:
-    """Retries of in-process trials are Tune's; a TorchTrainer retries its own workers."""
-    base = study.train_config({})
-    return tune.FailureConfig(max_failures=base.runtime.max_failures if base.scaling.in_process else 0)
+    return failure_config(study.train_config({}))
 
 
 def _view(study: Study, spec: TrialSpec, stream: TextIO | None) -> ConsoleView:
@@ -282,6 +299,25 @@ def check_launchable(study: Study) -> None:
         study.train_config(params)
 
 
+def claim_sweep_name(storage: str, base: str) -> str:
+    """A sweep name that no other sweep in ``storage`` has, by construction: its directory is
+    created here, exclusively, so a second sweep started in the same second gets ``<base>-2``
+    (its own directory, MLflow parent run and Optuna study). A remote storage gets a random suffix."""
+    if "://" in storage:
+        import secrets
+
+        return f"{base}-{secrets.token_hex(3)}"
+    Path(storage).mkdir(parents=True, exist_ok=True)
+    for n in itertools.count(1):
+        name = base if n == 1 else f"{base}-{n}"
+        try:
+            (Path(storage) / name).mkdir()
+        except FileExistsError:
+            continue
+        return name
+    raise AssertionError("unreachable")
+
+
 def remove_sweep_dirs(experiment_dir: str, name: str) -> None:
     """Remove a local sweep's directories (its experiment directory and its trials' storage)."""
     import shutil
@@ -298,15 +334,17 @@ def run_sweep(study: Study, *, storage: str | None = None, address: str | None =
     A sweep that fails (or is interrupted) before its first trial starts leaves no directory."""
     check_launchable(study)
     base = study.train_config({})
+    for warning in base.warnings():
+        announce(stream, f"warning: {warning}")
     uri = tracking_uri(uri or base.tracking.uri)
     check_store_writable(uri)
     experiment = base.tracking.experiment
-    run_name = f"{study.name}{'-smoke' if study.smoke else ''}-{time.strftime('%Y%m%d-%H%M%S')}"
     storage = storage_root(storage)
     if study.max_parameters:
         from trainables.preflight import check_disk_space
 
         check_disk_space(storage, 12 * study.max_parameters, f"the study's largest model ({study.max_parameters / 1e6:.1f}M parameters)")
+    run_name = claim_sweep_name(storage, f"{study.name}{'-smoke' if study.smoke else ''}-{time.strftime('%Y%m%d-%H%M%S')}")
     experiment_dir = f"{storage}/{run_name}"
     recorder = SweepRecorder(uri, experiment, None, study.num_trials, study.config.budget.time_budget_s)
     try:
@@ -342,7 +380,11 @@ def _launch(study: Study, storage: str, address: str | None, uri: str, verbose: 
     state = dict(study=study.source, smoke=study.smoke, extra=study.extra, uri=uri, experiment=experiment,
                  parent_run_id=parent.run_id, name=run_name, optuna_storage=optuna_storage_url(uri))
     write_state(experiment_dir, state)
-    with run_closed_on_error(parent):
+    with run_closed_on_error(parent, f"`mjp sweep resume {experiment_dir}` continues the sweep"):
+        if state["optuna_storage"]:
+            from sweep.optuna_mirror import check_storage
+
+            check_storage(state["optuna_storage"], run_name, study.config)
         ensure_ray(address, num_cpus=None if address else _cpus_needed(study), verbose=verbose, dashboard=_uses_ray_train(study))
         _link_ray_logs(experiment_dir)
         spec = _spec(study, state, storage)
@@ -358,10 +400,11 @@ def _launch(study: Study, storage: str, address: str | None, uri: str, verbose: 
 
 class run_closed_on_error:
     """A sweep (or a training) that crashes leaves its (parent) run FAILED (Ctrl-C during set-up:
-    KILLED), never RUNNING."""
+    KILLED), never RUNNING. A full disk becomes one ``DiskFullError`` line saying what to do
+    (``then``); the run is closed if the store can still be written, else by the resume."""
 
-    def __init__(self, parent: RunTracker):
-        self.parent = parent
+    def __init__(self, parent: RunTracker, then: str = "run the command again"):
+        self.parent, self.then = parent, then
 
     def __enter__(self) -> None:
         return None
@@ -369,12 +412,20 @@ class run_closed_on_error:
     def __exit__(self, kind: type | None, err: BaseException | None, tb: Any) -> bool:
         if kind is None:
             return False
-        if issubclass(kind, KeyboardInterrupt):
-            self.parent.set_tags({keys.TAG_INTERRUPTED: "interrupted before the trials started"})
-            self.parent.set_status("KILLED")
-        else:
-            self.parent.set_tags({keys.TAG_ERROR: f"{type(err).__name__}: {err}"[:2000]})
-            self.parent.set_status("FAILED")
+        full = disk_full_reason(err) if err is not None else None
+        try:
+            if issubclass(kind, KeyboardInterrupt):
+                self.parent.set_tags({keys.TAG_INTERRUPTED: "interrupted before the trials started"})
+                self.parent.set_status("KILLED")
+            else:
+                self.parent.set_tags({keys.TAG_ERROR: f"{type(err).__name__}: {err}"[:2000]})
+                self.parent.set_status("FAILED")
+        except Exception as closing:
+            if full is None and disk_full_reason(closing) is None:
+                raise
+            full = full or disk_full_reason(closing)
+        if full is not None:
+            raise DiskFullError(f"a disk this command writes to is full ({full}); free some space (the MLflow store {self.parent.uri}, the run's storage), then {self.then}") from None
         return False
 
 
@@ -389,12 +440,17 @@ def resume_sweep(experiment_dir: str, *, address: str | None = None, verbose: bo
     if not tune.Tuner.can_restore(experiment_dir):
         raise UserError(f"{experiment_dir} holds no restorable Tune experiment")
     log = start_logging(experiment_dir, state["name"], verbose)
+    if state.get("optuna_storage"):
+        from sweep.optuna_mirror import check_storage
+
+        check_storage(state["optuna_storage"], state["name"], study.config)
     announce(stream, f"resuming sweep {state['name']} · logs: {log}")
     parent = RunTracker(state["uri"], state["parent_run_id"])
-    parent.set_status("RUNNING")
-    parent.set_tags({"mjp.driver": f"{socket.gethostname()}:{os.getpid()}"})
     storage = experiment_dir.rstrip("/").rsplit("/", 1)[0]
-    with run_closed_on_error(parent):
+    with run_closed_on_error(parent, f"`mjp sweep resume {experiment_dir}` continues the sweep"):
+        parent.set_status("RUNNING")
+        parent.set_tags({"mjp.driver": f"{socket.gethostname()}:{os.getpid()}"})
+        reopen_children(parent, restored_trial_ids(experiment_dir))
         ensure_ray(address, num_cpus=None if address else _cpus_needed(study), verbose=verbose, dashboard=_uses_ray_train(study))
         _link_ray_logs(experiment_dir)
         spec = _spec(study, state, storage)
@@ -404,6 +460,42 @@ def resume_sweep(experiment_dir: str, *, address: str | None = None, verbose: bo
         _replace_callbacks(tuner, _callbacks(study, spec, state, recorder, stream, experiment_dir))
         grid = tuner.fit()
         return _finish(study, spec, parent, grid, experiment_dir, recorder, log)
+
+
+def restored_trial_ids(experiment_dir: str) -> set[str]:
+    """The trial ids in the sweep's newest saved experiment state: the trials a resume restores.
+    Read as plain JSON (the trials' states are JSON strings; nothing is unpickled)."""
+    fs, path = _filesystem(experiment_dir)
+    states = [i.path for i in fs.get_file_info(pyarrow.fs.FileSelector(path)) if i.base_name.startswith("experiment_state-") and i.base_name.endswith(".json")]
+    if not states:
+        return set()
+    with fs.open_input_stream(max(states)) as fh:
+        saved = json.loads(fh.read().decode())
+    ids = set()
+    for trial_state, _ in saved.get("trial_data", []):
+        trial_id = json.loads(trial_state).get("trial_id")
+        if isinstance(trial_id, str):
+            ids.add(trial_id)
+    return ids
+
+
+def reopen_children(parent: RunTracker, restored: set[str]) -> None:
+    """Before a resume starts any trial: no child run is still RUNNING (its driver is gone: it
+    becomes KILLED, "interrupted"), and a child whose trial the resume does not restore (it started
+    after Tune's last save) is tagged an orphan, so the trial Tune proposes again with the same
+    params adopts it instead of making a second run (``trainables.driver.adopt_orphan``). A
+    failure marked final for the last run's retries is retried once more by the resume."""
+    experiment = parent.client.get_run(parent.run_id).info.experiment_id
+    query = f"tags.`{keys.TAG_PARENT}` = '{parent.run_id}'"
+    for run in parent.client.search_runs([experiment], filter_string=query):
+        child = RunTracker(parent.uri, run.info.run_id)
+        if run.info.status == "RUNNING":
+            child.set_tags({keys.TAG_INTERRUPTED: "the sweep's driver was lost; `mjp sweep resume` continues it"})
+            child.set_status("KILLED")
+        if run.data.tags.get(keys.TAG_TRIAL_ID) not in restored:
+            child.set_tags({keys.TAG_ORPHAN: "1"})
+        if keys.TAG_ERROR_FINAL in run.data.tags:
+            parent.client.delete_tag(child.run_id, keys.TAG_ERROR_FINAL)
 
 
 def _replace_callbacks(tuner: tune.Tuner, callbacks: list[tune.Callback]) -> None:
@@ -458,7 +550,7 @@ def _finish(study: Study, spec: TrialSpec, parent: RunTracker, grid: Any, experi
     objectives = study.config.objectives
     ended = recorder.finished_ids if recorder.interrupted else None  # a sweep that ran through: every trial ended
     done = [t for t in trials if t.error is None and all(o.metric in t.metrics for o in objectives) and (ended is None or t.trial_id in ended)]
-    outcome = SweepOutcome(parent.run_id, experiment_dir, trials, interrupted=recorder.interrupted, expected_trials=study.num_trials, log_file=str(log), finished=len(done))
+    outcome = SweepOutcome(parent.run_id, experiment_dir, trials, interrupted=recorder.interrupted, expected_trials=study.num_trials, log_file=str(log), finished=len(done), uri=spec.uri)
     summary: dict[str, float] = {"sweep/trials": len(trials), "sweep/failed": len(outcome.failed)}
     if len(objectives) == 1 and done:
         o = objectives[0]

@@ -33,8 +33,10 @@ from trainables.errors import UserError
 
 MANIFEST = "mjp_signatures"
 KEY_FILE = "sweep-signing.key"
-#: The sweep's own plain-JSON state (read with ``json.loads``), never unpickled.
-OWN_FILES = frozenset({"mjp_sweep.json", MANIFEST})
+#: The sweep's own plain-JSON state (read with ``json.loads``, never unpickled, but signed: a
+#: resume follows it, so an edited study, overrides, tracking URI or Optuna storage is refused).
+STATE_FILE = "mjp_sweep.json"
+OWN_FILES = frozenset({STATE_FILE, MANIFEST})
 #: How many signatures of one path are kept (old versions a killed sync may have left).
 HISTORY = 16
 
@@ -85,6 +87,12 @@ def is_unpickled_by_tune(relpath: str) -> bool:
     if name in OWN_FILES:
         return False
     return name.endswith(".pkl") or ("/" not in relpath and name.endswith(".json"))
+
+
+def must_be_signed(relpath: str) -> bool:
+    """Whether a resume refuses this file of a sweep directory unsigned or changed: what Tune
+    may unpickle, and the sweep's own state file at its top."""
+    return relpath == STATE_FILE or is_unpickled_by_tune(relpath)
 
 
 def _local_files(root: str) -> Iterable[str]:
@@ -181,9 +189,16 @@ def verify_sweep_dir(experiment_dir: str) -> None:
         raise UserError(f"refusing to resume {experiment_dir}: you have no sweep signing key ({key_path()}), so no sweep directory was signed for you on this machine")
     files = _load_manifest(experiment_dir, key)
     listing = _remote_files(experiment_dir) if "://" in experiment_dir else _local_files(experiment_dir)
+    listing = set(listing)
+    if STATE_FILE not in listing:
+        raise UserError(f"refusing to resume {experiment_dir}: it has no {STATE_FILE}; pass the directory `mjp sweep run` printed")
     for rel in sorted(listing):
-        if not is_unpickled_by_tune(rel):
+        if not must_be_signed(rel):
             continue
+        if rel == STATE_FILE and not files.get(rel):
+            raise UserError(f"refusing to resume {experiment_dir}: its state file {STATE_FILE} is not signed (a sweep started before state files were signed, or one not written for you); start the sweep again")
+        if rel == STATE_FILE and _file_mac(key, rel, read_file(experiment_dir, rel)) not in files[rel]:
+            raise UserError(f"refusing to resume {experiment_dir}: {STATE_FILE} was changed after this sweep wrote it (its signature does not match); put back the original or start the sweep again")
         known = files.get(rel)
         if not known:
             raise UserError(f"refusing to resume {experiment_dir}: {rel} was not written by this sweep (unsigned); Tune would unpickle it, which can run code. Remove it if you trust nothing in it")

@@ -13,7 +13,7 @@ from ray import tune
 
 from mjp import keys
 from sweep.console import ConsoleView
-from sweep.run import SweepRecorder, announce, run_closed_on_error, start_logging, storage_root
+from sweep.run import SweepRecorder, announce, failure_config, run_closed_on_error, start_logging, storage_root
 from trainables.config import TrainConfig
 from trainables.driver import TrialResources, TrialSpec, start_run, tune_trial
 from trainables.labels import run_label
@@ -36,6 +36,8 @@ def run_training(cfg: TrainConfig, *, address: str | None = None, verbose: bool 
     from trainables.preflight import check_disk_space, preflight
 
     checked = preflight(cfg)
+    for warning in cfg.warnings():
+        announce(stream, f"warning: {warning}")
     uri = tracking_uri(cfg.tracking.uri)
     check_store_writable(uri)
     label = run_label(cfg)
@@ -57,7 +59,7 @@ def run_training(cfg: TrainConfig, *, address: str | None = None, verbose: bool 
         tune_config=tune.TuneConfig(num_samples=1),
         run_config=tune.RunConfig(
             name=stamp, storage_path=storage, callbacks=[recorder, view], verbose=2 if verbose else 0,
-            failure_config=tune.FailureConfig(max_failures=cfg.runtime.max_failures if s.in_process else 0),
+            failure_config=failure_config(cfg),
         ),
     )
     with run_closed_on_error(tracker):

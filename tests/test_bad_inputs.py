@@ -93,6 +93,8 @@ CASES = [
     ("unknown key", lambda t: TRAIN + ["--set", "optim.lrr=1"], "optim.lrr: Extra inputs are not permitted"),
     ("key typo names keys of its section", lambda t: TRAIN + ["--set", "optim.lrr=1"], "optim.lrr: Extra inputs are not permitted (got 1) (did you mean optim.min_lr or optim.base_lr?)"),
     ("typo with suggestion", lambda t: TRAIN + ["--set", "optim.epoch=3"], "did you mean optim.epochs?"),
+    ("a YAML boolean for a number", lambda t: TRAIN + ["--set", "optim.epochs=yes"], "optim.epochs: a YAML boolean (yes/no/true/false/on/off) is not a number; give a number (got True)"),
+    ("a YAML boolean for a ratio", lambda t: TRAIN + ["--set", "mjp.mask_ratio=on"], "mjp.mask_ratio: a YAML boolean (yes/no/true/false/on/off) is not a number; give a number (got True)"),
     ("workers zero", lambda t: TRAIN + ["--set", "scaling.num_workers=0"], "scaling.num_workers: Input should be greater than or equal to 1 (got 0)"),
     ("dataset typo", lambda t: TRAIN + ["--set", "data.name=fashion"], "did you mean fashion_mnist?"),
     ("ratio above 1", lambda t: TRAIN + ["--set", "mjp.mask_ratio=2"], "mjp.mask_ratio: Input should be less than or equal to 1 (got 2)"),
@@ -249,3 +251,13 @@ def test_a_read_only_store_is_named_before_launch(tmp_path, capsys, monkeypatch)
         assert err.startswith("error: the MLflow store is read-only") and str(db) in err and "Traceback" not in err, err
     finally:
         subprocess.run(["chattr", "-i", str(db)])
+
+
+def test_a_warmup_longer_than_the_training_is_named_before_ray_starts(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    monkeypatch.setattr(ray, "init", no_ray)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
+    with pytest.raises(AssertionError, match="Ray was started"):
+        main(TRAIN + ["--set", "optim.epochs=1", "--set", "optim.warmup_epochs=50", "--set", f"tracking.storage_path={tmp_path}"])
+    out = capsys.readouterr().out
+    assert "warning: optim.warmup_epochs=50 is longer than optim.epochs=1: the learning rate never reaches optim.base_lr; set optim.warmup_epochs to at most 1" in out, out

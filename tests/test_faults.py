@@ -36,9 +36,10 @@ def study(tmp: Path, epochs: int = 2) -> str:
     return str(path)
 
 
-def mjp(tmp: Path, *args: str) -> subprocess.Popen:
-    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp}/mlflow.db", "MJP_SWEEP_STORAGE": str(tmp / "ray"), "PYTHONUNBUFFERED": "1"}
-    return subprocess.Popen([sys.executable, "-m", "sweep.cli", *args], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def mjp(tmp: Path, *args: str, cwd: Path = ROOT, **env_vars: str) -> subprocess.Popen:
+    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp}/mlflow.db", "MJP_SWEEP_STORAGE": str(tmp / "ray"), "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT), **env_vars}
+    env = {k: v for k, v in env.items() if v}  # an empty value: unset
+    return subprocess.Popen([sys.executable, "-m", "sweep.cli", *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def read_until(proc: subprocess.Popen, marker: str) -> list[str]:
@@ -127,6 +128,79 @@ def test_ctrl_c_then_sigkill_then_resume_runs_every_trial_exactly_once(tmp_path)
     assert_each_trial_once(uri)
 
 
+@pytest.mark.slow
+def test_driver_sigkill_then_resume_from_another_directory_makes_each_trial_once(tmp_path):
+    """The driver is SIGKILLed after Tune's only experiment-state save (the trials started since
+    are unknown to the restored experiment, and Tune proposes them again under new ids), then the
+    sweep is resumed from another directory with no tracking URI in the environment: every trial
+    has exactly one child run, none stays RUNNING, the records are in the sweep's own store and
+    no stray mlflow.db appears where the command was typed."""
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    first = mjp(tmp_path, "sweep", "run", study(tmp_path), TUNE_GLOBAL_CHECKPOINT_S="3600")
+    read_until(first, "finished ")
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not second_trial_reported(uri):
+        time.sleep(0.2)
+    first.kill()
+    first.communicate()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    resumed = mjp(tmp_path, "sweep", "resume", experiment_dir(tmp_path), cwd=elsewhere, MLFLOW_TRACKING_URI="")
+    out, err = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, out + err
+    assert "Traceback" not in out + err
+    assert_each_trial_once(uri)
+    assert not (elsewhere / "mlflow.db").exists()
+    status = subprocess.run([sys.executable, "-m", "sweep.cli", "sweep", "status", "--uri", uri], cwd=ROOT, capture_output=True, text=True)
+    assert "3 finished of 3 trials" in status.stdout, status.stdout + status.stderr
+
+
+@pytest.mark.slow
+def test_ctrl_c_on_train_exits_130_with_the_run_killed_and_no_results_table(tmp_path):
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    overrides = ["optim.epochs=30", "model.kwargs.patch_size=2", "model.kwargs.embed_dim=32", "model.kwargs.depth=2", "model.kwargs.num_heads=2",
+                 "data.train_limit=256", "data.val_limit=64", "tracking.experiment=faults", f"tracking.storage_path={tmp_path / 'runs'}"]
+    proc = mjp(tmp_path, "train", "trainables/configs/digits_vit_tiny.yaml", *(a for o in overrides for a in ("--set", o)))
+    read_until(proc, "epoch 1/30")
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, out + err
+    assert "Traceback" not in out + err and "KILLED" in err
+    assert "(MLflow run " not in out and "MLflow UI:" not in out  # no results table as if training had ended
+    client = mlflow.MlflowClient(uri)
+    (run,) = client.search_runs([client.get_experiment_by_name("faults").experiment_id])
+    assert run.info.status == "KILLED"
+
+
+def test_a_trial_lost_with_the_driver_is_adopted_when_proposed_again_not_duplicated(tmp_path):
+    """Run creation is idempotent per trial: a restored trial finds its run by trial id; a trial
+    the resume lost (proposed again under a new id) adopts its orphaned run by its params."""
+    from sweep.run import reopen_children
+    from trainables.driver import TrialSpec, _trial_run
+    from trainables.tracking import RunTracker
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    parent = RunTracker.create(uri, "faults", run_name="sweep", tags={keys.TAG_KIND: "sweep"})
+    spec = TrialSpec(name="sweep", base_tree=TINY, uri=uri, experiment="faults", storage=str(tmp_path), parent_run_id=parent.run_id)
+
+    def run(variant: str, trial_id: str) -> RunTracker:
+        params = {"mjp.variant": variant}
+        return _trial_run(spec, spec.config(params), params, trial_id)
+
+    saved, lost = run("A", "aaaa0001"), run("G", "aaaa0002")  # the driver is killed now; Tune had saved only the first
+    reopen_children(parent, {"aaaa0001"})
+    client = mlflow.MlflowClient(uri)
+    assert {client.get_run(r.run_id).info.status for r in (saved, lost)} == {"KILLED"}
+    assert run("A", "aaaa0001").run_id == saved.run_id
+    again = run("G", "bbbb0003")
+    assert again.run_id == lost.run_id and client.get_run(lost.run_id).data.tags[keys.TAG_TRIAL_ID] == "bbbb0003"
+    assert keys.TAG_ORPHAN not in client.get_run(lost.run_id).data.tags
+    new = run("J", "bbbb0004")
+    assert new.run_id not in (saved.run_id, lost.run_id)
+    _, kids = children(uri)
+    assert len(kids) == 3 and {k.info.status for k in kids} == {"RUNNING"}
+
+
 class KillAt:
     """A console stream that SIGKILLs the trial's process when ``marker`` is printed: mid-epoch,
     since the marker is the previous epoch's line."""
@@ -150,18 +224,21 @@ class KillAt:
 
 
 @pytest.mark.slow
-def test_a_trial_process_killed_mid_epoch_resumes_from_its_checkpoint_logging_nothing_twice(tmp_path, local_ray):
+def test_a_trial_process_killed_mid_epoch_resumes_from_its_checkpoint_logging_nothing_twice(tmp_path, local_ray, capfd):
+    """By default (no runtime.max_failures given): a lost worker is survived, quietly."""
     from sweep.training import run_training
     from trainables.config import build_config
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     cfg = build_config({**TINY, "optim": {"epochs": 4}}, {
         "tracking.uri": uri, "tracking.storage_path": str(tmp_path / "runs"), "runtime.checkpoint_every": 2,
-        "runtime.max_failures": 1, "runtime.log_every": 2, "data.train_limit": 512,
+        "runtime.log_every": 2, "data.train_limit": 512,
     })
     stream = KillAt(uri, "epoch 2/4")
     outcome = run_training(cfg, stream=stream)
     assert stream.killed and outcome.error is None, (outcome.error, stream.text)
+    printed = capfd.readouterr()
+    assert "A worker died" not in printed.out + printed.err and "(raylet)" not in printed.out + printed.err
     client = mlflow.MlflowClient(uri)
     assert client.get_run(outcome.run_id).info.status == "FINISHED"
     assert [m.step for m in client.get_metric_history(outcome.run_id, keys.VAL_TOP1)] == [1, 2, 3, 4]
@@ -218,3 +295,103 @@ def test_a_zombie_counts_as_ended():
     assert Path(f"/proc/{child.pid}").exists() and not is_running(child.pid)
     child.wait()
     assert not is_running(os.getpid() + 10**7)  # no such process
+
+
+def test_raylet_messages_go_to_the_log_not_the_console(capsys, caplog):
+    """Ray's driver prints the raylet's "A worker died" block from a thread of its own."""
+    from ray._private import worker
+
+    from trainables.ray_runtime import raylet_messages_to_log
+
+    raylet_messages_to_log()
+    worker.print_to_stdstream({"lines": ["A worker died or was killed while executing a task by an unexpected system error."], "pid": "raylet", "is_err": False}, ignore_prefix=False)
+    printed = capsys.readouterr()
+    assert "A worker died" not in printed.out + printed.err
+    assert "(raylet) A worker died or was killed" in caplog.text
+
+
+def test_a_lost_worker_is_retried_by_default_in_both_trial_kinds():
+    """Tune restarts a lost trial process from its last checkpoint, for an in-process trial and
+    for the process that drives a multi-worker TorchTrainer (whose workers Ray Train retries)."""
+    from sweep.run import failure_config
+    from trainables.config import build_config
+
+    for scaling in ({}, {"scaling.num_workers": 2}):
+        cfg = build_config({}, scaling)
+        assert cfg.runtime.max_failures >= 1 and failure_config(cfg).max_failures == cfg.runtime.max_failures
+
+
+def test_two_sweeps_started_in_the_same_second_get_their_own_names(tmp_path):
+    from sweep.run import claim_sweep_name
+
+    first, second = (claim_sweep_name(str(tmp_path / "ray"), "faults-20261124-031500") for _ in range(2))
+    assert (first, second) == ("faults-20261124-031500", "faults-20261124-031500-2")
+    assert (tmp_path / "ray" / first).is_dir() and (tmp_path / "ray" / second).is_dir()
+
+
+RACE = """
+import sys, time
+from trainables.tracking import RunTracker
+while time.time() < float(sys.argv[2]):
+    pass
+RunTracker.create(sys.argv[1], "race", run_name="sweep")
+"""
+
+
+def test_sweeps_starting_together_on_a_fresh_store_all_create_their_runs(tmp_path):
+    """Three processes create their first run in a store that does not exist yet, at the same
+    moment: without a lock, two of them run MLflow's migrations over each other and die."""
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    start = time.time() + 6  # after each process has imported MLflow
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [subprocess.Popen([sys.executable, "-c", RACE, uri, str(start)], env=env, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    errors = [p.communicate(timeout=120)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], errors
+    client = mlflow.MlflowClient(uri)
+    assert len(client.search_runs([client.get_experiment_by_name("race").experiment_id])) == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mlflow.db", "mlartifacts"] or sorted(p.name for p in tmp_path.iterdir()) == ["mlflow.db"]
+
+
+FULL_DISK = """
+import os, sys
+from pathlib import Path
+from sweep.run import run_closed_on_error
+from trainables.errors import DiskFullError
+from trainables.tracking import RunTracker
+
+from trainables.ray_runtime import library_logs_to
+
+disk = Path(sys.argv[1])
+library_logs_to(Path(sys.argv[2]))  # as the commands do: the libraries' records to the log file
+uri = f"sqlite:///{disk}/mlflow.db"
+parent = RunTracker.create(uri, "full", run_name="sweep")
+fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT)
+try:  # everything else on the disk is taken
+    while True:
+        os.write(fd, b"x" * 4096)
+except OSError:
+    os.close(fd)
+try:
+    with run_closed_on_error(parent, "`mjp sweep resume DIR` continues the sweep"):
+        for step in range(100000):
+            parent.log_metrics({f"m{i}": float(i) for i in range(50)}, step)
+except DiskFullError as err:
+    print(f"one line: {err}")
+"""
+
+
+@pytest.mark.skipif(subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode != 0, reason="needs user namespaces to mount a small tmpfs")
+def test_a_disk_filling_under_the_store_ends_in_one_line_naming_what_to_do(tmp_path):
+    """A 2 MiB tmpfs (in a private mount namespace) holds the MLflow store and fills while a run
+    logs: the error that ends the run is one line naming the store and the resume."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    script = tmp_path / "full.py"
+    script.write_text(FULL_DISK)
+    env, log = {**os.environ, "PYTHONPATH": str(ROOT)}, tmp_path / "full.log"
+    done = subprocess.run(["unshare", "-rm", "sh", "-c", f'mount -t tmpfs -o size=2m tmpfs "{disk}" && exec "{sys.executable}" "{script}" "{disk}" "{log}"'],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    (line,) = [x for x in done.stdout.splitlines() if x.startswith("one line: ")]
+    assert "a disk this command writes to is full (" in line and "database or disk is full" in line
+    assert f"free some space (the MLflow store sqlite:///{disk}/mlflow.db, the run's storage), then `mjp sweep resume DIR` continues the sweep" in line

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from mjp.config import SEED_BOUND, TABLE4, TABLE4_NAMES, MJPConfig
+from mjp.config import SEED_BOUND, TABLE4, TABLE4_NAMES, MJPConfig, NoBooleanNumbers
 from mjp.keys import CONSISTENCY_RATIO, CORRUPTIONS, PE_EV_DIMS, SHUFFLE_EVAL_RATIOS
 from trainables.errors import ConfigError
 from trainables.overrides import apply_overrides, did_you_mean, did_you_mean_key, flatten, parse_overrides
@@ -22,7 +22,7 @@ from trainables.yaml_files import read_yaml_mapping
 DatasetName = Literal["digits", "fashion_mnist", "imagefolder", "cifar10", "cifar100"]
 
 
-class _Section(BaseModel):
+class _Section(NoBooleanNumbers):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
@@ -154,7 +154,7 @@ class RuntimeSection(_Section):
     log_every: int = Field(50, ge=1, description="steps between host syncs for the running loss")
     checkpoint_every: int = Field(10, ge=1, description="epochs between checkpoints (also at the last epoch)")
     checkpoint_minutes: float = Field(15.0, gt=0, description="also checkpoint at the end of any epoch that ends this long after the last checkpoint (long epochs lose at most one)")
-    max_failures: int = Field(0, ge=0, description="restarts from the last checkpoint")
+    max_failures: int = Field(2, ge=0, description="restarts from the last checkpoint after a lost worker or node (an error in the input is not retried)")
     fail_after_epoch: int | None = Field(None, ge=1, description="testing: raise once after this epoch's report")
 
 
@@ -201,6 +201,14 @@ class TrainConfig(_Section):
                 if isinstance(part, dict) and part.get(field) is None:
                     data = {**data, section: {**part, field: derive_seed(seed, stream)}}
         return data
+
+    def warnings(self) -> list[str]:
+        """What this config allows but probably does not mean (one line each, naming the keys)."""
+        found = []
+        if self.optim.warmup_epochs > self.optim.epochs:
+            found.append(f"optim.warmup_epochs={self.optim.warmup_epochs:g} is longer than optim.epochs={self.optim.epochs}: the learning rate never "
+                         f"reaches optim.base_lr; set optim.warmup_epochs to at most {self.optim.epochs}")
+        return found
 
     @property
     def variant(self) -> str:

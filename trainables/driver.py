@@ -9,6 +9,8 @@ by its trial-id tag or created, so a restored sweep re-attaches to it.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import socket
 from dataclasses import dataclass, field
@@ -16,6 +18,7 @@ from typing import Any
 
 from mjp import keys
 from trainables.config import TrainConfig, build_config, flat_params
+from trainables.errors import UserError
 from trainables.labels import RunLabel, run_label, variant_words
 from trainables.overrides import expand_presets
 from trainables.tracking import RunTracker
@@ -91,16 +94,28 @@ def start_run(cfg: TrainConfig, uri: str, *, run_name: str, tags: dict[str, str]
     return tracker
 
 
+def trial_key(params: dict[str, Any]) -> str:
+    """A digest of a trial's sampled params: what identifies a trial that Tune proposes again
+    under a new (random) trial id after a resume restored an older experiment state."""
+    text = json.dumps(params, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def _trial_run(spec: TrialSpec, cfg: TrainConfig, params: dict[str, Any], trial_id: str) -> RunTracker:
+    """The trial's MLflow run, created once: looked up by trial id, else an orphan of the same
+    params adopted (see ``sweep.run.reopen_children``), else created."""
     if spec.run_id:
         tracker = RunTracker(spec.uri, spec.run_id)
     else:
-        tracker = find_child_run(spec.uri, spec.experiment, spec.parent_run_id, trial_id)
+        tracker = find_child_run(spec.uri, spec.experiment, spec.parent_run_id, trial_id) or adopt_orphan(spec, params, trial_id)
     if tracker is not None:
+        if keys.TAG_ORPHAN in tracker.client.get_run(tracker.run_id).data.tags:  # restored after all: not for adoption
+            tracker.client.delete_tag(tracker.run_id, keys.TAG_ORPHAN)
         tracker.set_status("RUNNING")
         return tracker
     label = run_label(cfg, params, spec.presets)
-    tags = {keys.TAG_TRIAL_ID: trial_id, keys.TAG_LABEL: label.display, **{f"{keys.TAG_SAMPLE_PREFIX}{k}": str(v) for k, v in params.items()}}
+    tags = {keys.TAG_TRIAL_ID: trial_id, keys.TAG_TRIAL_KEY: trial_key(params), keys.TAG_LABEL: label.display,
+            **{f"{keys.TAG_SAMPLE_PREFIX}{k}": str(v) for k, v in params.items()}}
     if spec.study:
         tags[keys.TAG_STUDY] = spec.study
     tags[keys.TAG_NOTE] = (f"Trial **{label.display}** of sweep `{spec.name}`: {cfg.model.name} on {cfg.data.name}, "
@@ -146,6 +161,10 @@ def tune_trial(params: dict[str, Any], spec: TrialSpec) -> None:
     trial_id = tune.get_context().get_trial_id()
     cfg = spec.config(params)
     tracker = _trial_run(spec, cfg, params, trial_id)
+    earlier = tracker.client.get_run(tracker.run_id).data.tags
+    if earlier.get(keys.TAG_ERROR_FINAL):  # Tune retries every failure; a retry would fail the same way
+        tracker.set_status("FAILED")
+        raise TrialFailed(earlier.get(keys.TAG_ERROR, "failed"))
     tracker.set_tags({keys.TAG_PROCESS: f"{socket.gethostname()}:{os.getpid()}"})  # this attempt's trial process
     try:
         if cfg.scaling.in_process:
@@ -163,10 +182,26 @@ def tune_trial(params: dict[str, Any], spec: TrialSpec) -> None:
             trainer.fit()  # raises TrainingFailedError once Ray Train's retries are exhausted
     except Exception as err:  # not BaseException: Tune stops a trial (ASHA) with SystemExit
         reason = one_line_reason(err)
-        tracker.set_tags({keys.TAG_ERROR: reason})
+        # Tune's retries (runtime.max_failures) are for a lost worker or node: an error in the
+        # input, or one Ray Train already retried its workers for, ends the trial at once
+        final = isinstance(err, UserError) or not cfg.scaling.in_process
+        tracker.set_tags({keys.TAG_ERROR: reason, **({keys.TAG_ERROR_FINAL: "1"} if final else {})})
         tracker.set_status("FAILED")
         raise TrialFailed(reason) from err
     tracker.set_status("FINISHED")
+
+
+def adopt_orphan(spec: TrialSpec, params: dict[str, Any], trial_id: str) -> RunTracker | None:
+    """The sweep's orphaned child run of these params (its trial was lost with the driver before
+    Tune saved it), now the run of ``trial_id``; None when there is none."""
+    if spec.parent_run_id is None:
+        return None
+    orphan = RunTracker.find(spec.uri, spec.experiment, {keys.TAG_PARENT: spec.parent_run_id, keys.TAG_TRIAL_KEY: trial_key(params), keys.TAG_ORPHAN: "1"})
+    if orphan is None:
+        return None
+    orphan.set_tags({keys.TAG_TRIAL_ID: trial_id})
+    orphan.client.delete_tag(orphan.run_id, keys.TAG_ORPHAN)
+    return orphan
 
 
 def find_child_run(uri: str, experiment: str, parent_run_id: str | None, trial_id: str) -> RunTracker | None:

@@ -6,9 +6,26 @@ catch them without an import cycle.
 
 from __future__ import annotations
 
+import errno
+
+
+def _rebuilt(cls: type, args: tuple, state: dict) -> BaseException:
+    """An error unpickled without calling its ``__init__`` (see ``UserError.__reduce__``)."""
+    err = cls.__new__(cls)
+    err.args = args
+    err.__dict__.update(state)
+    return err
+
 
 class UserError(Exception):
-    """Any error the user can fix by changing the input; the CLI prints ``error: <message>``."""
+    """Any error the user can fix by changing the input; the CLI prints ``error: <message>``.
+
+    Picklable whatever its subclass's ``__init__`` takes (Ray sends a worker's error to the
+    driver as a pickle): it is rebuilt from its message and attributes, not by calling
+    ``__init__`` again with the message alone."""
+
+    def __reduce__(self) -> tuple:
+        return _rebuilt, (type(self), self.args, dict(self.__dict__))
 
 
 class ConfigError(UserError, ValueError):
@@ -17,3 +34,26 @@ class ConfigError(UserError, ValueError):
 
 class DataError(UserError, ValueError):
     """The data a config asks for is missing or broken; the message says where and what to do."""
+
+
+class DiskFullError(UserError):
+    """A disk the command writes to (the MLflow store, checkpoints, logs) is full."""
+
+
+#: what SQLite (through SQLAlchemy and MLflow) and the OS say when a disk is full
+_DISK_FULL_TEXTS = ("database or disk is full", "No space left on device")
+
+
+def disk_full_reason(err: BaseException) -> str | None:
+    """The one-line reason when ``err`` (or an error it was raised from) is a full disk; else None."""
+    seen: set[int] = set()
+    current: BaseException | None = err
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno == errno.ENOSPC:
+            return f"{type(current).__name__}: {current.strerror or 'No space left on device'}"
+        for text in _DISK_FULL_TEXTS:
+            if text in str(current):
+                return f"{type(current).__name__}: {text}"
+        current = current.__cause__ or current.__context__
+    return None

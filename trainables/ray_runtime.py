@@ -102,12 +102,40 @@ def ensure_ray(address: str | None = None, *, num_cpus: int | None = None, verbo
     quiet = dict(log_to_driver=verbose, configure_logging=False)
     if address:
         ray.init(address=address, **quiet)
+        if not verbose:
+            raylet_messages_to_log()
         return
     _node_address_is_loopback()
     ray.init(address="local", num_cpus=num_cpus, _node_ip_address="127.0.0.1", include_dashboard=dashboard or verbose, dashboard_host="127.0.0.1", **quiet)
+    if not verbose:
+        raylet_messages_to_log()
     from trainables.ray_cleanup import watch_local_ray
 
     watch_local_ray()
+
+
+def raylet_messages_to_log() -> None:
+    """The raylet's messages to the driver ("(raylet) A worker died or was killed while executing
+    a task ...", a lost worker that the trial's retry survives) go to the log file, not the
+    console: Ray's driver prints them from a thread of its own whatever ``log_to_driver`` says.
+    Replaces ``ray._private.worker.print_to_stdstream``, which that thread calls; the trial's
+    own line on the console says what happened to it."""
+    from ray._private import worker
+
+    original = worker.print_to_stdstream
+    if getattr(original, "mjp_to_log", False):
+        return
+    log = logging.getLogger("ray.raylet")
+
+    def to_log(data: dict, ignore_prefix: bool) -> None:
+        if data.get("pid") == "raylet":
+            for line in data.get("lines", []):
+                log.warning("(raylet) %s", line)
+        else:
+            original(data, ignore_prefix)
+
+    to_log.mjp_to_log = True  # type: ignore[attr-defined]
+    worker.print_to_stdstream = to_log
 
 
 def _node_address_is_loopback() -> None:

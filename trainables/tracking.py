@@ -7,6 +7,7 @@ are not logged again, and ``EpochLogger`` skips the steps logged before the inte
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -14,7 +15,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import mlflow
 from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunTag
@@ -106,6 +107,35 @@ def check_store_writable(uri: str) -> None:
             raise TrackingError(f"the MLflow store {path} cannot be written: {err}") from None
 
 
+@contextlib.contextmanager
+def store_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock on the folder of a SQLite store (``flock`` on the folder itself, so no
+    lock file is left beside it): two sweeps started together on a fresh store would otherwise
+    both run its schema migrations, and one dies in alembic."""
+    import fcntl
+
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+_READY: set[str] = set()  # stores this process has created or checked
+
+
+def ready_store(uri: str) -> MlflowClient:
+    """A client of ``uri``, whose SQLite store (created on first use) is complete before anyone
+    writes to it: its creation and migrations run under ``store_lock``, once per process."""
+    path = sqlite_path(uri)
+    if path is not None and uri not in _READY:
+        with store_lock(path):
+            MlflowClient(uri).search_experiments(max_results=1)  # creates and migrates the schema
+        _READY.add(uri)
+    return MlflowClient(uri)
+
+
 #: the kind the MLflow UI shows for our experiments (model training, not GenAI); it still opens an
 #: experiment on its overview, so the commands print the runs table's address (experiment_runs_page)
 EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}
@@ -138,7 +168,7 @@ def experiment_runs_page(uri: str, name: str, host: str = "http://127.0.0.1:5000
 
 def set_experiment_note(uri: str, name: str, text: str) -> None:
     """The experiment's description in the MLflow UI (``mlflow.note.content``)."""
-    client = MlflowClient(uri)
+    client = ready_store(uri)
     exp = experiment_id(client, name)
     client.set_experiment_tag(exp, keys.TAG_NOTE, text)
     for key, value in EXPERIMENT_KIND.items():
@@ -171,7 +201,7 @@ class RunTracker:
 
     @classmethod
     def create(cls, uri: str, experiment: str, *, run_name: str | None = None, tags: dict[str, str] | None = None, parent_run_id: str | None = None) -> "RunTracker":
-        client = MlflowClient(uri)
+        client = ready_store(uri)
         all_tags = dict(tags or {})
         if parent_run_id:
             all_tags[keys.TAG_PARENT] = parent_run_id

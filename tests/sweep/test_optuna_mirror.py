@@ -4,6 +4,7 @@ each trial's MLflow run id and variant, read back with Optuna."""
 import datetime
 
 import optuna
+import pytest
 from ray.tune.experiment import Trial
 
 from mjp import keys
@@ -45,3 +46,17 @@ def test_mirrored_trials_have_times_metric_names_and_their_mlflow_run(tmp_path):
     # no MLflow run found: the start Tune reported, the trial still marked pruned by the scheduler
     assert second.state == optuna.trial.TrialState.PRUNED and "mlflow_run_id" not in second.user_attrs
     assert second.datetime_start == mirror.started["t2"] and second.datetime_complete >= second.datetime_start
+
+
+def test_an_unreadable_optuna_storage_is_one_line_naming_it(tmp_path):
+    from sweep.optuna_mirror import check_storage
+    from sweep.study import load_study
+    from trainables.errors import UserError
+
+    config = load_study("quickstart").config
+    url = f"sqlite:///{tmp_path}/optuna.db"
+    check_storage(url, "sweep-1", config)  # a fresh storage is created
+    (tmp_path / "optuna.db").write_bytes(b"not a database " * 400)
+    with pytest.raises(UserError) as err:
+        check_storage(url, "sweep-1", config)
+    assert str(err.value).startswith(f"the sweep's Optuna storage {tmp_path}/optuna.db cannot be read (DatabaseError: ") and "\n" not in str(err.value)

@@ -45,8 +45,9 @@ def signed_sweep(tmp: Path) -> Path:
     for rel, content in files.items():
         (staging / rel).write_bytes(content)
         (sweep / rel).write_bytes(content)
-    (sweep / "mjp_sweep.json").write_text(json.dumps({"name": "x"}))
+    (sweep / "mjp_sweep.json").write_text(json.dumps({"name": "x", "extra": {"optim.epochs": 40}}))
     (sweep / "trial_1" / "result.json").write_text("{}")  # plain JSON in a trial folder: never unpickled
+    sign_files(str(sweep), {"mjp_sweep.json": (sweep / "mjp_sweep.json").read_bytes()})  # as sweep.run.write_state does
     sign_tree(str(sweep), str(staging))
     (sweep / "tuner.pkl").write_bytes(pickle.dumps({"tuner": 1}))
     sign_files(str(sweep), {"tuner.pkl": (sweep / "tuner.pkl").read_bytes()})
@@ -126,3 +127,19 @@ def test_mjp_sweep_resume_refuses_a_planted_pickle_in_one_line_exit_2(home, tmp_
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "searcher-state-9.pkl was not written by this sweep" in done.stderr, done.stderr
     assert not marker.exists()
+
+
+def test_an_edited_or_unsigned_state_file_is_refused(home, tmp_path):
+    """``mjp_sweep.json`` names the study, its overrides, the tracking store and the Optuna
+    storage a resume follows: an edit (epochs 40 -> 12) is refused like a changed pickle."""
+    sweep = signed_sweep(tmp_path)
+    state = sweep / "mjp_sweep.json"
+    state.write_text(state.read_text().replace("40", "12"))
+    with pytest.raises(UserError, match="mjp_sweep.json was changed after this sweep wrote it"):
+        verify_sweep_dir(str(sweep))
+    manifest = json.loads((sweep / MANIFEST).read_text())
+    del manifest["files"]["mjp_sweep.json"]
+    (sweep / MANIFEST).unlink()
+    sign_files(str(sweep), {k: (sweep / k).read_bytes() for k in manifest["files"]})  # a manifest without the state file
+    with pytest.raises(UserError, match="state file mjp_sweep.json is not signed"):
+        verify_sweep_dir(str(sweep))

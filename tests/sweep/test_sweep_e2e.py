@@ -148,9 +148,10 @@ def test_the_report_renders_in_chromium(seeded_sweep):
 
 def test_interrupted_sweep_resumes_every_trial_once(tmp_path, local_ray, monkeypatch):
     uri = f"sqlite:///{tmp_path}/mlflow.db"
-    # the second trial dies after its first epoch's checkpoint, as a killed node would
+    # the second trial dies after its first epoch's checkpoint, as a killed node would, and is
+    # not retried (runtime.max_failures=0): the resume continues it
     space = {"runtime.fail_after_epoch": {"type": "grid", "values": [None, 1]}}
-    study = load_study(study_file(tmp_path, space), overrides={"tracking.uri": uri})
+    study = load_study(study_file(tmp_path, space), overrides={"tracking.uri": uri, "runtime.max_failures": 0})
     console = io.StringIO()
     first = run_sweep(study, storage=str(tmp_path / "ray"), stream=console)
     assert len(first.failed) == 1 and "injected failure" in first.failed[0].error
@@ -186,6 +187,16 @@ def test_interrupted_sweep_resumes_every_trial_once(tmp_path, local_ray, monkeyp
         resume_sweep(first.experiment_dir, stream=io.StringIO())
     (directory / "tuner.pkl").write_bytes(genuine)
     assert not marker.exists()
+
+    # a corrupted Optuna storage is one line before anything runs, and leaves no run RUNNING
+    optuna_db = tmp_path / "optuna.db"
+    kept = optuna_db.read_bytes()
+    optuna_db.write_bytes(kept[:4096] + bytes(range(256)) * 64 + kept[4096 + 256 * 64:])
+    with pytest.raises(UserError, match=f"the sweep's Optuna storage {optuna_db} cannot be read .*; move it aside"):
+        resume_sweep(first.experiment_dir, stream=io.StringIO())
+    assert "RUNNING" not in set(load_runs(uri, "sweep-test", parent_run_id=first.parent_run_id).status)
+    assert mlflow.MlflowClient(uri).get_run(first.parent_run_id).info.status != "RUNNING"
+    optuna_db.write_bytes(kept)
 
     monkeypatch.chdir(tmp_path)  # a relative path, as a user types it
     second = resume_sweep(os.path.relpath(first.experiment_dir), stream=io.StringIO())

@@ -53,7 +53,7 @@ def test_two_gloo_workers_train_through_ray_train_and_recover_from_a_failure(tmp
 
 
 def test_exhausted_retries_mark_the_run_failed_with_one_line(tmp_path, local_ray):
-    cfg = config(tmp_path, **{"optim.epochs": 2, "runtime.fail_after_epoch": 1})
+    cfg = config(tmp_path, **{"optim.epochs": 2, "runtime.fail_after_epoch": 1, "runtime.max_failures": 0})
     outcome = run_training(cfg, stream=io.StringIO())
     assert outcome.error == "InjectedFailure: runtime.fail_after_epoch=1: injected failure after the checkpoint"
     row, _ = only_run(tmp_path)
