@@ -1,0 +1,156 @@
+"""The cluster path on the local twin of cluster.yaml (``mjp cluster up --local``): a sweep
+submitted as a Ray job trains on worker nodes the autoscaler starts, logs to an MLflow server
+over HTTP, and survives the loss of the node it trains on. Minutes on 2 cores (``make test-cluster``).
+
+The waits below poll real state (a job's status, a run's metrics) with a deadline: a cluster's
+nodes start in seconds to tens of seconds, and nothing here depends on how many.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mjp import keys
+from sweep.local_cluster import GPU_STANDIN, down, raylet_pid, session_processes, up
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parent.parent
+HEAD_NODE = "fffffffffffffffffffffffffffffffffffffffffffffffffff00000"  # the fake provider's head id
+TINY = {
+    "model": {"kwargs": {"patch_size": 2, "embed_dim": 32, "depth": 2, "num_heads": 2}},
+    "data": {"batch_size": 32, "train_limit": 256, "val_limit": 64},
+    "eval": {"shuffle_ratios": [0.0]},
+    "scaling": {"worker_resources": {GPU_STANDIN: 1}},  # the "GPU" nodes only
+    "runtime": {"checkpoint_every": 1, "max_failures": 2},
+}
+LOSSES: dict[str, float] = {}  # what each loss cost, printed at the end (docs/cluster-local.md)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    session = Path(tempfile.mkdtemp(prefix="mjp-cl-", dir="/tmp"))  # short: Ray's socket paths live under it
+    twin = up(session, gpu_workers=2, cpu_workers=1)
+    os.environ["MLFLOW_TRACKING_URI"] = twin.tracking_uri
+    try:
+        yield twin
+    finally:
+        os.environ.pop("MLFLOW_TRACKING_URI", None)
+        down(session)
+        if LOSSES:
+            print("\nseconds each loss cost:", {k: round(v, 1) for k, v in LOSSES.items()})
+    assert session_processes(session) == [], "`down` left processes of the twin running"
+
+
+def study(twin, name: str, epochs: int, variants: list[str], **train) -> str:
+    path = Path(twin.session_dir) / f"{name}.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": name, "base": str(REPO / "trainables/configs/digits_vit_tiny.yaml"),
+        "train": {**TINY, **train, "optim": {"epochs": epochs}, "tracking": {"experiment": name}},
+        "space": {"mjp.variant": {"type": "grid", "values": variants}},
+        "objective": {"metric": keys.VAL_TOP1, "mode": "max"}, "search": {"algorithm": "grid"}, "budget": {"max_concurrent": 2},
+    }))
+    return str(path)
+
+
+def submit(twin, *argv: str) -> str:
+    """``mjp ARGV`` as a Ray job on the twin's head (as `ray job submit` does); its submission id."""
+    from ray.job_submission import JobSubmissionClient
+
+    command = " ".join([f"cd {REPO} &&", sys.executable, "-m", "sweep.cli", *argv])
+    return JobSubmissionClient(twin.dashboard).submit_job(entrypoint=command)
+
+
+def wait_job(twin, job: str, seconds: float = 240) -> str:
+    from ray.job_submission import JobStatus, JobSubmissionClient
+
+    client = JobSubmissionClient(twin.dashboard)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        status = client.get_job_status(job)
+        if status in {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED}:
+            return str(status)
+        time.sleep(1)
+    raise AssertionError(f"job {job} still running after {seconds} s:\n{client.get_job_logs(job)[-3000:]}")
+
+
+def child_runs(experiment: str) -> list:
+    import mlflow
+
+    client = mlflow.MlflowClient()
+    exp = client.get_experiment_by_name(experiment)
+    return [] if exp is None else client.search_runs([exp.experiment_id], filter_string=f"tags.`{keys.TAG_PARENT}` != ''")
+
+
+def wait_for_epoch(experiment: str, epoch: int, seconds: float = 180):
+    """The first child run that has logged ``epoch`` epochs of validation top-1."""
+    import mlflow
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for run in child_runs(experiment):
+            history = mlflow.MlflowClient().get_metric_history(run.info.run_id, keys.VAL_TOP1)
+            if any(m.step >= epoch for m in history):
+                return run
+        time.sleep(0.5)
+    raise AssertionError(f"no trial of {experiment} reached epoch {epoch} within {seconds} s")
+
+
+def alive_nodes() -> dict[str, dict]:
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(address=os.environ.get("RAY_ADDRESS"), log_to_driver=False, configure_logging=False)
+    return {n["NodeID"]: n["Resources"] for n in ray.nodes() if n["Alive"]}
+
+
+def test_a_sweep_job_trains_on_autoscaled_worker_nodes(cluster, monkeypatch):
+    monkeypatch.setenv("RAY_ADDRESS", cluster.address)
+    monkeypatch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    assert set(alive_nodes()) == {HEAD_NODE}, "min_workers 0: only the head before the sweep"
+    job = submit(cluster, "sweep", "run", study(cluster, "cl-basic", 2, ["A", "J"]))
+    assert wait_job(cluster, job) == "SUCCEEDED"
+    runs = child_runs("cl-basic")
+    assert sorted(r.info.status for r in runs) == ["FINISHED", "FINISHED"]
+    for run in runs:
+        node = run.data.tags[f"{keys.TAG_NODE_PREFIX}0"]
+        assert node != HEAD_NODE and node.startswith("fffff"), f"{run.info.run_name} trained on {node}, not on an autoscaled worker node"
+        assert run.data.metrics[keys.VAL_TOP1] >= 0
+    shown = subprocess.run([sys.executable, "-m", "sweep.cli", "sweep", "status", "cl-basic", "--uri", cluster.tracking_uri],
+                           capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert "2 finished of 2 trials" in shown.stdout, shown.stdout + shown.stderr
+
+
+def test_a_lost_worker_node_costs_one_restart_from_the_last_checkpoint(cluster, monkeypatch):
+    import mlflow
+
+    monkeypatch.setenv("RAY_ADDRESS", cluster.address)
+    monkeypatch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    job = submit(cluster, "sweep", "run", study(cluster, "cl-node-loss", 8, ["J"]))
+    run = wait_for_epoch("cl-node-loss", 2)
+    node = mlflow.MlflowClient().get_run(run.info.run_id).data.tags[f"{keys.TAG_NODE_PREFIX}0"]
+    killed_at = time.time()
+    os.kill(raylet_pid(cluster.session_dir, node), signal.SIGKILL)
+    assert wait_job(cluster, job) == "SUCCEEDED"
+
+    runs = child_runs("cl-node-loss")
+    assert [r.info.run_id for r in runs] == [run.info.run_id], "the restarted trial must log into the same child run"
+    after = mlflow.MlflowClient().get_run(run.info.run_id)
+    assert after.info.status == "FINISHED"
+    nodes = after.data.tags[keys.TAG_NODES_SEEN].split(",")
+    assert nodes[0] == node and len(nodes) == 2 and nodes[1] != node, f"trained on {nodes}; expected the lost node, then another"
+    history = mlflow.MlflowClient().get_metric_history(run.info.run_id, keys.VAL_TOP1)
+    resumed = [m for m in history if m.timestamp / 1000 > killed_at]
+    assert min(m.step for m in resumed) > 1, "the restart began again at epoch 1, not from its checkpoint"
+    assert max(m.step for m in history) == 8
+    assert node not in alive_nodes()
+    LOSSES["worker node (raylet SIGKILL) -> next epoch logged"] = min(m.timestamp for m in resumed) / 1000 - killed_at
