@@ -164,7 +164,8 @@ def read_state(session_dir: str | Path) -> LocalCluster:
 
 
 def session_processes(session_dir: str | Path) -> list[int]:
-    """PIDs of this user's processes whose command line names ``session_dir`` (not this one), and
+    """PIDs of this user's processes whose command line names ``session_dir`` (not this one nor its
+    parents), and
     the MLflow server's process group (its uvicorn workers name only the port).
 
     The GCS, raylets, agents and workers carry ``--temp-dir`` / session paths, the autoscaler its
@@ -174,19 +175,32 @@ def session_processes(session_dir: str | Path) -> list[int]:
     needle = str(session).encode()
     pgid_file = session / "mlflow" / "server.pgid"
     server_group = int(pgid_file.read_text()) if pgid_file.is_file() else None
-    me, uid, found = os.getpid(), os.getuid(), []
+    mine, uid, found = _this_process_and_its_ancestors(), os.getuid(), []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == me:
+        if not entry.name.isdigit() or int(entry.name) in mine:
             continue
         try:
-            if entry.stat().st_uid != uid:
-                continue
+            if entry.stat().st_uid != uid or (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                continue  # another user's, or ended and waiting for its parent to reap it
             in_group = server_group is not None and os.getpgid(int(entry.name)) == server_group
             if in_group or needle in (entry / "cmdline").read_bytes():
                 found.append(int(entry.name))
         except OSError:
             continue
     return found
+
+
+def _this_process_and_its_ancestors() -> set[int]:
+    """This process and its parents (the shell that ran `mjp cluster down --session DIR` names DIR too)."""
+    pids, pid = set(), os.getpid()
+    while pid > 1 and pid not in pids:
+        pids.add(pid)
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            break
+        pid = int(stat.rsplit(")", 1)[1].split()[1])
+    return pids
 
 
 def raylet_pid(session_dir: str | Path, node_id: str) -> int:
@@ -200,6 +214,38 @@ def raylet_pid(session_dir: str | Path, node_id: str) -> int:
         if argv[0].endswith(b"/raylet") and flag in argv:
             return pid
     raise ConfigError(f"no raylet of node {node_id} runs in the local cluster {session_dir}")
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def kill_node(session_dir: str | Path, node_id: str) -> list[int]:
+    """Lose worker node ``node_id`` as a machine is lost: SIGKILL its raylet and every process it
+    started (its workers and agents), at once. The PIDs killed, the raylet first.
+
+    Killing the raylet alone is not a node loss on one machine: its worker processes (a trial's
+    training among them) keep running and reporting to the GCS and the driver until they notice.
+    """
+    raylet = raylet_pid(session_dir, node_id)
+    tree, todo = [], [raylet]
+    while todo:
+        pid = todo.pop()
+        tree.append(pid)
+        todo.extend(_children(pid))
+    for pid in tree:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return tree
 
 
 def down(session_dir: str | Path = DEFAULT_SESSION, *, grace_s: float = 10.0) -> list[int]:
