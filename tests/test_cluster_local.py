@@ -118,6 +118,14 @@ def alive_nodes() -> dict[str, dict]:
     return {n["NodeID"]: n["Resources"] for n in ray.nodes() if n["Alive"]}
 
 
+def gpu_nodes() -> set[str]:
+    """Every "GPU" node of the cluster so far, alive or lost."""
+    import ray
+
+    alive_nodes()  # connects
+    return {n["NodeID"] for n in ray.nodes() if GPU_STANDIN in n["Resources"] or n.get("Labels", {}).get("ray.io/node-type-name") == "gpu_worker"}
+
+
 def test_a_sweep_job_trains_on_autoscaled_worker_nodes(cluster, monkeypatch):
     for key, value in cluster.environment().items():
         monkeypatch.setenv(key, value)
@@ -159,3 +167,76 @@ def test_a_lost_worker_node_costs_one_restart_from_the_last_checkpoint(cluster, 
     assert max(m.step for m in history) == 8
     assert node not in alive_nodes()
     LOSSES["worker node (raylet + its workers SIGKILLed) -> next epoch logged"] = min(m.timestamp for m in resumed) / 1000 - killed_at
+
+
+def image_folder(root: Path, per_class: int = 32, size: int = 20) -> Path:
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    for split, count in (("train", per_class), ("val", 4)):
+        for c in ("cat", "dog"):
+            (root / split / c).mkdir(parents=True)
+            for i in range(count):
+                Image.fromarray(rng.integers(0, 255, (size, size, 3), dtype=np.uint8)).save(root / split / c / f"{i}.jpg")
+    return root
+
+
+def ray_data_task_nodes() -> set[str]:
+    """The nodes that ran Ray Data's read + decode tasks (``decode_and_augment``) so far."""
+    from ray.util.state import list_tasks
+
+    return {t.node_id for t in list_tasks(limit=10_000, raise_on_missing_output=False) if "decode_and_augment" in t.name and t.node_id}
+
+
+def test_ray_data_decodes_on_the_cpu_only_node_and_survives_its_loss(cluster, monkeypatch):
+    import mlflow
+
+    for key, value in cluster.environment().items():
+        monkeypatch.setenv(key, value)
+    root = image_folder(Path(cluster.session_dir) / "images")
+    data = {"name": "imagefolder", "root": str(root), "img_size": 16, "batch_size": 8, "loader": "ray_data", "augment": "deit", "train_limit": None, "val_limit": None}
+    job = submit(cluster, "sweep", "run", study(cluster, "cl-ray-data", 6, ["J"], data=data,
+                                               model={"kwargs": {"patch_size": 4, "embed_dim": 32, "depth": 1, "num_heads": 2}}))
+    run = wait_for_epoch("cl-ray-data", 2)
+    nodes = alive_nodes()
+    cpu_only = {n for n, r in nodes.items() if r.get("CPU", 0) > 0 and GPU_STANDIN not in r}
+    decoders = ray_data_task_nodes()
+    assert decoders and decoders <= cpu_only, f"Ray Data tasks ran on {decoders}; the CPU-only nodes are {cpu_only}"
+    lost = sorted(decoders)[0]
+    killed_at = time.time()
+    kill_node(cluster.session_dir, lost)
+    assert wait_job(cluster, job) == "SUCCEEDED"
+
+    runs = child_runs("cl-ray-data")
+    assert [r.info.run_id for r in runs] == [run.info.run_id] and runs[0].info.status == "FINISHED"
+    history = mlflow.MlflowClient().get_metric_history(run.info.run_id, keys.VAL_TOP1)
+    assert max(m.step for m in history) == 6
+    resumed = [m for m in history if m.timestamp / 1000 > killed_at]
+    LOSSES["Ray Data node (raylet + its workers SIGKILLed) -> next epoch logged"] = min(m.timestamp for m in resumed) / 1000 - killed_at
+    after = ray_data_task_nodes() - {lost}
+    assert after and not after & gpu_nodes(), f"after the loss Ray Data ran on {after}: expected another CPU-only node"
+
+
+def test_a_lost_driver_then_sweep_resume_runs_every_trial_once(cluster, monkeypatch):
+    """The job's driver (the `mjp sweep run` process on the head) SIGKILLed mid-sweep, then
+    `mjp sweep resume DIR` as a new job: every trial once, in its own child run, none RUNNING."""
+    from ray.job_submission import JobSubmissionClient
+
+    for key, value in cluster.environment().items():
+        monkeypatch.setenv(key, value)
+    job = submit(cluster, "sweep", "run", study(cluster, "cl-driver-loss", 6, ["A", "J"]))
+    wait_for_epoch("cl-driver-loss", 2)
+    driver = JobSubmissionClient(cluster.dashboard).get_job_info(job).driver_info
+    killed_at = time.time()
+    os.kill(int(driver.pid), 9)
+    assert wait_job(cluster, job) in {"FAILED", "STOPPED"}
+    [experiment_dir] = [str(p) for p in Path(cluster.storage).glob("cl-driver-loss-*")]
+    resumed = submit(cluster, "sweep", "resume", experiment_dir)
+    assert wait_job(cluster, resumed) == "SUCCEEDED", JobSubmissionClient(cluster.dashboard).get_job_logs(resumed)[-3000:]
+
+    runs = child_runs("cl-driver-loss")
+    trials = [r.data.tags[keys.TAG_TRIAL_ID] for r in runs]
+    assert sorted(trials) == sorted(set(trials)) and len(trials) == 2, f"trials {trials}: each must have exactly one child run"
+    assert sorted(r.info.status for r in runs) == ["FINISHED", "FINISHED"]
+    LOSSES["driver (SIGKILL) -> resumed sweep finished, seconds"] = time.time() - killed_at
