@@ -6,8 +6,10 @@ own node ids and resources) on this machine when the autoscaler asks for them. T
 
 - ``head``: runs the sweep drivers (Ray jobs' entrypoints, which ask for no resources), never
   training or Ray Data tasks: it has no ``mjp_gpu`` and 0 CPUs.
-- ``gpu_worker``: stands in for the 8-GPU nodes: ``{CPU: 1, mjp_gpu: 1}``. A trial asks for it with
-  ``scaling.worker_resources: {mjp_gpu: 1}`` in place of ``scaling.use_gpu``.
+- ``gpu_worker``: stands in for the 8-GPU nodes: ``{CPU: 2, mjp_gpu: 1}``. A trial asks for it with
+  ``scaling.worker_resources: {mjp_gpu: 1}`` in place of ``scaling.use_gpu``. The second CPU is
+  the real node's spare cores: a multi-worker trial's driver (0.25 CPU) lands beside a worker, as
+  the head has no CPU for tasks.
 - ``cpu_worker``: CPU-only nodes for Ray Data's read and decode tasks: ``{CPU: 1}``.
 
 Every worker type has ``min_workers: 0``: the autoscaler starts them on demand. The head listens
@@ -81,7 +83,7 @@ def twin_config(gcs_port: int, *, gpu_workers: int = 2, cpu_workers: int = 1, id
                      "disable_launch_config_check": True, "gcs_address": f"127.0.0.1:{gcs_port}"},
         "available_node_types": {
             "ray.head.default": {"resources": {"CPU": 0}, "node_config": {}, "max_workers": 0},
-            "gpu_worker": {"resources": {"CPU": 1, GPU_STANDIN: 1}, "node_config": {}, "min_workers": 0, "max_workers": gpu_workers},
+            "gpu_worker": {"resources": {"CPU": 2, GPU_STANDIN: 1}, "node_config": {}, "min_workers": 0, "max_workers": gpu_workers},
             "cpu_worker": {"resources": {"CPU": 1}, "node_config": {}, "min_workers": 0, "max_workers": cpu_workers},
         },
         "head_node_type": "ray.head.default",

@@ -1,20 +1,25 @@
 """The cluster path on the local twin of cluster.yaml (``mjp cluster up --local``): a sweep
 submitted as a Ray job trains on worker nodes the autoscaler starts, logs to an MLflow server
-over HTTP, and survives the loss of the node it trains on. Minutes on 2 cores (``make test-cluster``).
+over HTTP, and survives the loss of a training node, of the Ray Data node and of its driver.
+Minutes on 2 cores (``make test-cluster``).
 
-The waits below poll real state (a job's status, a run's metrics) with a deadline: a cluster's
-nodes start in seconds to tens of seconds, and nothing here depends on how many.
+Everything that talks to Ray runs in a fresh Python (``on_cluster``). The waits poll real state
+(a job's status, a run's metrics) with a deadline: nodes start in seconds to tens of seconds, and
+nothing here depends on how many.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -40,14 +45,15 @@ LOSSES: dict[str, float] = {}  # what each loss cost, printed at the end (docs/c
 def cluster():
     session = Path(tempfile.mkdtemp(prefix="mjp-cl-", dir="/tmp"))  # short: Ray's socket paths live under it
     twin = up(session, gpu_workers=2, cpu_workers=1)
-    os.environ["MLFLOW_TRACKING_URI"] = twin.tracking_uri
+    saved = os.environ.get("MLFLOW_TRACKING_URI")
+    os.environ["MLFLOW_TRACKING_URI"] = twin.tracking_uri  # this process reads MLflow only
     try:
         yield twin
     finally:
-        os.environ.pop("MLFLOW_TRACKING_URI", None)
-        import ray
-
-        ray.shutdown()  # this test's own connection (alive_nodes), before its cluster goes
+        if saved is None:
+            os.environ.pop("MLFLOW_TRACKING_URI", None)
+        else:
+            os.environ["MLFLOW_TRACKING_URI"] = saved
         down(session)
         if LOSSES:
             print("\nseconds each loss cost:", {k: round(v, 1) for k, v in LOSSES.items()})
@@ -67,25 +73,39 @@ def study(twin, name: str, epochs: int, variants: list[str], **train) -> str:
     return str(path)
 
 
+def on_cluster(twin, code: str) -> Any:
+    """Run ``code`` (its last line of output is one JSON value) in a fresh Python with the twin's
+    environment: this process may have loaded Ray's C++ side, which reads ``RAY_AUTH_MODE`` once,
+    for another test's local Ray without token authentication."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                         env={**os.environ, **twin.environment(), "PYTHONPATH": str(REPO)})
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def job_call(twin, call: str) -> Any:
+    return on_cluster(twin, "import json; from ray.job_submission import JobSubmissionClient as C; "
+                            f"c = C({twin.dashboard!r}); print(json.dumps({call}))")
+
+
 def submit(twin, *argv: str) -> str:
     """``mjp ARGV`` as a Ray job on the twin's head (as `ray job submit` does); its submission id."""
-    from ray.job_submission import JobSubmissionClient
-
     command = " ".join([f"cd {REPO} &&", sys.executable, "-m", "sweep.cli", *argv])
-    return JobSubmissionClient(twin.dashboard).submit_job(entrypoint=command)
+    return job_call(twin, f"c.submit_job(entrypoint={command!r})")
 
 
 def wait_job(twin, job: str, seconds: float = 240) -> str:
-    from ray.job_submission import JobStatus, JobSubmissionClient
-
-    client = JobSubmissionClient(twin.dashboard)
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        status = client.get_job_status(job)
-        if status in {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED}:
-            return str(status)
-        time.sleep(1)
-    raise AssertionError(f"job {job} still running after {seconds} s:\n{client.get_job_logs(job)[-3000:]}")
+        status = job_call(twin, f"str(c.get_job_status({job!r}))")
+        if status in {"SUCCEEDED", "FAILED", "STOPPED"}:
+            return status
+        time.sleep(2)
+    raise AssertionError(f"job {job} still running after {seconds} s:\n{job_logs(twin, job)}")
+
+
+def job_logs(twin, job: str) -> str:
+    return job_call(twin, f"c.get_job_logs({job!r})[-3000:]")
 
 
 def child_runs(experiment: str) -> list:
@@ -110,18 +130,13 @@ def wait_for_epoch(experiment: str, epoch: int, seconds: float = 180):
     raise AssertionError(f"no trial of {experiment} reached epoch {epoch} within {seconds} s")
 
 
-def alive_nodes() -> dict[str, dict]:
-    import ray
-
-    if not ray.is_initialized():
-        ray.init(address=os.environ.get("RAY_ADDRESS"), log_to_driver=False, configure_logging=False)
-    return {n["NodeID"]: n["Resources"] for n in ray.nodes() if n["Alive"]}
+def alive_nodes(twin) -> dict[str, dict]:
+    return on_cluster(twin, "import json, ray; ray.init(log_to_driver=False); "
+                            "print(json.dumps({n['NodeID']: n['Resources'] for n in ray.nodes() if n['Alive']}))")
 
 
-def test_a_sweep_job_trains_on_autoscaled_worker_nodes(cluster, monkeypatch):
-    for key, value in cluster.environment().items():
-        monkeypatch.setenv(key, value)
-    assert set(alive_nodes()) == {HEAD_NODE}, "min_workers 0: only the head before the sweep"
+def test_a_sweep_job_trains_on_autoscaled_worker_nodes(cluster):
+    assert set(alive_nodes(cluster)) == {HEAD_NODE}, "min_workers 0: only the head before the sweep"
     job = submit(cluster, "sweep", "run", study(cluster, "cl-basic", 2, ["A", "J"]))
     assert wait_job(cluster, job) == "SUCCEEDED"
     runs = child_runs("cl-basic")
@@ -135,11 +150,9 @@ def test_a_sweep_job_trains_on_autoscaled_worker_nodes(cluster, monkeypatch):
     assert "2 finished of 2 trials" in shown.stdout, shown.stdout + shown.stderr
 
 
-def test_a_lost_worker_node_costs_one_restart_from_the_last_checkpoint(cluster, monkeypatch):
+def test_a_lost_worker_node_costs_one_restart_from_the_last_checkpoint(cluster):
     import mlflow
 
-    for key, value in cluster.environment().items():
-        monkeypatch.setenv(key, value)
     job = submit(cluster, "sweep", "run", study(cluster, "cl-node-loss", 8, ["J"]))
     run = wait_for_epoch("cl-node-loss", 2)
     node = mlflow.MlflowClient().get_run(run.info.run_id).data.tags[f"{keys.TAG_NODE_PREFIX}0"]
@@ -157,7 +170,7 @@ def test_a_lost_worker_node_costs_one_restart_from_the_last_checkpoint(cluster, 
     resumed = [m for m in history if m.timestamp / 1000 > killed_at]
     assert min(m.step for m in resumed) > 1, "the restart began again at epoch 1, not from its checkpoint"
     assert max(m.step for m in history) == 8
-    assert node not in alive_nodes()
+    assert node not in alive_nodes(cluster)
     LOSSES["worker node (raylet + its workers SIGKILLed) -> next epoch logged"] = min(m.timestamp for m in resumed) / 1000 - killed_at
 
 
@@ -174,26 +187,26 @@ def image_folder(root: Path, per_class: int = 32, size: int = 20) -> Path:
     return root
 
 
-def ray_data_task_nodes() -> set[str]:
+def ray_data_task_nodes(twin) -> set[str]:
     """The nodes that ran Ray Data's read + decode tasks (``decode_and_augment``) so far."""
-    from ray.util.state import list_tasks
+    return set(on_cluster(twin, "import json, ray; from ray.util.state import list_tasks; ray.init(log_to_driver=False); "
+                                "print(json.dumps(sorted({t.node_id for t in list_tasks(limit=10_000, raise_on_missing_output=False) "
+                                "if 'decode_and_augment' in t.name and t.node_id})))"))
 
-    return {t.node_id for t in list_tasks(limit=10_000, raise_on_missing_output=False) if "decode_and_augment" in t.name and t.node_id}
 
-
-def test_ray_data_decodes_on_the_cpu_only_node_and_survives_its_loss(cluster, monkeypatch):
+def test_ray_data_decodes_on_the_cpu_only_node_and_survives_its_loss(cluster):
     import mlflow
 
-    for key, value in cluster.environment().items():
-        monkeypatch.setenv(key, value)
     root = image_folder(Path(cluster.session_dir) / "images")
     data = {"name": "imagefolder", "root": str(root), "img_size": 16, "batch_size": 8, "loader": "ray_data", "augment": "deit", "train_limit": None, "val_limit": None}
-    job = submit(cluster, "sweep", "run", study(cluster, "cl-ray-data", 6, ["J"], data=data,
+    # the trainer takes both CPUs of its "GPU" node: decoding must go elsewhere, and the head has none
+    scaling = {**TINY["scaling"], "cpus_per_worker": 2}
+    job = submit(cluster, "sweep", "run", study(cluster, "cl-ray-data", 6, ["J"], data=data, scaling=scaling,
                                                model={"kwargs": {"patch_size": 4, "embed_dim": 32, "depth": 1, "num_heads": 2}}))
     run = wait_for_epoch("cl-ray-data", 2)
-    nodes = alive_nodes()
+    nodes = alive_nodes(cluster)
     cpu_only = {n for n, r in nodes.items() if r.get("CPU", 0) > 0 and GPU_STANDIN not in r}
-    decoders = ray_data_task_nodes()
+    decoders = ray_data_task_nodes(cluster)
     assert decoders and decoders <= cpu_only, f"Ray Data tasks ran on {decoders}; the CPU-only nodes are {cpu_only}"
     lost = sorted(decoders)[0]
     killed_at = time.time()
@@ -208,26 +221,22 @@ def test_ray_data_decodes_on_the_cpu_only_node_and_survives_its_loss(cluster, mo
     LOSSES["Ray Data node (raylet + its workers SIGKILLed) -> next epoch logged"] = min(m.timestamp for m in resumed) / 1000 - killed_at
     # After the loss the autoscaler adds CPU capacity of either type: both offer CPUs, and a
     # "GPU" node whose trainer holds one CPU of several would feed Ray Data too (docs/cluster-local.md).
-    after = ray_data_task_nodes() - {lost}
+    after = ray_data_task_nodes(cluster) - {lost}
     assert after and HEAD_NODE not in after, f"after the loss Ray Data ran on {after}"
 
 
-def test_a_lost_driver_then_sweep_resume_runs_every_trial_once(cluster, monkeypatch):
+def test_a_lost_driver_then_sweep_resume_runs_every_trial_once(cluster):
     """The job's driver (the `mjp sweep run` process on the head) SIGKILLed mid-sweep, then
     `mjp sweep resume DIR` as a new job: every trial once, in its own child run, none RUNNING."""
-    from ray.job_submission import JobSubmissionClient
-
-    for key, value in cluster.environment().items():
-        monkeypatch.setenv(key, value)
     job = submit(cluster, "sweep", "run", study(cluster, "cl-driver-loss", 6, ["A", "J"]))
     wait_for_epoch("cl-driver-loss", 2)
-    driver = JobSubmissionClient(cluster.dashboard).get_job_info(job).driver_info
+    driver = job_call(cluster, f"c.get_job_info({job!r}).driver_info.pid")
     killed_at = time.time()
-    os.kill(int(driver.pid), 9)
+    os.kill(int(driver), signal.SIGKILL)
     assert wait_job(cluster, job) in {"FAILED", "STOPPED"}
     [experiment_dir] = [str(p) for p in Path(cluster.storage).glob("cl-driver-loss-*")]
     resumed = submit(cluster, "sweep", "resume", experiment_dir)
-    assert wait_job(cluster, resumed) == "SUCCEEDED", JobSubmissionClient(cluster.dashboard).get_job_logs(resumed)[-3000:]
+    assert wait_job(cluster, resumed) == "SUCCEEDED", job_logs(cluster, resumed)
 
     runs = child_runs("cl-driver-loss")
     trials = [r.data.tags[keys.TAG_TRIAL_ID] for r in runs]
@@ -236,13 +245,11 @@ def test_a_lost_driver_then_sweep_resume_runs_every_trial_once(cluster, monkeypa
     LOSSES["driver (SIGKILL) -> resumed sweep finished, seconds"] = time.time() - killed_at
 
 
-def test_two_workers_strictly_spread_over_two_nodes_train_as_one_worker(cluster, monkeypatch):
+def test_two_workers_strictly_spread_over_two_nodes_train_as_one_worker(cluster):
     """Variant A (no random masks), 1 epoch: 2 Ray Train workers on 2 "GPU" nodes with 32 images
     each per step against 1 worker with 64. DistributedSampler gives the 2 ranks the 64 images the
     1 worker sees at each step, so the weights and the validation loss agree to float rounding
     (tests/trainables/test_ddp_equivalence.py's tolerance)."""
-    for key, value in cluster.environment().items():
-        monkeypatch.setenv(key, value)
     path = Path(study(cluster, "cl-spread", 1, ["A"]))
     tree = yaml.safe_load(path.read_text())
     tree["space"] = {"workers": {"type": "grid", "values": ["one", "two"], "presets": {
