@@ -97,9 +97,10 @@ def twin_config(gcs_port: int, *, gpu_workers: int = 2, cpu_workers: int = 1, id
 
 
 def _environment() -> dict[str, str]:
-    from trainables.ray_runtime import _ENVIRONMENT
+    from trainables.ray_runtime import prepare_environment
 
-    env = {**_ENVIRONMENT, **os.environ, "RAY_FAKE_CLUSTER": "1", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token"}
+    prepare_environment()  # what every Ray process of the project needs (the head's and its nodes' inherit it)
+    env = {**os.environ, "RAY_FAKE_CLUSTER": "1", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token"}
     here = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join([here, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != here]])
     return env
@@ -134,9 +135,10 @@ def up(session_dir: str | Path = DEFAULT_SESSION, *, gpu_workers: int = 2, cpu_w
     (session / "mlflow").mkdir(exist_ok=True)
     mlflow_log = session / "mlflow" / "server.log"
     with open(mlflow_log, "w") as log:  # its own process group: `down` ends its uvicorn workers with it
-        server = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(mlflow_port), "--workers", "1",
-                          "--backend-store-uri", f"sqlite:///{session}/mlflow/mlflow.db", "--artifacts-destination", f"{session}/mlflow/artifacts"],
-                                  stdout=log, stderr=subprocess.STDOUT, env={**env, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}, start_new_session=True, cwd=session)
+        server = subprocess.Popen(
+            [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(mlflow_port), "--workers", "1",
+             "--backend-store-uri", f"sqlite:///{session}/mlflow/mlflow.db", "--artifacts-destination", f"{session}/mlflow/artifacts"],
+            stdout=log, stderr=subprocess.STDOUT, env={**env, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}, start_new_session=True, cwd=session)
     (session / "mlflow" / "server.pgid").write_text(str(server.pid))
     ray_cli = str(Path(sys.executable).with_name("ray"))
     ports = {"--dashboard-agent-listen-port": free_port(), "--dashboard-agent-grpc-port": free_port(), "--metrics-export-port": free_port(),
@@ -154,7 +156,11 @@ def up(session_dir: str | Path = DEFAULT_SESSION, *, gpu_workers: int = 2, cpu_w
     if result.returncode != 0:
         down(session)
         raise ConfigError(f"`ray start --head` failed ({result.returncode}); see {session / 'ray-start.log'}")
-    _wait_http(f"{cluster.tracking_uri}/health", "the MLflow server", 120, mlflow_log)
+    try:
+        _wait_http(f"{cluster.tracking_uri}/health", "the MLflow server", 120, mlflow_log)
+    except ConfigError:
+        down(session)
+        raise
     return cluster
 
 

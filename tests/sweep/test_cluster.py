@@ -69,3 +69,12 @@ def test_cluster_down_of_an_empty_session_ends_nothing(tmp_path):
     assert down(tmp_path, grace_s=0) == []
     with pytest.raises(ConfigError, match="no raylet of node abc"):
         raylet_pid(tmp_path, "abc")
+
+
+def test_cluster_up_without_local_and_a_bad_size_are_refused_before_anything_starts(tmp_path, capsys):
+    from sweep.cli import main
+
+    assert main(["cluster", "up", "--session", str(tmp_path)]) == 2
+    assert "`ray up cluster.yaml`" in capsys.readouterr().err
+    assert main(["cluster", "up", "--local", "--session", str(tmp_path), "--gpu-workers", "9"]) == 2
+    assert "gpu_workers=9" in capsys.readouterr().err and list(tmp_path.iterdir()) == []
