@@ -6,7 +6,7 @@ PYTHON ?= python3
 UV := $(PYTHON) -m uv
 RUN := $(UV) run --frozen --no-sync
 
-.PHONY: setup test test-fast test-gpu demo bench clean
+.PHONY: setup test test-fast test-cluster test-gpu demo bench clean
 setup: .venv/.synced
 
 .venv/.synced: pyproject.toml uv.lock Makefile
@@ -20,6 +20,11 @@ test: setup
 
 test-fast: setup  # everything but the end-to-end runs through Ray
 	@$(RUN) pytest -m "not slow"
+
+# The cluster path on the local twin of cluster.yaml (autoscaled fake nodes, an MLflow server):
+# docs/cluster-local.md. Part of `make test` too; this runs it alone.
+test-cluster: setup
+	@$(RUN) pytest -m cluster tests/test_cluster_local.py
 
 # On a CUDA machine: the `gpu` tests, then the GPU benchmarks, whose tables (naming the GPU) are
 # appended to BENCHMARKS-gpu.md. Under 10 minutes on one H100-class GPU.

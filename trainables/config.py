@@ -139,6 +139,19 @@ class ScalingSection(_Section):
     use_gpu: bool = False
     cpus_per_worker: float = Field(1.0, gt=0)
     gpus_per_worker: float = Field(1.0, ge=0)
+    #: custom Ray resources each training worker asks for besides CPU/GPU, e.g. ``{mjp_gpu: 1}``:
+    #: the local cluster twin's stand-in for a GPU (``mjp cluster up --local``)
+    worker_resources: dict[str, float] = Field(default_factory=dict)
+    #: how Ray Train places several workers: ``STRICT_SPREAD`` puts each on its own node
+    placement: Literal["PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"] = "PACK"
+
+    @field_validator("worker_resources")
+    @classmethod
+    def _custom_resources_only(cls, v: dict[str, float]) -> dict[str, float]:
+        bad = [k for k, amount in v.items() if k in {"CPU", "GPU", "memory", "object_store_memory"} or amount <= 0]
+        if bad:
+            raise ValueError(f"{bad[0]!r}: worker_resources takes custom resources with positive amounts (CPU and GPU are cpus_per_worker / gpus_per_worker)")
+        return v
 
     @property
     def in_process(self) -> bool:

@@ -65,7 +65,12 @@ class TrialResources:
         s = self.spec.config(params).scaling
         if not s.in_process:
             return PlacementGroupFactory([{"CPU": self.spec.driver_cpus}])
-        return PlacementGroupFactory([{"CPU": s.cpus_per_worker, **({"GPU": s.gpus_per_worker} if s.use_gpu else {})}])
+        return PlacementGroupFactory([worker_resources(s)])
+
+
+def worker_resources(s: Any) -> dict[str, float]:
+    """What one training worker of scaling section ``s`` asks Ray for."""
+    return {"CPU": s.cpus_per_worker, **({"GPU": s.gpus_per_worker} if s.use_gpu else {}), **s.worker_resources}
 
 
 def one_line_reason(err: BaseException) -> str:
@@ -131,7 +136,7 @@ def make_trainer(cfg: TrainConfig, uri: str, run_id: str, name: str, storage: st
     from trainables.worker import train_loop_per_worker
 
     s = cfg.scaling
-    resources = {"CPU": s.cpus_per_worker, **({"GPU": s.gpus_per_worker} if s.use_gpu else {})}
+    resources = worker_resources(s)
     datasets = {}
     if cfg.data.loader == "ray_data":
         from trainables.data_ray import train_dataset
@@ -141,7 +146,7 @@ def make_trainer(cfg: TrainConfig, uri: str, run_id: str, name: str, storage: st
         train_loop_per_worker,
         train_loop_config={"train_config": cfg.model_dump(mode="json"), "tracking_uri": uri, "mlflow_run_id": run_id, "checkpoint_epochs": list(checkpoint_epochs)},
         torch_config=TorchConfig(backend="nccl" if s.use_gpu else "gloo"),
-        scaling_config=ray.train.ScalingConfig(num_workers=s.num_workers, use_gpu=s.use_gpu, resources_per_worker=resources),
+        scaling_config=ray.train.ScalingConfig(num_workers=s.num_workers, use_gpu=s.use_gpu, resources_per_worker=resources, placement_strategy=s.placement),
         datasets=datasets or None,
         dataset_config=ray.train.DataConfig(datasets_to_split=["train"]) if datasets else None,
         run_config=ray.train.RunConfig(

@@ -44,6 +44,7 @@ class RayTrainSession:
         ctx = ray.train.get_context()
         self.rank, self.world = ctx.get_world_rank(), ctx.get_world_size()
         self.device = ray.train.torch.get_device()
+        self.node_id = ray.get_runtime_context().get_node_id()
 
     def prepare_model(self, model: nn.Module, find_unused_parameters: bool) -> nn.Module:
         kwargs = {"find_unused_parameters": find_unused_parameters} if self.world > 1 else None
@@ -71,10 +72,12 @@ class TuneSession:
     use_gpu: bool = False
 
     def __post_init__(self) -> None:
+        import ray
         from ray import tune
 
         self._tune = tune
         self.rank, self.world = 0, 1
+        self.node_id = ray.get_runtime_context().get_node_id()
         self.device = torch.device("cuda" if self.use_gpu and torch.cuda.is_available() else "cpu")
 
     def prepare_model(self, model: nn.Module, find_unused_parameters: bool) -> nn.Module:

@@ -21,6 +21,7 @@ import torch
 import torch.distributed as dist
 from torch.utils.data import DataLoader, Subset
 
+from mjp import keys
 from trainables.config import TrainConfig
 from trainables.data import DatasetBundle, data_info, dataset_inputs, load_datasets
 from trainables.engine import build_algorithm, build_model, build_state, evaluate, make_mixup, seed_everything, train_one_epoch
@@ -110,6 +111,8 @@ def train_loop(cfg: TrainConfig, session: Any, *, tracking_uri: str | None, run_
         if resumed:
             state.restore(directory)
     tracker = RunTracker(tracking_uri, run_id) if rank == 0 and run_id and tracking_uri else None
+    if run_id and tracking_uri:
+        record_node(RunTracker(tracking_uri, run_id) if tracker is None else tracker, rank, session.node_id)
     log = EpochLogger(tracker) if tracker else None
     for dataset in dataset_inputs(cfg, bundle) if tracker else []:
         tracker.log_dataset(dataset.name, dataset.digest, dataset.source, dataset.profile, dataset.context)
@@ -136,6 +139,17 @@ def train_loop(cfg: TrainConfig, session: Any, *, tracking_uri: str | None, run_
             session.report({**metrics, "epoch": state.epoch}, Path(d) if save else None)
         if cfg.runtime.fail_after_epoch == state.epoch and not resumed:
             raise InjectedFailure(f"runtime.fail_after_epoch={state.epoch}: injected failure after the checkpoint")
+
+
+def record_node(tracker: RunTracker, rank: int, node_id: str) -> None:
+    """Tag the run with the Ray node this worker trains on; rank 0 also appends it to the run's
+    node history (a trial restarted on another node after a node loss names both)."""
+    tags = {f"{keys.TAG_NODE_PREFIX}{rank}": node_id}
+    if rank == 0:
+        seen = tracker.client.get_run(tracker.run_id).data.tags.get(keys.TAG_NODES_SEEN, "")
+        nodes = [n for n in seen.split(",") if n]
+        tags[keys.TAG_NODES_SEEN] = ",".join(nodes if nodes[-1:] == [node_id] else [*nodes, node_id])
+    tracker.set_tags(tags)
 
 
 def train_loop_per_worker(config: dict[str, Any]) -> None:

@@ -35,3 +35,46 @@ def test_a_typo_is_reported_with_its_place(tmp_path):
     path.write_text(yaml.safe_dump(bad))
     with pytest.raises(ConfigError, match=re.escape("available_node_types.gpu_worker: Additional properties are not allowed ('max_worker' was unexpected)")):
         validate_cluster_config(path)
+
+
+def test_the_local_twin_has_cluster_yamls_node_types_and_every_key_rays_monitor_reads():
+    from sweep.local_cluster import GPU_STANDIN, twin_config
+
+    real = yaml.safe_load(CLUSTER.read_text())
+    twin = twin_config(6379, gpu_workers=2, cpu_workers=1)
+    for key in real:  # the monitor reads cluster.yaml's keys unguarded (KeyError: 'file_mounts')
+        assert key in twin, key
+    types = twin["available_node_types"]
+    assert {"gpu_worker", "cpu_worker"} <= set(types) and set(real["available_node_types"]) - {"head"} <= set(types)
+    assert types[twin["head_node_type"]]["resources"] == {"CPU": 0}, "the head runs drivers, no training or Ray Data task"
+    assert GPU_STANDIN in types["gpu_worker"]["resources"] and GPU_STANDIN not in types["cpu_worker"]["resources"]
+    assert all(types[t]["min_workers"] == 0 for t in ("gpu_worker", "cpu_worker"))
+    assert twin["provider"]["gcs_address"] == "127.0.0.1:6379"
+
+
+def test_a_trial_asks_for_its_custom_resources_and_refuses_cpu_among_them():
+    from trainables.config import build_config
+    from trainables.driver import worker_resources
+
+    base = {"model": {"name": "vit_tiny_patch16_224"}, "data": {"name": "digits"}}
+    cfg = build_config(base, {"scaling.worker_resources": {"mjp_gpu": 1}}, source="test")
+    assert worker_resources(cfg.scaling) == {"CPU": 1.0, "mjp_gpu": 1.0}
+    with pytest.raises(ConfigError, match="'CPU'.*custom resources"):
+        build_config(base, {"scaling.worker_resources": {"CPU": 2}}, source="test")
+
+
+def test_cluster_down_of_an_empty_session_ends_nothing(tmp_path):
+    from sweep.local_cluster import down, raylet_pid
+
+    assert down(tmp_path, grace_s=0) == []
+    with pytest.raises(ConfigError, match="no raylet of node abc"):
+        raylet_pid(tmp_path, "abc")
+
+
+def test_cluster_up_without_local_and_a_bad_size_are_refused_before_anything_starts(tmp_path, capsys):
+    from sweep.cli import main
+
+    assert main(["cluster", "up", "--session", str(tmp_path)]) == 2
+    assert "`ray up cluster.yaml`" in capsys.readouterr().err
+    assert main(["cluster", "up", "--local", "--session", str(tmp_path), "--gpu-workers", "9"]) == 2
+    assert "gpu_workers=9" in capsys.readouterr().err and list(tmp_path.iterdir()) == []

@@ -1,0 +1,297 @@
+"""A local twin of ``cluster.yaml`` on this machine (``mjp cluster up --local`` / ``mjp cluster down``).
+
+Ray 2.60's ``fake_multinode`` autoscaling provider starts worker "nodes" (real raylets with their
+own node ids and resources) on this machine when the autoscaler asks for them. The twin keeps
+``cluster.yaml``'s roles:
+
+- ``head``: runs the sweep drivers (Ray jobs' entrypoints, which ask for no resources), never
+  training or Ray Data tasks: it has no ``mjp_gpu`` and 0 CPUs.
+- ``gpu_worker``: stands in for the 8-GPU nodes: ``{CPU: 2, mjp_gpu: 1}``. A trial asks for it with
+  ``scaling.worker_resources: {mjp_gpu: 1}`` in place of ``scaling.use_gpu``. The second CPU is
+  the real node's spare cores: a multi-worker trial's driver (0.25 CPU) lands beside a worker, as
+  the head has no CPU for tasks.
+- ``cpu_worker``: CPU-only nodes for Ray Data's read and decode tasks: ``{CPU: 1}``.
+
+Every worker type has ``min_workers: 0``: the autoscaler starts them on demand. The head listens
+on 127.0.0.1 only (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``), with token authentication
+(``RAY_AUTH_MODE=token``), and an ``mlflow server`` on 127.0.0.1 is the tracking server, as
+``cluster.yaml``'s head starts one. Everything lives in one session directory; ``down`` ends
+exactly the processes whose command lines name it (never ``ray stop``, which would end every Ray
+on the machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from trainables.errors import ConfigError
+
+#: the custom resource that stands in for a GPU on the twin's ``gpu_worker`` nodes
+GPU_STANDIN = "mjp_gpu"
+#: the file in the session directory that ``up`` writes and ``down`` / the tests read
+STATE_FILE = "cluster.json"
+DEFAULT_SESSION = "/tmp/mjp-local-cluster"
+
+
+@dataclass(frozen=True)
+class LocalCluster:
+    """What ``up`` started: the Ray address (GCS), the dashboard (jobs API), the tracking URI."""
+
+    session_dir: str
+    address: str
+    dashboard: str
+    tracking_uri: str
+    storage: str
+
+    def environment(self) -> dict[str, str]:
+        """The variables a shell needs to use this cluster (``mjp cluster up`` prints them)."""
+        return {"RAY_ADDRESS": self.address, "RAY_API_SERVER_ADDRESS": self.dashboard, "MLFLOW_TRACKING_URI": self.tracking_uri,
+                "MJP_SWEEP_STORAGE": self.storage, "RAY_AUTH_MODE": "token", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def twin_config(gcs_port: int, *, gpu_workers: int = 2, cpu_workers: int = 1, idle_minutes: float = 1.0) -> dict[str, Any]:
+    """The ``fake_multinode`` launcher config: ``cluster.yaml``'s node types, scaled to one machine.
+
+    Every top-level key is present even when empty: Ray's monitor reads them unguarded (a missing
+    ``file_mounts`` ends it with ``KeyError`` and no node ever starts).
+    """
+    return {
+        "cluster_name": "mjp-local",
+        "max_workers": gpu_workers + cpu_workers,
+        "upscaling_speed": 1.0,
+        "idle_timeout_minutes": idle_minutes,
+        "provider": {"type": "fake_multinode", "use_node_id_as_ip": True, "disable_node_updaters": True,
+                     "disable_launch_config_check": True, "gcs_address": f"127.0.0.1:{gcs_port}"},
+        "available_node_types": {
+            "ray.head.default": {"resources": {"CPU": 0}, "node_config": {}, "max_workers": 0},
+            "gpu_worker": {"resources": {"CPU": 2, GPU_STANDIN: 1}, "node_config": {}, "min_workers": 0, "max_workers": gpu_workers},
+            "cpu_worker": {"resources": {"CPU": 1}, "node_config": {}, "min_workers": 0, "max_workers": cpu_workers},
+        },
+        "head_node_type": "ray.head.default",
+        "auth": {"ssh_user": "ubuntu"},
+        "docker": {},
+        **{key: {} for key in ("file_mounts",)},
+        **{key: [] for key in ("cluster_synced_files", "rsync_exclude", "rsync_filter", "initialization_commands", "setup_commands",
+                               "head_setup_commands", "worker_setup_commands", "head_start_ray_commands", "worker_start_ray_commands")},
+        "file_mounts_sync_continuously": False,
+    }
+
+
+def _environment() -> dict[str, str]:
+    from trainables.ray_runtime import prepare_environment
+
+    prepare_environment()  # what every Ray process of the project needs (the head's and its nodes' inherit it)
+    env = {**os.environ, "RAY_FAKE_CLUSTER": "1", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token"}
+    here = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join([here, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != here]])
+    return env
+
+
+def _wait_http(url: str, what: str, seconds: float, log: Path) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=2).close()
+            return
+        except OSError:
+            time.sleep(0.5)
+    tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
+    raise ConfigError(f"{what} did not answer at {url} within {seconds:.0f} s ({tail[0] if tail else 'no log'}); see {log}")
+
+
+def up(session_dir: str | Path = DEFAULT_SESSION, *, gpu_workers: int = 2, cpu_workers: int = 1) -> LocalCluster:
+    """Start the twin: a ``fake_multinode`` Ray head with its autoscaler, and an MLflow server."""
+    session = Path(session_dir).resolve()
+    if (session / STATE_FILE).exists():
+        raise ConfigError(f"{session} already holds a local cluster ({STATE_FILE}); `mjp cluster down --session {session}` first")
+    if not 1 <= gpu_workers <= 4 or not 0 <= cpu_workers <= 4:
+        raise ConfigError(f"gpu_workers={gpu_workers}, cpu_workers={cpu_workers}: allowed 1-4 and 0-4 on one machine")
+    session.mkdir(parents=True, exist_ok=True)
+    env = _environment()
+    gcs, dash, mlflow_port = free_port(), free_port(), free_port()
+    config = session / "autoscaler.yaml"
+    config.write_text(yaml.safe_dump(twin_config(gcs, gpu_workers=gpu_workers, cpu_workers=cpu_workers)))
+    storage = session / "sweeps"
+    storage.mkdir(exist_ok=True)
+    (session / "mlflow").mkdir(exist_ok=True)
+    mlflow_log = session / "mlflow" / "server.log"
+    with open(mlflow_log, "w") as log:  # its own process group: `down` ends its uvicorn workers with it
+        server = subprocess.Popen(
+            [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(mlflow_port), "--workers", "1",
+             "--backend-store-uri", f"sqlite:///{session}/mlflow/mlflow.db", "--artifacts-destination", f"{session}/mlflow/artifacts"],
+            stdout=log, stderr=subprocess.STDOUT, env={**env, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}, start_new_session=True, cwd=session)
+    (session / "mlflow" / "server.pgid").write_text(str(server.pid))
+    ray_cli = str(Path(sys.executable).with_name("ray"))
+    ports = {"--dashboard-agent-listen-port": free_port(), "--dashboard-agent-grpc-port": free_port(), "--metrics-export-port": free_port(),
+             "--runtime-env-agent-port": free_port(), "--ray-client-server-port": free_port()}
+    command = [ray_cli, "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(gcs), "--temp-dir", str(session / "ray"),
+               "--num-cpus", "0", "--autoscaling-config", str(config),
+               "--include-dashboard", "true", "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dash),
+               *[f"{k}={v}" for k, v in ports.items()], "--disable-usage-stats"]
+    # as cluster.yaml's head: the jobs submitted to it inherit the tracking URI and the sweep storage
+    env.update(MLFLOW_TRACKING_URI=f"http://127.0.0.1:{mlflow_port}", MJP_SWEEP_STORAGE=str(storage))
+    result = subprocess.run(command, env=env, capture_output=True, text=True, cwd=session)
+    (session / "ray-start.log").write_text(result.stdout + result.stderr)
+    cluster = LocalCluster(str(session), f"127.0.0.1:{gcs}", f"http://127.0.0.1:{dash}", f"http://127.0.0.1:{mlflow_port}", str(storage))
+    (session / STATE_FILE).write_text(json.dumps(asdict(cluster), indent=1))
+    if result.returncode != 0:
+        down(session)
+        raise ConfigError(f"`ray start --head` failed ({result.returncode}); see {session / 'ray-start.log'}")
+    try:
+        _wait_http(f"{cluster.tracking_uri}/health", "the MLflow server", 120, mlflow_log)
+    except ConfigError:
+        down(session)
+        raise
+    return cluster
+
+
+def read_state(session_dir: str | Path) -> LocalCluster:
+    path = Path(session_dir).resolve() / STATE_FILE
+    if not path.is_file():
+        raise ConfigError(f"no local cluster in {path.parent} (no {STATE_FILE}); `mjp cluster up --local --session DIR` makes one")
+    return LocalCluster(**json.loads(path.read_text()))
+
+
+def session_processes(session_dir: str | Path) -> list[int]:
+    """PIDs of this user's processes whose command line names ``session_dir`` (not this one nor its
+    parents), and
+    the MLflow server's process group (its uvicorn workers name only the port).
+
+    The GCS, raylets, agents and workers carry ``--temp-dir`` / session paths, the autoscaler its
+    config path, the MLflow server its store path.
+    """
+    session = Path(session_dir).resolve()
+    needle = str(session).encode()
+    pgid_file = session / "mlflow" / "server.pgid"
+    server_group = int(pgid_file.read_text()) if pgid_file.is_file() else None
+    mine, uid, found = _this_process_and_its_ancestors(), os.getuid(), []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) in mine:
+            continue
+        try:
+            if entry.stat().st_uid != uid or (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                continue  # another user's, or ended and waiting for its parent to reap it
+            in_group = server_group is not None and os.getpgid(int(entry.name)) == server_group
+            if in_group or needle in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def _this_process_and_its_ancestors() -> set[int]:
+    """This process and its parents (the shell that ran `mjp cluster down --session DIR` names DIR too)."""
+    pids, pid = set(), os.getpid()
+    while pid > 1 and pid not in pids:
+        pids.add(pid)
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            break
+        pid = int(stat.rsplit(")", 1)[1].split()[1])
+    return pids
+
+
+def raylet_pid(session_dir: str | Path, node_id: str) -> int:
+    """The PID of the raylet of Ray node ``node_id`` in this twin (killing it is a node loss)."""
+    flag = f"--node_id={node_id}".encode()
+    for pid in session_processes(session_dir):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv[0].endswith(b"/raylet") and flag in argv:
+            return pid
+    raise ConfigError(f"no raylet of node {node_id} runs in the local cluster {session_dir}")
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def kill_node(session_dir: str | Path, node_id: str) -> list[int]:
+    """Lose worker node ``node_id`` as a machine is lost: SIGKILL its raylet and every process it
+    started (its workers and agents), at once. The PIDs killed, the raylet first.
+
+    Killing the raylet alone is not a node loss on one machine: its worker processes (a trial's
+    training among them) keep running and reporting to the GCS and the driver until they notice.
+    """
+    raylet = raylet_pid(session_dir, node_id)
+    tree, todo = [], [raylet]
+    while todo:
+        pid = todo.pop()
+        tree.append(pid)
+        todo.extend(_children(pid))
+    for pid in tree:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return tree
+
+
+def down(session_dir: str | Path = DEFAULT_SESSION, *, grace_s: float = 10.0) -> list[int]:
+    """End every process of the twin in ``session_dir`` (SIGTERM, then SIGKILL after ``grace_s``).
+
+    Returns the PIDs ended. The session directory stays (logs, the MLflow store) but loses its
+    state file, so ``up`` can use it again.
+    """
+    session = Path(session_dir).resolve()
+    ended: set[int] = set()
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+        pids = session_processes(session)
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+                ended.add(pid)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + wait
+        while session_processes(session) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    (session / STATE_FILE).unlink(missing_ok=True)
+    return sorted(ended)
+
+
+def cmd_cluster_up(args: argparse.Namespace) -> int:
+    if not args.local:
+        raise ConfigError("`mjp cluster up` starts only the local twin (--local); a real cluster: `ray up cluster.yaml`")
+    cluster = up(args.session, gpu_workers=args.gpu_workers, cpu_workers=args.cpu_workers)
+    print(f"local cluster up in {cluster.session_dir}: Ray at {cluster.address}, jobs at {cluster.dashboard}, MLflow at {cluster.tracking_uri}")
+    print("use it from this shell:")
+    for key, value in cluster.environment().items():
+        print(f"  export {key}={value}")
+    return 0
+
+
+def cmd_cluster_down(args: argparse.Namespace) -> int:
+    ended = down(args.session)
+    left = session_processes(args.session)
+    print(f"local cluster in {Path(args.session).resolve()} down: {len(ended)} processes ended" + (f"; still running: {left}" if left else ""))
+    return 1 if left else 0

@@ -1,0 +1,277 @@
+"""The cluster path on the local twin of cluster.yaml (``mjp cluster up --local``): a sweep
+submitted as a Ray job trains on worker nodes the autoscaler starts, logs to an MLflow server
+over HTTP, and survives the loss of a training node, of the Ray Data node and of its driver.
+Minutes on 2 cores (``make test-cluster``).
+
+Everything that talks to Ray runs in a fresh Python (``on_cluster``). The waits poll real state
+(a job's status, a run's metrics) with a deadline: nodes start in seconds to tens of seconds, and
+nothing here depends on how many.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from mjp import keys
+from sweep.local_cluster import GPU_STANDIN, down, kill_node, session_processes, up
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parent.parent
+HEAD_NODE = "fffffffffffffffffffffffffffffffffffffffffffffffffff00000"  # the fake provider's head id
+TINY = {
+    "model": {"kwargs": {"patch_size": 2, "embed_dim": 32, "depth": 2, "num_heads": 2}},
+    "data": {"batch_size": 32, "train_limit": 256, "val_limit": 64},
+    "eval": {"shuffle_ratios": [0.0]},
+    "scaling": {"worker_resources": {GPU_STANDIN: 1}},  # the "GPU" nodes only
+    "runtime": {"checkpoint_every": 1, "max_failures": 2},
+}
+LOSSES: dict[str, float] = {}  # what each loss cost, printed at the end (docs/cluster-local.md)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    session = Path(tempfile.mkdtemp(prefix="mjp-cl-", dir="/tmp"))  # short: Ray's socket paths live under it
+    twin = up(session, gpu_workers=2, cpu_workers=1)
+    saved = os.environ.get("MLFLOW_TRACKING_URI")
+    os.environ["MLFLOW_TRACKING_URI"] = twin.tracking_uri  # this process reads MLflow only
+    try:
+        yield twin
+    finally:
+        if saved is None:
+            os.environ.pop("MLFLOW_TRACKING_URI", None)
+        else:
+            os.environ["MLFLOW_TRACKING_URI"] = saved
+        down(session)
+        if LOSSES:
+            print("\nseconds each loss cost:", {k: round(v, 1) for k, v in LOSSES.items()})
+    left = session_processes(session)
+    assert left == [], f"`down` left processes of the twin running: {[Path(f'/proc/{p}/cmdline').read_bytes()[:200] for p in left]}"
+    shutil.rmtree(session, ignore_errors=True)
+
+
+def study(twin, name: str, epochs: int, variants: list[str], **train) -> str:
+    path = Path(twin.session_dir) / f"{name}.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": name, "base": str(REPO / "trainables/configs/digits_vit_tiny.yaml"),
+        "train": {**TINY, **train, "optim": {"epochs": epochs}, "tracking": {"experiment": name}},
+        "space": {"mjp.variant": {"type": "grid", "values": variants}},
+        "objective": {"metric": keys.VAL_TOP1, "mode": "max"}, "search": {"algorithm": "grid"}, "budget": {"max_concurrent": 2},
+    }))
+    return str(path)
+
+
+def on_cluster(twin, code: str) -> Any:
+    """Run ``code`` (its last line of output is one JSON value) in a fresh Python with the twin's
+    environment: this process may have loaded Ray's C++ side, which reads ``RAY_AUTH_MODE`` once,
+    for another test's local Ray without token authentication."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                         env={**os.environ, **twin.environment(), "PYTHONPATH": str(REPO)})
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def job_call(twin, call: str) -> Any:
+    return on_cluster(twin, "import json; from ray.job_submission import JobSubmissionClient as C; "
+                            f"c = C({twin.dashboard!r}); print(json.dumps({call}))")
+
+
+def submit(twin, *argv: str) -> str:
+    """``mjp ARGV`` as a Ray job on the twin's head (as `ray job submit` does); its submission id."""
+    command = " ".join([f"cd {REPO} &&", sys.executable, "-m", "sweep.cli", *argv])
+    return job_call(twin, f"c.submit_job(entrypoint={command!r})")
+
+
+def wait_job(twin, job: str, seconds: float = 240) -> str:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        status = job_call(twin, f"str(c.get_job_status({job!r}))")
+        if status in {"SUCCEEDED", "FAILED", "STOPPED"}:
+            return status
+        time.sleep(2)
+    raise AssertionError(f"job {job} still running after {seconds} s:\n{job_logs(twin, job)}")
+
+
+def job_logs(twin, job: str) -> str:
+    return job_call(twin, f"c.get_job_logs({job!r})[-3000:]")
+
+
+def child_runs(experiment: str) -> list:
+    import mlflow
+
+    client = mlflow.MlflowClient()
+    exp = client.get_experiment_by_name(experiment)
+    return [] if exp is None else client.search_runs([exp.experiment_id], filter_string=f"tags.`{keys.TAG_PARENT}` != ''")
+
+
+def wait_for_epoch(experiment: str, epoch: int, seconds: float = 180):
+    """The first child run that has logged ``epoch`` epochs of validation top-1."""
+    import mlflow
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for run in child_runs(experiment):
+            history = mlflow.MlflowClient().get_metric_history(run.info.run_id, keys.VAL_TOP1)
+            if any(m.step >= epoch for m in history):
+                return run
+        time.sleep(0.5)
+    raise AssertionError(f"no trial of {experiment} reached epoch {epoch} within {seconds} s")
+
+
+def alive_nodes(twin) -> dict[str, dict]:
+    return on_cluster(twin, "import json, ray; ray.init(log_to_driver=False); "
+                            "print(json.dumps({n['NodeID']: n['Resources'] for n in ray.nodes() if n['Alive']}))")
+
+
+def seconds_lost(history: list, killed_at: float) -> float:
+    """What a loss cost a trial: the time from its last epoch before ``killed_at`` to its last
+    epoch, less what the epochs it still had to train take at its pace before the loss."""
+    before = sorted((m for m in history if m.timestamp / 1000 <= killed_at), key=lambda m: m.step)
+    pace = (before[-1].timestamp - before[0].timestamp) / 1000 / max(1, before[-1].step - before[0].step)
+    end = max(m.timestamp for m in history) / 1000
+    return end - before[-1].timestamp / 1000 - pace * (max(m.step for m in history) - before[-1].step)
+
+
+def test_a_sweep_job_trains_on_autoscaled_worker_nodes(cluster):
+    assert set(alive_nodes(cluster)) == {HEAD_NODE}, "min_workers 0: only the head before the sweep"
+    job = submit(cluster, "sweep", "run", study(cluster, "cl-basic", 2, ["A", "J"]))
+    assert wait_job(cluster, job) == "SUCCEEDED"
+    runs = child_runs("cl-basic")
+    assert sorted(r.info.status for r in runs) == ["FINISHED", "FINISHED"]
+    for run in runs:
+        node = run.data.tags[f"{keys.TAG_NODE_PREFIX}0"]
+        assert node != HEAD_NODE and node.startswith("fffff"), f"{run.info.run_name} trained on {node}, not on an autoscaled worker node"
+        assert run.data.metrics[keys.VAL_TOP1] >= 0
+    shown = subprocess.run([sys.executable, "-m", "sweep.cli", "sweep", "status", "cl-basic", "--uri", cluster.tracking_uri],
+                           capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert "2 finished of 2 trials" in shown.stdout, shown.stdout + shown.stderr
+
+
+def test_a_lost_worker_node_costs_one_restart_from_the_last_checkpoint(cluster):
+    import mlflow
+
+    job = submit(cluster, "sweep", "run", study(cluster, "cl-node-loss", 8, ["J"]))
+    run = wait_for_epoch("cl-node-loss", 2)
+    node = mlflow.MlflowClient().get_run(run.info.run_id).data.tags[f"{keys.TAG_NODE_PREFIX}0"]
+    killed_at = time.time()
+    assert len(kill_node(cluster.session_dir, node)) > 1, "the node's raylet and its workers"
+    assert wait_job(cluster, job) == "SUCCEEDED"
+
+    runs = child_runs("cl-node-loss")
+    assert [r.info.run_id for r in runs] == [run.info.run_id], "the restarted trial must log into the same child run"
+    after = mlflow.MlflowClient().get_run(run.info.run_id)
+    assert after.info.status == "FINISHED"
+    nodes = after.data.tags[keys.TAG_NODES_SEEN].split(",")
+    assert nodes[0] == node and len(nodes) == 2 and nodes[1] != node, f"trained on {nodes}; expected the lost node, then another"
+    history = mlflow.MlflowClient().get_metric_history(run.info.run_id, keys.VAL_TOP1)
+    resumed = [m for m in history if m.timestamp / 1000 > killed_at]
+    assert min(m.step for m in resumed) > 1, "the restart began again at epoch 1, not from its checkpoint"
+    assert max(m.step for m in history) == 8
+    assert node not in alive_nodes(cluster)
+    LOSSES["a training node"] = seconds_lost(history, killed_at)
+
+
+def image_folder(root: Path, per_class: int = 32, size: int = 20) -> Path:
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    for split, count in (("train", per_class), ("val", 4)):
+        for c in ("cat", "dog"):
+            (root / split / c).mkdir(parents=True)
+            for i in range(count):
+                Image.fromarray(rng.integers(0, 255, (size, size, 3), dtype=np.uint8)).save(root / split / c / f"{i}.jpg")
+    return root
+
+
+def ray_data_task_nodes(twin) -> set[str]:
+    """The nodes that ran Ray Data's read + decode tasks (``decode_and_augment``) so far."""
+    return set(on_cluster(twin, "import json, ray; from ray.util.state import list_tasks; ray.init(log_to_driver=False); "
+                                "print(json.dumps(sorted({t.node_id for t in list_tasks(limit=10_000, raise_on_missing_output=False) "
+                                "if 'decode_and_augment' in t.name and t.node_id})))"))
+
+
+def test_ray_data_decodes_off_the_training_node_and_survives_the_loss_of_its_node(cluster):
+    import mlflow
+
+    root = image_folder(Path(cluster.session_dir) / "images")
+    data = {"name": "imagefolder", "root": str(root), "img_size": 16, "batch_size": 8, "loader": "ray_data", "augment": "deit", "train_limit": None, "val_limit": None}
+    # the trainer takes both CPUs of its "GPU" node: decoding must go elsewhere, and the head has none
+    scaling = {**TINY["scaling"], "cpus_per_worker": 2}
+    job = submit(cluster, "sweep", "run", study(cluster, "cl-ray-data", 6, ["J"], data=data, scaling=scaling,
+                                               model={"kwargs": {"patch_size": 4, "embed_dim": 32, "depth": 1, "num_heads": 2}}))
+    run = wait_for_epoch("cl-ray-data", 2)
+    trainer = mlflow.MlflowClient().get_run(run.info.run_id).data.tags[f"{keys.TAG_NODE_PREFIX}0"]
+    decoders = ray_data_task_nodes(cluster)
+    # Ray Data takes free CPUs of any node: the CPU-only one, or a "GPU" node no trial holds (as on
+    # the real cluster); never the head's (it has none) nor the trainer's (its trial holds both)
+    assert decoders and not decoders & {HEAD_NODE, trainer}, f"Ray Data tasks ran on {decoders}; the trainer on {trainer}"
+    lost = sorted(decoders)[0]
+    killed_at = time.time()
+    kill_node(cluster.session_dir, lost)
+    assert wait_job(cluster, job) == "SUCCEEDED"
+
+    runs = child_runs("cl-ray-data")
+    assert [r.info.run_id for r in runs] == [run.info.run_id] and runs[0].info.status == "FINISHED"
+    history = mlflow.MlflowClient().get_metric_history(run.info.run_id, keys.VAL_TOP1)
+    assert max(m.step for m in history) == 6
+    LOSSES["the Ray Data node"] = seconds_lost(history, killed_at)
+    # After the loss the autoscaler adds CPU capacity of either type: both offer CPUs, and a
+    # "GPU" node whose trainer holds one CPU of several would feed Ray Data too (docs/cluster-local.md).
+    after = ray_data_task_nodes(cluster) - {lost}
+    assert after and HEAD_NODE not in after, f"after the loss Ray Data ran on {after}"
+
+
+def test_a_lost_driver_then_sweep_resume_runs_every_trial_once(cluster):
+    """The job's driver (the `mjp sweep run` process on the head) SIGKILLed mid-sweep, then
+    `mjp sweep resume DIR` as a new job: every trial once, in its own child run, none RUNNING."""
+    job = submit(cluster, "sweep", "run", study(cluster, "cl-driver-loss", 6, ["A", "J"]))
+    wait_for_epoch("cl-driver-loss", 2)
+    driver = job_call(cluster, f"c.get_job_info({job!r}).driver_info.pid")
+    killed_at = time.time()
+    os.kill(int(driver), signal.SIGKILL)
+    assert wait_job(cluster, job) in {"FAILED", "STOPPED"}
+    [experiment_dir] = [str(p) for p in Path(cluster.storage).glob("cl-driver-loss-*")]
+    resumed = submit(cluster, "sweep", "resume", experiment_dir)
+    assert wait_job(cluster, resumed) == "SUCCEEDED", job_logs(cluster, resumed)
+
+    runs = child_runs("cl-driver-loss")
+    trials = [r.data.tags[keys.TAG_TRIAL_ID] for r in runs]
+    assert sorted(trials) == sorted(set(trials)) and len(trials) == 2, f"trials {trials}: each must have exactly one child run"
+    assert sorted(r.info.status for r in runs) == ["FINISHED", "FINISHED"]
+    LOSSES["the driver: from the kill to the resumed sweep's end, remaining training included"] = time.time() - killed_at
+
+
+def test_two_workers_strictly_spread_over_two_nodes_train_as_one_worker(cluster):
+    """Variant A (no random masks), 1 epoch: 2 Ray Train workers on 2 "GPU" nodes with 32 images
+    each per step against 1 worker with 64. DistributedSampler gives the 2 ranks the 64 images the
+    1 worker sees at each step, so the weights and the validation loss agree to float rounding
+    (tests/trainables/test_ddp_equivalence.py's tolerance)."""
+    path = Path(study(cluster, "cl-spread", 1, ["A"]))
+    tree = yaml.safe_load(path.read_text())
+    tree["space"] = {"workers": {"type": "grid", "values": ["one", "two"], "presets": {
+        "one": {"scaling.num_workers": 1, "data.batch_size": 64},
+        "two": {"scaling.num_workers": 2, "scaling.placement": "STRICT_SPREAD", "data.batch_size": 32}}}}
+    tree["budget"] = {"max_concurrent": 1}
+    tree["train"]["mjp"] = {"variant": "A"}
+    path.write_text(yaml.safe_dump(tree))
+    assert wait_job(cluster, submit(cluster, "sweep", "run", str(path)), seconds=300) == "SUCCEEDED"
+
+    runs = {r.data.tags[f"{keys.TAG_SAMPLE_PREFIX}workers"]: r for r in child_runs("cl-spread")}
+    two = runs["two"].data.tags
+    assert two[f"{keys.TAG_NODE_PREFIX}0"] != two[f"{keys.TAG_NODE_PREFIX}1"], "STRICT_SPREAD: one worker per node"
+    assert not {two[f"{keys.TAG_NODE_PREFIX}0"], two[f"{keys.TAG_NODE_PREFIX}1"]} & {HEAD_NODE}
+    one_loss, two_loss = runs["one"].data.metrics[keys.VAL_LOSS], runs["two"].data.metrics[keys.VAL_LOSS]
+    assert abs(one_loss - two_loss) <= 2e-5 + 1e-4 * abs(one_loss), f"val/loss: 1 worker {one_loss}, 2 workers {two_loss}"
