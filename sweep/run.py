@@ -301,7 +301,7 @@ def run_sweep(study: Study, *, storage: str | None = None, address: str | None =
     uri = tracking_uri(uri or base.tracking.uri)
     check_store_writable(uri)
     experiment = base.tracking.experiment
-    run_name = f"{study.name}{'-smoke' if study.smoke else ''}-{time.strftime('%Y%m%d-%H%M%S')}"
+    run_name = f"{study.name}-{time.strftime('%Y%m%d-%H%M%S')}"  # a smoke study's name ends in -smoke
     storage = storage_root(storage)
     if study.max_parameters:
         from trainables.preflight import check_disk_space
