@@ -58,7 +58,7 @@ class DataSection(_Section):
 
 
 class OptimSection(_Section):
-    epochs: int = Field(10, ge=1)
+    epochs: int = Field(10, ge=1, le=10_000, description="at most 10,000: the paper trains 300; more is a typo, not a study")
     base_lr: float = Field(5e-4, gt=0, description="lr = base_lr * global_batch / lr_batch_ref (DeiT)")
     lr_batch_ref: int = Field(512, ge=1)
     min_lr: float = Field(1e-5, ge=0)
