@@ -103,3 +103,38 @@ def test_analyze_results_never_writes_a_smoke_sweep(tmp_path, capsys):
     assert main(["analyze", "results", "--study", "quickstart-smoke", "--uri", uri]) == 2
     assert "is a smoke run: results files hold full studies" in capsys.readouterr().err
     assert sorted(p.name for p in RESULTS.glob("*.json")) == before
+
+
+@pytest.mark.slow
+def test_the_quickstart_smoke_run_learns_and_leaves_the_full_study_alone(tmp_path, monkeypatch, local_ray, capsys):
+    """`mjp sweep run quickstart --smoke` as a user runs it: every trial well above chance (10%)
+    on digits, and nothing of the full study written: not its experiment, report or results."""
+    import hashlib
+
+    from mlflow.tracking import MlflowClient
+
+    from analysis.runs import load_runs, load_sweeps
+    from mjp import keys
+    from sweep.cli import main
+    from sweep.results_commands import RESULTS
+
+    def results_digest():
+        return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in RESULTS.glob("*.json")}
+
+    before = results_digest()
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    assert main(["sweep", "run", "quickstart", "--smoke", "--storage", str(tmp_path / "ray")]) == 0
+    capsys.readouterr()
+    assert load_sweeps(uri, "quickstart").empty
+    sweeps = load_sweeps(uri, "quickstart-smoke")
+    assert len(sweeps) == 1
+    assert {e.name for e in MlflowClient(uri).search_experiments()} == {"Default", "mjp-quickstart-smoke"}
+    assert [p.name for p in (tmp_path / "reports").iterdir()] == ["quickstart-smoke"]
+    runs = load_runs(uri, parent_run_id=sweeps.run_id.iloc[0])
+    assert len(runs) == 4 and (runs["status"] == "FINISHED").all()
+    top1 = runs[keys.VAL_TOP1]
+    assert (top1 >= 0.5).all(), f"a smoke trial at chance: {sorted(top1)}"
+    assert main(["analyze", "results", "--study", "quickstart", "--uri", uri]) == 2
+    assert results_digest() == before
