@@ -163,7 +163,7 @@ class TrackingSection(_Section):
     uri: str | None = Field(None, description="MLflow tracking URI; default $MLFLOW_TRACKING_URI or ./mlflow.db")
     run_name: str | None = None
     log_checkpoint: bool = True
-    storage_path: str | None = Field(None, description="Ray results (checkpoints, logs); default ./runs")
+    storage_path: str | None = Field(None, description="Ray results (checkpoints, logs); default $MJP_SWEEP_STORAGE (set on a cluster: cluster.yaml) or ./runs")
     system_metrics_s: float | None = Field(10.0, gt=0, description="seconds between MLflow's system metrics (CPU, memory, disk, network; GPU with pynvml) on a training's run; null: off")
 
 

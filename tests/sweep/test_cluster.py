@@ -35,3 +35,15 @@ def test_a_typo_is_reported_with_its_place(tmp_path):
     path.write_text(yaml.safe_dump(bad))
     with pytest.raises(ConfigError, match=re.escape("available_node_types.gpu_worker: Additional properties are not allowed ('max_worker' was unexpected)")):
         validate_cluster_config(path)
+
+
+def test_the_bucket_is_set_in_one_place_and_nodes_install_the_locked_versions():
+    from pathlib import Path
+
+    import yaml
+
+    root = Path(__file__).resolve().parents[2]
+    files = [root / "cluster.yaml", *sorted((root / "trainables" / "configs").glob("*.yaml"))]
+    assert sum(f.read_text().count("YOUR-BUCKET") for f in files) == 1
+    setup = " ".join(yaml.safe_load((root / "cluster.yaml").read_text())["setup_commands"])
+    assert "uv export --frozen" in setup and "--no-deps -e" in setup and "uv pip install --system -e" not in setup
