@@ -224,7 +224,7 @@ def describe(study: Any, plan: Plan, machines: Machines) -> str:
         f"on {machines.name}: {fits}",
         f"throughput {plan.img_per_s:,.0f} img/s per trial: {plan.img_per_s_source}",
         f"estimate: {_duration(plan.trial_hours)} per trial, {_duration(plan.wall_hours)} wall, {plan.gpu_hours:,.1f} GPU-hours"
-        " (training only; start-up and evaluation not counted; ASHA stops some trials early)",
+        f" (training only: start-up and evaluation not counted{'; ASHA stops some trials early, so less' if study.config.scheduler.type == 'asha' else ''})",
     ])
 
 

@@ -57,9 +57,9 @@ def test_a_sweep_failing_before_its_first_trial_leaves_no_directory(tmp_path):
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     client = MlflowClient(uri)
-    client.delete_experiment(client.create_experiment("mjp-quickstart"))
+    client.delete_experiment(client.create_experiment("mjp-quickstart-smoke"))
     storage = tmp_path / "ray_results"
-    with pytest.raises(TrackingError, match="'mjp-quickstart' .* is deleted"):
+    with pytest.raises(TrackingError, match="'mjp-quickstart-smoke' .* is deleted"):
         run_sweep(load_study("quickstart", smoke=True), storage=str(storage), uri=uri)
     assert not storage.exists() or list(storage.iterdir()) == []
 
