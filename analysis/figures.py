@@ -116,7 +116,7 @@ def mask_ratio_curves(runs: pd.DataFrame) -> Figure | None:
 
 
 def training_curves(runs: pd.DataFrame, histories: pd.DataFrame, by: list[str] | None = None) -> Figure | None:
-    """Validation top-1 and training loss per epoch, one line per configuration (mean over seeds)."""
+    """Validation top-1 and training loss per epoch, one line per configuration (the mean where seeds repeat it)."""
     by = by or group_columns(runs)
     done = finished(runs)
     if done.empty or histories.empty:
@@ -134,7 +134,8 @@ def training_curves(runs: pd.DataFrame, histories: pd.DataFrame, by: list[str] |
         ax.set_title(title, fontsize=10)
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
-    fig.suptitle("training curves (mean over seeds)", fontsize=8)
+    repeats = done.groupby(by, dropna=False).size().max()
+    fig.suptitle(f"training curves (mean over {repeats} seeds)" if repeats > 1 else "training curves (one run per configuration)", fontsize=8)
     fig.tight_layout()
     return fig
 

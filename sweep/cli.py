@@ -87,6 +87,14 @@ def build_parser() -> argparse.ArgumentParser:
     _verbose(run)
     run.set_defaults(handler="sweep.commands:cmd_sweep_run")
 
+    plan = sweep.add_parser("plan", help="what a study will cost: trials, epochs, resources, concurrency, wall time and GPU-hours")
+    plan.add_argument("study", help="a study YAML file or a shipped study name (`mjp sweep list`)")
+    plan.add_argument("--smoke", action="store_true", help="plan the study's small version")
+    _sets(plan)
+    plan.add_argument("--cluster", help="a `ray up` cluster file (e.g. cluster.yaml): plan for it at its largest (default: this machine)")
+    plan.add_argument("--img-per-s", type=float, help="training throughput of one trial, images per second (default: measured here for CPU trials, BENCHMARKS.md for GPU ones)")
+    plan.set_defaults(handler="sweep.plan:cmd_sweep_plan")
+
     resume = sweep.add_parser("resume", help="continue an interrupted sweep from its experiment directory")
     resume.add_argument("experiment_dir", help="the sweep's directory that `mjp sweep run` printed (under ray_results/, or an s3:// / gs:// URI)")
     resume.add_argument("--address", help="Ray cluster address (default: $RAY_ADDRESS, else a private local Ray)")

@@ -208,12 +208,16 @@ class ConsoleView(tune.Callback):
             print(f"{stamp} {text}", file=self.stream, flush=True)
 
     def eta(self) -> float | None:
-        """Seconds left for the whole run, from the epochs done so far (None before the first)."""
-        done = sum(r.epochs_done if r.state not in FINAL_STATES else r.epochs for r in self.rows.values())
+        """Seconds left for the whole run at the pace of the trials themselves: epochs left over
+        the epochs per second of the running trials, each timed from its own start (the sweep's
+        start-up is not a pace). None before a running trial has done any epoch."""
+        running = [r for r in self.rows.values() if r.state not in FINAL_STATES]
+        pace = sum(r.epochs_done / r.elapsed for r in running if r.epochs_done > 0 and r.elapsed > 0)
+        if not pace:
+            return None
         per_trial = max((r.epochs for r in self.rows.values()), default=0)
-        total = sum(r.epochs for r in self.rows.values()) + per_trial * max(0, self.total_trials - len(self.rows))
-        elapsed = time.monotonic() - self.started
-        return None if done == 0 else elapsed / done * max(0, total - done)
+        left = sum(r.epochs - r.epochs_done for r in running) + per_trial * max(0, self.total_trials - len(self.rows))
+        return max(0.0, left) / pace
 
     def _cells(self, row: Row, plain: bool = False) -> list[str]:
         cells = [row.label, row.state, f"{row.epoch}/{row.epochs}"]
@@ -236,21 +240,56 @@ class ConsoleView(tune.Callback):
         left = f" · ETA {_clock(eta)}" if eta is not None and any(s not in FINAL_STATES for s in states) else ""
         return f"{self.title} · {len(self.rows)}/{self.total_trials} trials started ({counts or 'starting'}) · {_clock(time.monotonic() - self.started)}{left}"
 
-    def _table(self) -> Any:
+    #: columns dropped first when the terminal is narrow (htop's way): the in-epoch detail, the
+    #: bar, the best values, the time; trial, state, epoch and the latest objective always stay
+    DROP_ORDER = ("this epoch", "progress", "best", "time")
+    BAR_WIDTH = 16
+
+    def _columns(self, width: int) -> list[str]:
+        """The headers of the live table that fit ``width`` columns, in display order."""
+        headers = self._headers()
+        shown = headers[:2] + ["progress"] + headers[2:]
+        rows = [self._cells(r) for r in self.rows.values()]
+
+        def need(header: str, i: int) -> int:
+            if header == "progress":
+                return self.BAR_WIDTH
+            j = i - 1 if i > 2 else i  # cells have no "progress" entry
+            return max([len(header)] + [len(r[j]) for r in rows])
+
+        widths = {(h, i): need(h, i) for i, h in enumerate(shown)}
+        keep = list(widths)
+        for victim in self.DROP_ORDER:
+            if sum(w + 3 for k, w in widths.items() if k in keep) + 1 <= width:
+                break
+            keep = [k for k in keep if k[0] != victim]
+        return [h for h, _ in keep]
+
+    def _table(self, width: int | None = None) -> Any:
+        """The live table, its columns chosen to fit ``width`` (default: the live terminal's; every column without one)."""
         from rich.progress_bar import ProgressBar
         from rich.table import Table
 
+        width = width or (self._console.width if getattr(self, "_console", None) is not None else 10**6)
+        shown = self._columns(width)
         table = Table(title=self._summary(), title_justify="left", expand=False)
-        headers = self._headers()
-        table.add_column(headers[0], justify="left", no_wrap=True)
-        table.add_column(headers[1], justify="left", no_wrap=True, min_width=8)  # "retrying"
-        table.add_column("progress", no_wrap=True)
-        for header in headers[2:]:
-            table.add_column(header, justify="left" if header == "this epoch" else "right")
+        cells_at = {h: i for i, h in enumerate(self._headers())}
+        for header in shown:
+            table.add_column(header, justify="left" if header in ("trial", "state", "this epoch") else "right" if header != "progress" else "left",
+                             no_wrap=header in ("trial", "state", "progress"), min_width=8 if header == "state" else None)
         for row in self.rows.values():
             cells = self._cells(row)
-            bar = ProgressBar(total=max(row.epochs, 1), completed=row.epochs if row.state == "done" else row.epochs_done, width=16)
-            table.add_row(*cells[:2], bar, *cells[2:])
+            bar = ProgressBar(total=max(row.epochs, 1), completed=row.epochs if row.state == "done" else row.epochs_done, width=self.BAR_WIDTH)
+            best_seen = iter(i for i, h in enumerate(self._headers()) if h == "best")
+            out = []
+            for i, header in enumerate(shown):
+                if header == "progress":
+                    out.append(bar)
+                elif header == "best":
+                    out.append(cells[next(best_seen)])
+                else:
+                    out.append(cells[cells_at[header]])
+            table.add_row(*out)
         return table
 
     def plain_table(self) -> str:

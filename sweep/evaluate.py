@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 
 from trainables.errors import UserError
 
@@ -164,5 +165,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     for name, lines in notes.items():
         for line in lines:
             print(f"note ({name}): {line}")
-    print(f"logged into MLflow run {tracker.run_id} ({tracker.uri}); see it with: mlflow ui --backend-store-uri {tracker.uri}")
+    from sweep.commands import tool
+
+    print(f"logged into MLflow run {tracker.run_id} ({tracker.uri}); see it with: {tool('mlflow')} ui --backend-store-uri {shlex.quote(tracker.uri)}")
     return 0

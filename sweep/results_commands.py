@@ -10,6 +10,7 @@ import platform
 import subprocess
 from pathlib import Path
 
+from mjp import keys
 from trainables.errors import UserError
 
 #: the checkout: README.md and results/ live here
@@ -53,6 +54,8 @@ def cmd_analyze_results(args: argparse.Namespace) -> int:
         raise UserError(f"no sweep of study {args.study!r} in {uri}; run `mjp sweep run {args.study}` first")
     newest = sweeps.iloc[0]
     record = sweep_record(uri, newest.run_id)
+    if record.tags.get(keys.TAG_SMOKE) == "True":
+        raise UserError(f"the newest sweep of {args.study!r} ({record.run_name}) is a smoke run: results files hold full studies; run the study without --smoke")
     paper = tuple(str(t) for t in (yaml.safe_load(record.study_yaml) or {}).get("paper", [])) if record.study_yaml else ()
     commit = record.tags.get("mlflow.source.git.commit") or current_commit()  # the code the sweep ran
     runs = load_runs(uri, parent_run_id=newest.run_id)

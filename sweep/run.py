@@ -158,9 +158,10 @@ def absolute(path: str) -> str:
     return path if "://" in path else str(Path(path).resolve())
 
 
-def log_file_for(experiment_dir: str, name: str) -> Path:
-    """The sweep's log file: in its experiment directory when that is local, else ./logs/."""
-    return Path(experiment_dir) / LOG_FILE if "://" not in experiment_dir else Path("logs").resolve() / f"{name}.log"
+def log_file_for(experiment_dir: str, name: str, file_name: str = LOG_FILE) -> Path:
+    """The log file (a sweep's ``sweep.log``, a training's ``train.log``): in the experiment
+    directory when that is local, else ./logs/."""
+    return Path(experiment_dir) / file_name if "://" not in experiment_dir else Path("logs").resolve() / f"{name}.log"
 
 
 def asha_rungs(study: Study) -> tuple[int, ...]:
@@ -273,8 +274,8 @@ def announce(stream: TextIO | None, text: str) -> None:
     print(text, file=stream or sys.stdout, flush=True)
 
 
-def start_logging(experiment_dir: str, name: str, verbose: bool) -> Path:
-    log = log_file_for(experiment_dir, name)
+def start_logging(experiment_dir: str, name: str, verbose: bool, file_name: str = LOG_FILE) -> Path:
+    log = log_file_for(experiment_dir, name, file_name)
     console_logs_to(log, verbose)
     return log
 
@@ -344,7 +345,7 @@ def run_sweep(study: Study, *, storage: str | None = None, address: str | None =
         from trainables.preflight import check_disk_space
 
         check_disk_space(storage, 12 * study.max_parameters, f"the study's largest model ({study.max_parameters / 1e6:.1f}M parameters)")
-    run_name = claim_sweep_name(storage, f"{study.name}{'-smoke' if study.smoke else ''}-{time.strftime('%Y%m%d-%H%M%S')}")
+    run_name = claim_sweep_name(storage, f"{study.name}-{time.strftime('%Y%m%d-%H%M%S')}")  # a smoke study's name ends in -smoke
     experiment_dir = f"{storage}/{run_name}"
     recorder = SweepRecorder(uri, experiment, None, study.num_trials, study.config.budget.time_budget_s)
     try:

@@ -29,7 +29,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from mjp import keys
-from trainables.config import TrainConfig, build_config, describe_validation_error, flat_params, known_keys
+from trainables.config import TrackingSection, TrainConfig, build_config, describe_validation_error, flat_params, known_keys
 from trainables.errors import ConfigError
 from trainables.overrides import did_you_mean, did_you_mean_key, expand_presets, merge
 from trainables.yaml_files import read_yaml_mapping
@@ -266,7 +266,9 @@ class Study:
 
     @property
     def name(self) -> str:
-        return self.config.name
+        """The name its sweeps are recorded under: ``<name>-smoke`` at smoke size, so a smoke run
+        has its own report folder, results file and status, and never stands in for the full study."""
+        return smoke_name(self.config.name) if self.smoke else self.config.name
 
     @property
     def num_trials(self) -> int:
@@ -340,13 +342,32 @@ def load_study(name_or_path: str, *, smoke: bool = False, overrides: dict[str, A
     base_file = config.smoke.base if smoke and config.smoke.base else config.base
     base_tree = read_yaml_mapping(PROJECT_DIR / base_file, f"study {path}: base") if base_file else {}
     base_tree = merge(base_tree, config.train)
+    extra = dict(overrides or {})
     if smoke:
-        base_tree = merge(base_tree, config.smoke.train)
-    study = Study(config, base_tree, str(path), smoke, dict(overrides or {}))
+        base_tree, extra = _smoke_tree(config, path, base_tree, extra)
+    study = Study(config, base_tree, str(path), smoke, extra)
     if check:
         _validate_space(study, path)
         _validate_scheduler(study, path)
     return study
+
+
+def smoke_name(name: str) -> str:
+    """What a study's smoke size is recorded as: its sweeps, MLflow experiment and report folder."""
+    return f"{name}-smoke"
+
+
+def _smoke_tree(config: StudyConfig, path: Path, base_tree: dict[str, Any], extra: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The smoke size's base tree and overrides: ``smoke.train`` on top, and the MLflow experiment
+    always the full study's (or the one given with ``--set``) plus ``-smoke``, never the full one."""
+    if "experiment" in (config.smoke.train.get("tracking") or {}):
+        raise ConfigError(f"{path}: smoke.train.tracking.experiment is not needed: a smoke run always logs to the full study's experiment + '-smoke'; remove it")
+    full_base = read_yaml_mapping(PROJECT_DIR / config.base, f"study {path}: base") if config.base else {}
+    full = (merge(full_base, config.train).get("tracking") or {}).get("experiment", TrackingSection().experiment)
+    tree = merge(merge(base_tree, config.smoke.train), {"tracking": {"experiment": smoke_name(str(full))}})
+    if "tracking.experiment" in extra and not str(extra["tracking.experiment"]).endswith("-smoke"):
+        extra = {**extra, "tracking.experiment": smoke_name(str(extra["tracking.experiment"]))}
+    return tree, extra
 
 
 def _validate_scheduler(study: Study, path: Path) -> None:

@@ -42,10 +42,10 @@ def run_training(cfg: TrainConfig, *, address: str | None = None, verbose: bool 
     check_store_writable(uri)
     label = run_label(cfg)
     name = cfg.tracking.run_name or label.run_name
-    storage = storage_root(cfg.tracking.storage_path or "runs")
+    storage = storage_root(cfg.tracking.storage_path or os.environ.get("MJP_SWEEP_STORAGE") or "runs")  # a cluster's bucket (cluster.yaml), else ./runs
     check_disk_space(storage, checked.checkpoint_bytes, f"{cfg.model.name} ({checked.parameters / 1e6:.1f}M parameters)")
     stamp = f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    log = start_logging(f"{storage}/{stamp}", stamp, verbose)
+    log = start_logging(f"{storage}/{stamp}", stamp, verbose, file_name="train.log")
     announce(stream, f"train {label.display}: {cfg.optim.epochs} epochs on {cfg.data.name} · logs: {log}")
     s = cfg.scaling
     ensure_ray(address, num_cpus=None if address else max(os.cpu_count() or 1, math.ceil(s.cpus_per_worker * s.num_workers + 0.25)), verbose=verbose, dashboard=not s.in_process)

@@ -1,4 +1,4 @@
-"""Every ``mjp`` command in README.md's code blocks is one the CLI accepts (parsed with its real
+"""Every ``mjp`` command in the code blocks of README.md and docs/*.md is one the CLI accepts (parsed with its real
 parser, placeholders filled in), and the cheap ones run from a clean directory."""
 
 import re
@@ -13,13 +13,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def readme_commands() -> list[list[str]]:
-    """The argument lists after ``mjp`` in README.md's bash blocks (comments and placeholders removed)."""
-    text = (ROOT / "README.md").read_text()
+    """The argument lists after ``mjp`` in the bash blocks of README.md and docs/*.md (comments and
+    placeholders removed; ``mjp`` as typed, through ``uv run`` or as ``.venv/bin/mjp``)."""
+    text = "\n".join(p.read_text() for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))])
     commands = []
     for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
         for line in block.replace("\\\n", " ").splitlines():
             line = re.sub(r"<[^>]+>", "PLACEHOLDER", line)
             words = shlex.split(line, comments=True)
+            words = ["mjp" if w.endswith("/bin/mjp") else w for w in words]
             if "mjp" in words and (words[:2] == ["uv", "run"] or words[0] == "mjp" or "--" in words):
                 commands.append(words[words.index("mjp") + 1:])
     return commands
@@ -32,6 +34,7 @@ def test_the_readme_shows_the_commands_a_user_needs():
     firsts = {" ".join(c[:2]) for c in COMMANDS}
     assert {"sweep run", "sweep status", "sweep resume", "train trainables/configs/digits_vit_tiny.yaml", "evaluate --run", "attack --run"} <= firsts
     assert ["sweep", "run", "tune", "--smoke"] in COMMANDS
+    assert ["sweep", "plan", "variants", "--cluster", "cluster.yaml"] in COMMANDS  # docs/cluster-aws.md
 
 
 @pytest.mark.parametrize("argv", COMMANDS, ids=" ".join)
@@ -40,8 +43,9 @@ def test_every_readme_command_parses(argv):
     assert args.handler
 
 
-@pytest.mark.parametrize("argv", [c for c in COMMANDS if c[:2] in (["sweep", "list"], ["config", "show"], ["cluster", "check"])], ids=" ".join)
+@pytest.mark.parametrize("argv", [c for c in COMMANDS if c[:2] in (["sweep", "list"], ["config", "show"], ["cluster", "check"]) or "--cluster" in c], ids=" ".join)
 def test_the_cheap_readme_commands_run(argv, capsys, monkeypatch, tmp_path):
-    if argv[:2] != ["cluster", "check"]:
+    monkeypatch.chdir(ROOT)  # cluster.yaml is named relative to the project
+    if argv[:2] != ["cluster", "check"] and "--cluster" not in argv:
         monkeypatch.chdir(tmp_path)  # from anywhere: nothing here but the command
     assert main(argv) == 0, capsys.readouterr().err

@@ -58,7 +58,7 @@ class DataSection(_Section):
 
 
 class OptimSection(_Section):
-    epochs: int = Field(10, ge=1)
+    epochs: int = Field(10, ge=1, le=10_000, description="at most 10,000: the paper trains 300; more is a typo, not a study")
     base_lr: float = Field(5e-4, gt=0, description="lr = base_lr * global_batch / lr_batch_ref (DeiT)")
     lr_batch_ref: int = Field(512, ge=1)
     min_lr: float = Field(1e-5, ge=0)
@@ -176,7 +176,7 @@ class TrackingSection(_Section):
     uri: str | None = Field(None, description="MLflow tracking URI; default $MLFLOW_TRACKING_URI or ./mlflow.db")
     run_name: str | None = None
     log_checkpoint: bool = True
-    storage_path: str | None = Field(None, description="Ray results (checkpoints, logs); default ./runs")
+    storage_path: str | None = Field(None, description="Ray results (checkpoints, logs); default $MJP_SWEEP_STORAGE (set on a cluster: cluster.yaml) or ./runs")
     system_metrics_s: float | None = Field(10.0, gt=0, description="seconds between MLflow's system metrics (CPU, memory, disk, network; GPU with pynvml) on a training's run; null: off")
 
 

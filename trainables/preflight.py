@@ -98,6 +98,37 @@ def _ratios_select_patches(cfg: TrainConfig, n: int) -> None:
             raise ConfigError(str(err)) from None
 
 
+#: the most memory one layer's attention maps of a worker's batch may take: an 80 GB GPU's (A100/H100)
+ATTENTION_BYTES_LIMIT = 80 * 10**9
+
+
+def _attention_fits(cfg: TrainConfig, model: Any, size: int, patch: int) -> None:
+    """A ViT whose global attention over the (``size`` / ``patch``)^2 patches cannot fit one layer's attention maps
+    ([batch, heads, tokens, tokens] floats) in the memory of any GPU is refused, naming the keys
+    that made the tokens, before any training starts (it would otherwise stall or run out of memory)."""
+    blocks = getattr(model, "blocks", None)
+    heads = getattr(getattr(blocks[0], "attn", None), "num_heads", None) if blocks is not None and len(blocks) else None
+    if heads is None:
+        return  # no global attention (ResNet; Swin attends within windows)
+    tokens = (size // patch) ** 2
+    need = 4 * cfg.data.batch_size * heads * tokens * tokens
+    if need > ATTENTION_BYTES_LIMIT:
+        images = f"data.img_size={size}" if cfg.data.img_size is not None else f"{size}x{size} images of data.name={cfg.data.name!r}"
+        raise ConfigError(
+            f"{images} with model.kwargs.patch_size={patch} makes {tokens:,} tokens per image: "
+            f"one layer's attention for data.batch_size={cfg.data.batch_size} needs {need / 2**30:,.0f} GiB, more than an 80 GB GPU; use a larger model.kwargs.patch_size or a smaller data.img_size"
+        )
+
+
+def check_attention(cfg: TrainConfig, shape: Any) -> None:
+    """``_attention_fits`` for data described by ``shape`` (a ``DataShape``), model built on the meta device."""
+    from trainables.data import DataInfo
+    from mjp.metrics import model_patch_size
+
+    model = _build_on_meta(cfg, DataInfo(shape, 1, 1), with_mjp=False)
+    _attention_fits(cfg, model, shape.img_size, model_patch_size(model)[0])
+
+
 def _loader_fits(cfg: TrainConfig) -> None:
     if cfg.data.loader == "ray_data" and cfg.data.repeated_aug > 1:
         raise ConfigError(f"data.repeated_aug={cfg.data.repeated_aug} needs the torch loader's sampler; with data.loader=ray_data set data.repeated_aug=1 (or use data.loader=torch)")
@@ -217,6 +248,7 @@ def preflight(cfg: TrainConfig) -> Preflight:
     if size % patch[0] or size % patch[1]:
         raise ConfigError(f"{size}x{size} images do not split into {patch[0]}x{patch[1]} jigsaw patches; set mjp.patch_size (ResNet) or model.kwargs.patch_size to a divisor of {size}")
     _ratios_select_patches(cfg, (size // patch[0]) * (size // patch[1]))
+    _attention_fits(cfg, model, size, patch[0])
     _evaluations_apply(cfg, model)
     _robustness_applies(cfg, info)
     return Preflight(info, sum(p.numel() for p in model.parameters()))

@@ -35,7 +35,10 @@ def test_training_curves_from_histories():
     history = pd.DataFrame({"run_id": ["r0"] * 4, "key": ["val/top1", "val/top1", "train/loss", "train/loss"], "step": [1, 2, 1, 2], "value": [0.5, 0.6, 2.0, 1.5]})
     fig = training_curves(trials(1), history)
     assert [len(ax.lines) for ax in fig.axes] == [1, 1]
+    assert "one run per configuration" in fig._suptitle.get_text() and "mean" not in fig._suptitle.get_text()
     assert training_curves(trials(1), history.iloc[0:0]) is None
+    seeds = pd.concat([trials(1), trials(1).assign(run_id="r1")], ignore_index=True)
+    assert "mean over 2 seeds" in training_curves(seeds, pd.concat([history, history.assign(run_id="r1")]))._suptitle.get_text()
 
 
 def test_bars_start_at_zero_so_their_heights_are_their_values():

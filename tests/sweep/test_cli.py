@@ -40,7 +40,7 @@ def test_sweep_list_shows_every_shipped_study_with_its_size(capsys):
     out = capsys.readouterr().out
     for name in ("quickstart", "mask_ratio", "variants", "backbones", "tune", "pareto", "fashion", "privacy"):
         assert f"| {name} |" in out
-    assert "| 4 x 30 ep | digits | 4 x 3 ep |" in out  # quickstart: trials x epochs, smoke size
+    assert "| 4 x 30 ep | digits | 4 x 10 ep |" in out  # quickstart: trials x epochs, smoke size
 
 
 def test_config_show_prints_the_resolved_config(capsys):

@@ -78,3 +78,15 @@ def test_cluster_up_without_local_and_a_bad_size_are_refused_before_anything_sta
     assert "`ray up cluster.yaml`" in capsys.readouterr().err
     assert main(["cluster", "up", "--local", "--session", str(tmp_path), "--gpu-workers", "9"]) == 2
     assert "gpu_workers=9" in capsys.readouterr().err and list(tmp_path.iterdir()) == []
+
+
+def test_the_bucket_is_set_in_one_place_and_nodes_install_the_locked_versions():
+    from pathlib import Path
+
+    import yaml
+
+    root = Path(__file__).resolve().parents[2]
+    files = [root / "cluster.yaml", *sorted((root / "trainables" / "configs").glob("*.yaml"))]
+    assert sum(f.read_text().count("YOUR-BUCKET") for f in files) == 1
+    setup = " ".join(yaml.safe_load((root / "cluster.yaml").read_text())["setup_commands"])
+    assert "uv export --frozen" in setup and "--no-deps -e" in setup and "uv pip install --system -e" not in setup

@@ -57,8 +57,84 @@ def test_a_sweep_failing_before_its_first_trial_leaves_no_directory(tmp_path):
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     client = MlflowClient(uri)
-    client.delete_experiment(client.create_experiment("mjp-quickstart"))
+    client.delete_experiment(client.create_experiment("mjp-quickstart-smoke"))
     storage = tmp_path / "ray_results"
-    with pytest.raises(TrackingError, match="'mjp-quickstart' .* is deleted"):
+    with pytest.raises(TrackingError, match="'mjp-quickstart-smoke' .* is deleted"):
         run_sweep(load_study("quickstart", smoke=True), storage=str(storage), uri=uri)
     assert not storage.exists() or list(storage.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_a_smoke_study_is_recorded_apart_from_the_full_one(name):
+    """Name (report folder, results file, status) and MLflow experiment both end in -smoke."""
+    full, smoke = load_study(name, check=False), load_study(name, smoke=True, check=False)
+    assert smoke.name == f"{full.name}-smoke"
+    full_experiment = full.train_config({}).tracking.experiment
+    assert smoke.train_config({}).tracking.experiment == f"{full_experiment}-smoke"
+    given = load_study(name, smoke=True, check=False, overrides={"tracking.experiment": "mine"})
+    assert given.train_config({}).tracking.experiment == "mine-smoke"
+
+
+def test_a_smoke_size_may_not_name_its_own_experiment(tmp_path):
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": "t", "base": "trainables/configs/digits_vit_tiny.yaml", "objective": {"metric": "val/top1"},
+        "space": {"mjp.variant": {"type": "grid", "values": ["A"]}}, "search": {"algorithm": "grid"},
+        "train": {"tracking": {"experiment": "full"}}, "smoke": {"train": {"tracking": {"experiment": "full"}}},
+    }))
+    load_study(str(path), check=False)
+    with pytest.raises(ConfigError, match=r"smoke.train.tracking.experiment is not needed"):
+        load_study(str(path), smoke=True, check=False)
+
+
+def test_analyze_results_never_writes_a_smoke_sweep(tmp_path, capsys):
+    from mjp import keys
+    from sweep.cli import main
+    from sweep.results_commands import RESULTS
+    from trainables.tracking import RunTracker
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    parent = RunTracker.create(uri, "mjp-quickstart-smoke", run_name="quickstart-smoke-20260101-000000", tags={
+        keys.TAG_KIND: "sweep", keys.TAG_STUDY: "quickstart-smoke", keys.TAG_SMOKE: "True"})
+    parent.set_status("FINISHED")
+    before = sorted(p.name for p in RESULTS.glob("*.json"))
+    assert main(["analyze", "results", "--study", "quickstart", "--uri", uri]) == 2
+    assert "no sweep of study 'quickstart'" in capsys.readouterr().err
+    assert main(["analyze", "results", "--study", "quickstart-smoke", "--uri", uri]) == 2
+    assert "is a smoke run: results files hold full studies" in capsys.readouterr().err
+    assert sorted(p.name for p in RESULTS.glob("*.json")) == before
+
+
+@pytest.mark.slow
+def test_the_quickstart_smoke_run_learns_and_leaves_the_full_study_alone(tmp_path, monkeypatch, local_ray, capsys):
+    """`mjp sweep run quickstart --smoke` as a user runs it: every trial well above chance (10%)
+    on digits, and nothing of the full study written: not its experiment, report or results."""
+    import hashlib
+
+    from mlflow.tracking import MlflowClient
+
+    from analysis.runs import load_runs, load_sweeps
+    from mjp import keys
+    from sweep.cli import main
+    from sweep.results_commands import RESULTS
+
+    def results_digest():
+        return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in RESULTS.glob("*.json")}
+
+    before = results_digest()
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    assert main(["sweep", "run", "quickstart", "--smoke", "--storage", str(tmp_path / "ray")]) == 0
+    capsys.readouterr()
+    assert load_sweeps(uri, "quickstart").empty
+    sweeps = load_sweeps(uri, "quickstart-smoke")
+    assert len(sweeps) == 1
+    assert {e.name for e in MlflowClient(uri).search_experiments()} == {"Default", "mjp-quickstart-smoke"}
+    assert [p.name for p in (tmp_path / "reports").iterdir()] == ["quickstart-smoke"]
+    runs = load_runs(uri, parent_run_id=sweeps.run_id.iloc[0])
+    assert len(runs) == 4 and (runs["status"] == "FINISHED").all()
+    top1 = runs[keys.VAL_TOP1]
+    assert (top1 >= 0.5).all(), f"a smoke trial at chance: {sorted(top1)}"
+    assert main(["analyze", "results", "--study", "quickstart", "--uri", uri]) == 2
+    assert results_digest() == before
