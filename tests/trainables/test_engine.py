@@ -10,7 +10,7 @@ from trainables.data import load_datasets
 from trainables.engine import build_model, build_state, evaluate, evaluate_shuffles, lr_factor, seed_everything, train_one_epoch
 
 CPU = torch.device("cpu")
-TINY = {"model": {"kwargs": {"patch_size": 2, "embed_dim": 32, "depth": 2, "num_heads": 2}}, "optim": {"epochs": 2, "base_lr": 0.04}}
+TINY = {"model": {"kwargs": {"patch_size": 2, "embed_dim": 32, "depth": 2, "num_heads": 4}}, "optim": {"epochs": 2, "base_lr": 0.08}}
 
 
 def setup(overrides=None):
@@ -24,15 +24,16 @@ def setup(overrides=None):
 
 
 def test_epochs_on_digits_learn_and_report_every_metric():
-    cfg, model, state, train, val = setup({"optim.epochs": 4})
+    # 8 epochs, not 4: at 4 the tiny ViT is still within noise of chance (14-16% top-1, either sampler)
+    cfg, model, state, train, val = setup({"optim.epochs": 8})
     before = evaluate(model, val, CPU)
-    for _ in range(4):
+    for _ in range(8):
         out = train_one_epoch(cfg, state, train, CPU)
         state.epoch += 1
     after = evaluate(model, val, CPU)
     assert {keys.TRAIN_LOSS, keys.TRAIN_LOSS_DAL, keys.PERF_IMG_PER_S, keys.PERF_STEP_MS} <= out.keys()
     assert math.isfinite(out[keys.TRAIN_LOSS]) and out[keys.TRAIN_LOSS_DAL] > 0
-    assert after[keys.VAL_LOSS] < before[keys.VAL_LOSS] - 0.02 and after[keys.VAL_TOP1] > 0.15  # chance: 0.1
+    assert after[keys.VAL_LOSS] < before[keys.VAL_LOSS] - 0.2 and after[keys.VAL_TOP1] > 0.2  # chance: 0.1; 26% and -0.32 here
     shuffled = evaluate_shuffles(cfg, model, val, CPU)
     assert 0 <= shuffled[keys.VAL_CONSISTENCY] <= 1 and shuffled[keys.VAL_DIFF_NORM] >= 0
     assert shuffled[keys.top1_shuffled_key(0.0)] == after[keys.VAL_TOP1]
