@@ -10,7 +10,9 @@ own node ids and resources) on this machine when the autoscaler asks for them. T
   ``scaling.worker_resources: {mjp_gpu: 1}`` in place of ``scaling.use_gpu``. The second CPU is
   the real node's spare cores: a multi-worker trial's driver (0.25 CPU) lands beside a worker, as
   the head has no CPU for tasks.
-- ``cpu_worker``: CPU-only nodes for Ray Data's read and decode tasks: ``{CPU: 1}``.
+- ``cpu_worker``: CPU-only nodes for Ray Data's read and decode tasks: ``{CPU: 1, mjp_data: 1}``;
+  a study keeps its decoding there with ``data.ray_data_resources: {mjp_data: 1}`` (cluster.yaml's
+  CPU nodes declare ``mjp_data`` too).
 
 Every worker type has ``min_workers: 0``: the autoscaler starts them on demand. The head listens
 on 127.0.0.1 only (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``), with token authentication
@@ -41,6 +43,8 @@ from trainables.errors import ConfigError
 
 #: the custom resource that stands in for a GPU on the twin's ``gpu_worker`` nodes
 GPU_STANDIN = "mjp_gpu"
+#: The custom resource of the CPU-only nodes, where Ray Data's tasks go (as in cluster.yaml).
+DATA_NODE = "mjp_data"
 #: the file in the session directory that ``up`` writes and ``down`` / the tests read
 STATE_FILE = "cluster.json"
 DEFAULT_SESSION = "/tmp/mjp-local-cluster"
@@ -84,7 +88,7 @@ def twin_config(gcs_port: int, *, gpu_workers: int = 2, cpu_workers: int = 1, id
         "available_node_types": {
             "ray.head.default": {"resources": {"CPU": 0}, "node_config": {}, "max_workers": 0},
             "gpu_worker": {"resources": {"CPU": 2, GPU_STANDIN: 1}, "node_config": {}, "min_workers": 0, "max_workers": gpu_workers},
-            "cpu_worker": {"resources": {"CPU": 1}, "node_config": {}, "min_workers": 0, "max_workers": cpu_workers},
+            "cpu_worker": {"resources": {"CPU": 1, DATA_NODE: 1}, "node_config": {}, "min_workers": 0, "max_workers": cpu_workers},
         },
         "head_node_type": "ray.head.default",
         "auth": {"ssh_user": "ubuntu"},

@@ -35,7 +35,7 @@ from sweep.study import Study, load_study
 from trainables.config import TrainConfig
 from trainables.driver import TrialResources, TrialSpec, find_child_run, tune_trial
 from trainables.errors import DiskFullError, UserError, disk_full_reason
-from trainables.ray_runtime import console_logs_to, ensure_ray, ray_session_logs
+from trainables.ray_runtime import check_local_resources, console_logs_to, ensure_ray, ray_session_logs
 from trainables.tracking import MlflowProgress, RunTracker, check_store_writable, optuna_storage_url, tracking_uri
 
 LOG_FILE = "sweep.log"
@@ -335,6 +335,7 @@ def run_sweep(study: Study, *, storage: str | None = None, address: str | None =
     A sweep that fails (or is interrupted) before its first trial starts leaves no directory."""
     check_launchable(study)
     base = study.train_config({})
+    check_local_resources(base, address)
     for warning in base.warnings():
         announce(stream, f"warning: {warning}")
     uri = tracking_uri(uri or base.tracking.uri)

@@ -36,6 +36,14 @@ class ModelSection(_Section):
     pretrained_file: str | None = None
 
 
+def custom_resources(v: dict[str, float], key: str, why: str) -> dict[str, float]:
+    """``v`` unless it names a resource Ray manages itself or a non-positive amount (ValueError naming it)."""
+    bad = [k for k, amount in v.items() if k in {"CPU", "GPU", "memory", "object_store_memory"} or amount <= 0]
+    if bad:
+        raise ValueError(f"{bad[0]!r}: {key} takes custom resources with positive amounts ({why})")
+    return v
+
+
 class DataSection(_Section):
     name: DatasetName = "digits"
     root: str | None = Field(None, description="dataset directory (fashion_mnist, imagefolder, cifar*)")
@@ -55,6 +63,17 @@ class DataSection(_Section):
     #: ``cpu``: the loader's workers decode (PIL) and augment (timm); ``gpu``: they only read the
     #: files, and the training device decodes (nvJPEG) and augments the batch (imagefolder, torch loader)
     decode: Literal["cpu", "gpu"] = "cpu"
+    #: ``ray_data`` only: custom Ray resources each read + decode task asks for besides its CPU, e.g.
+    #: ``{mjp_data: 1}`` to keep decoding on the nodes that declare it (cluster.yaml's CPU-only nodes)
+    ray_data_resources: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("ray_data_resources")
+    @classmethod
+    def _custom_resources_only(cls, v: dict[str, float]) -> dict[str, float]:
+        return custom_resources(v, "ray_data_resources", "a task's CPU is Ray Data's own")
+
+    def __hash__(self) -> int:  # frozen, with one dict field: Ray Data's tasks cache their transform by section
+        return hash(tuple(tuple(sorted(v.items())) if isinstance(v, dict) else v for v in self.__dict__.values()))
 
 
 class OptimSection(_Section):
@@ -148,10 +167,7 @@ class ScalingSection(_Section):
     @field_validator("worker_resources")
     @classmethod
     def _custom_resources_only(cls, v: dict[str, float]) -> dict[str, float]:
-        bad = [k for k, amount in v.items() if k in {"CPU", "GPU", "memory", "object_store_memory"} or amount <= 0]
-        if bad:
-            raise ValueError(f"{bad[0]!r}: worker_resources takes custom resources with positive amounts (CPU and GPU are cpus_per_worker / gpus_per_worker)")
-        return v
+        return custom_resources(v, "worker_resources", "CPU and GPU are cpus_per_worker / gpus_per_worker")
 
     @property
     def in_process(self) -> bool:
@@ -221,6 +237,9 @@ class TrainConfig(_Section):
         if self.optim.warmup_epochs > self.optim.epochs:
             found.append(f"optim.warmup_epochs={self.optim.warmup_epochs:g} is longer than optim.epochs={self.optim.epochs}: the learning rate never "
                          f"reaches optim.base_lr; set optim.warmup_epochs to at most {self.optim.epochs}")
+        if self.data.ray_data_resources and self.data.loader != "ray_data":
+            found.append(f"data.ray_data_resources={self.data.ray_data_resources} does nothing with data.loader={self.data.loader}: "
+                         "it places Ray Data's decode tasks (data.loader=ray_data)")
         return found
 
     @property

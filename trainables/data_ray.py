@@ -95,19 +95,27 @@ def train_dataset(cfg: TrainConfig) -> Any:
     import ray.data
 
     data = cfg.data
+    place = _placement(data)
     root = Path(data.root)
     if shard_metadata(root) is not None:
-        ds = ray.data.read_parquet(str(root / "train"), columns=["image", "label", "path"])
+        ds = ray.data.read_parquet(str(root / "train"), columns=["image", "label", "path"], ray_remote_args=place)
         if data.train_limit is not None:
             ds = ds.limit(data.train_limit)
-        return ds.map_batches(decode_and_augment, fn_kwargs={"data": data, "classes": None}, batch_size=DECODE_BATCH, batch_format="numpy")
+        return ds.map_batches(decode_and_augment, fn_kwargs={"data": data, "classes": None}, batch_size=DECODE_BATCH, batch_format="numpy", **place)
     files, classes = _folder_files(root / "train", data.train_limit)
     ds = ray.data.read_binary_files(
         files if data.train_limit is not None else str(root / "train"), include_paths=True,
         file_extensions=[e.lstrip(".") for e in IMAGE_EXTENSIONS],
         shuffle=ray.data.FileShuffleConfig(seed=data.seed), override_num_blocks=max(1, len(files) // data.batch_size),
+        ray_remote_args=place,
     )
-    return ds.map_batches(decode_and_augment, fn_kwargs={"data": data, "classes": classes}, batch_size=None, batch_format="numpy")
+    return ds.map_batches(decode_and_augment, fn_kwargs={"data": data, "classes": classes}, batch_size=None, batch_format="numpy", **place)
+
+
+def _placement(data: Any) -> dict[str, Any]:
+    """Ray remote args of the read and decode tasks: ``data.ray_data_resources`` when set (the same
+    on both, so Ray still fuses them into one task)."""
+    return {"resources": dict(data.ray_data_resources)} if data.ray_data_resources else {}
 
 
 def shuffle_buffer_rows(cfg: TrainConfig) -> int | None:

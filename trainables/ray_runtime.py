@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
+from typing import Any
 
 #: Read when ray is imported (or by the processes Ray starts, which inherit this environment).
 _ENVIRONMENT = {
@@ -112,6 +113,22 @@ def ensure_ray(address: str | None = None, *, num_cpus: int | None = None, verbo
     from trainables.ray_cleanup import watch_local_ray
 
     watch_local_ray()
+
+
+def check_local_resources(cfg: Any, address: str | None) -> None:
+    """Refuse, before anything starts, custom resources a private local Ray cannot offer: it has
+    this machine's CPUs and GPUs only, and a trial asking for ``mjp_gpu`` there would wait forever.
+    Raises ``ConfigError`` naming the key; on a cluster (``address`` / ``$RAY_ADDRESS``) the nodes
+    (or the autoscaler) provide them."""
+    if address or os.environ.get("RAY_ADDRESS"):
+        return
+    from trainables.errors import ConfigError
+
+    for key, wanted in (("scaling.worker_resources", cfg.scaling.worker_resources), ("data.ray_data_resources", cfg.data.ray_data_resources)):
+        if wanted:
+            raise ConfigError(f"{key}={dict(wanted)} asks for custom resources that only a cluster's nodes declare, and this sweep "
+                              f"starts its own Ray on this machine: remove {key}, or run on the cluster (--address, or $RAY_ADDRESS "
+                              "after `mjp cluster up --local`)")
 
 
 def raylet_messages_to_log() -> None:

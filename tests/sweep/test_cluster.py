@@ -90,3 +90,32 @@ def test_the_bucket_is_set_in_one_place_and_nodes_install_the_locked_versions():
     assert sum(f.read_text().count("YOUR-BUCKET") for f in files) == 1
     setup = " ".join(yaml.safe_load((root / "cluster.yaml").read_text())["setup_commands"])
     assert "uv export --frozen" in setup and "--no-deps -e" in setup and "uv pip install --system -e" not in setup
+
+
+def test_ray_data_resources_place_the_decode_tasks_and_are_refused_where_no_node_has_them(tmp_path, monkeypatch):
+    from trainables.config import build_config
+    from trainables.data_ray import _placement
+    from trainables.ray_runtime import check_local_resources
+
+    base = {"model": {"name": "vit_tiny_patch16_224"}, "data": {"name": "digits"}}
+    cfg = build_config(base, {"data.ray_data_resources": {"mjp_data": 1}, "data.loader": "ray_data"}, source="test")
+    assert _placement(cfg.data) == {"resources": {"mjp_data": 1.0}}
+    assert _placement(build_config(base, {}, source="test").data) == {}
+    with pytest.raises(ConfigError, match="'CPU'.*ray_data_resources"):
+        build_config(base, {"data.ray_data_resources": {"CPU": 1}}, source="test")
+    assert any("does nothing with data.loader=torch" in w for w in build_config(base, {"data.ray_data_resources": {"mjp_data": 1}}, source="test").warnings())
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    with pytest.raises(ConfigError, match=r"data.ray_data_resources=\{'mjp_data': 1.0\}.*only a cluster"):
+        check_local_resources(cfg, None)
+    check_local_resources(cfg, "127.0.0.1:6379")  # a cluster's nodes declare them
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:6379")
+    check_local_resources(cfg, None)
+
+
+
+def test_a_data_section_with_a_placement_is_hashable_as_ray_data_tasks_need():
+    from trainables.config import build_config
+    from trainables.data_ray import _transform
+
+    make = lambda: build_config({"data": {"name": "digits"}}, {"data.ray_data_resources": {"mjp_data": 1}, "data.img_size": 16}, source="test").data  # noqa: E731
+    assert hash(make()) == hash(make()) and _transform(make()) is _transform(make())  # one transform per section
