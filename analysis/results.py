@@ -1,13 +1,14 @@
 """Results files: a sweep's finished runs as committed data, and the README tables made from them.
 
-Every results table in README.md comes from a file under ``results/`` and one command:
+Every results table in README.md and docs/*.md comes from a file under ``results/`` and one command:
 
 - ``mjp analyze results --study S`` reads the newest sweep of study S from MLflow and writes
   ``results/S.json``: each run's metrics and what it was measured on (data, model, epochs,
   seed), with the machine, the commit, the date and the command that made the sweep;
 - ``mjp analyze readme`` renders each file's tables between ``<!-- results:S -->`` and
-  ``<!-- /results:S -->`` in README.md, with the same table code as ``mjp analyze tables``;
-  ``--check`` (and a test) fails when README.md and the files disagree.
+  ``<!-- /results:S -->`` in the one document that holds those markers (README.md or a page of
+  docs/), with the same table code as ``mjp analyze tables``; ``--check`` (and a test) fails when
+  a document and the files disagree.
 """
 
 from __future__ import annotations
@@ -127,8 +128,33 @@ def rendered_blocks(directory: Path, root: Path) -> dict[str, str]:
 
 def readme_disagreements(readme: str, blocks: dict[str, str]) -> list[str]:
     """Studies whose README block differs from its results file (or is missing, or has no file)."""
-    found = readme_blocks(readme)
-    out = [f"results:{s}: README.md differs from results/{s}.json" for s in blocks if s in found and found[s] != blocks[s]]
-    out += [f"results:{s}: no block in README.md" for s in blocks if s not in found]
-    out += [f"results:{s}: README.md has a block but there is no results/{s}.json" for s in found if s not in blocks]
+    return documents_disagreements({"README.md": readme}, blocks)
+
+
+def documents_disagreements(documents: dict[str, str], blocks: dict[str, str]) -> list[str]:
+    """Across several documents (name -> text, e.g. README.md and docs/results.md): studies whose
+    block differs from its results file, is in no document or in more than one, or has no file."""
+    found: dict[str, list[tuple[str, str]]] = {}
+    for name, text in documents.items():
+        for study, block in readme_blocks(text).items():
+            found.setdefault(study, []).append((name, block))
+    where = " or ".join(documents)
+    out = [f"results:{s}: {name} differs from results/{s}.json" for s in blocks for name, block in found.get(s, []) if block != blocks[s]]
+    out += [f"results:{s}: no block in {where}" for s in blocks if s not in found]
+    out += [f"results:{s}: a block in each of {', '.join(n for n, _ in found[s])}; keep one" for s in blocks if len(found.get(s, [])) > 1]
+    out += [f"results:{s}: {name} has a block but there is no results/{s}.json" for s in found if s not in blocks for name, _ in found[s]]
+    return out
+
+
+def with_blocks_in(documents: dict[str, str], blocks: dict[str, str]) -> dict[str, str]:
+    """Each document with the blocks whose markers it holds replaced; a study whose markers are
+    in no document is an error (say where its table goes by adding the two markers)."""
+    out = dict(documents)
+    for study, block in blocks.items():
+        holders = [name for name, text in documents.items() if study in readme_blocks(text)]
+        if not holders:
+            start, end = _markers(study)
+            raise ValueError(f"{' or '.join(documents)} has no {start} ... {end} markers for results/{study}.json")
+        for name in holders:
+            out[name] = with_blocks(out[name], {study: block})
     return out

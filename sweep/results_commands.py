@@ -1,5 +1,5 @@
-"""``mjp analyze results`` and ``mjp analyze readme``: README.md's results tables from committed files
-(``analysis.results``)."""
+"""``mjp analyze results`` and ``mjp analyze readme``: the results tables of README.md and docs/*.md
+from committed files (``analysis.results``)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,15 @@ from pathlib import Path
 from mjp import keys
 from trainables.errors import UserError
 
-#: the checkout: README.md and results/ live here
+#: the checkout: README.md, docs/ and results/ live here
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
+
+
+def documents(root: Path = ROOT) -> dict[str, Path]:
+    """The documents that may hold generated results blocks, by their path as shown: README.md, docs/*.md."""
+    paths = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    return {str(p.relative_to(root)): p for p in paths if p.is_file()}
 
 
 def machine_description() -> str:
@@ -66,27 +72,28 @@ def cmd_analyze_results(args: argparse.Namespace) -> int:
         raise UserError(f"the newest sweep of {args.study!r} ({record.run_name}) has no finished run: nothing to write")
     path = RESULTS / f"{args.study}.json"
     save(results, path)
-    print(f"wrote {path.relative_to(ROOT)}: {len(results.runs)} finished runs of {record.run_name}; `mjp analyze readme` puts them in README.md")
+    print(f"wrote {path.relative_to(ROOT)}: {len(results.runs)} finished runs of {record.run_name}; `mjp analyze readme` puts them in README.md or docs/")
     return 0
 
 
 def cmd_analyze_readme(args: argparse.Namespace) -> int:
-    from analysis.results import readme_disagreements, rendered_blocks, with_blocks
+    from analysis.results import documents_disagreements, rendered_blocks, with_blocks_in
 
-    readme_path = ROOT / "README.md"
+    paths = documents()
     try:
         blocks = rendered_blocks(RESULTS, ROOT)
-        readme = readme_path.read_text()
+        texts = {name: path.read_text() for name, path in paths.items()}
         if args.check:
-            problems = readme_disagreements(readme, blocks)
+            problems = documents_disagreements(texts, blocks)
             for line in problems:
                 print(line)
-            print("README.md agrees with results/" if not problems else "run `mjp analyze readme` to regenerate")
+            print("README.md and docs/ agree with results/" if not problems else "run `mjp analyze readme` to regenerate")
             return 1 if problems else 0
-        updated = with_blocks(readme, blocks)
+        updated = with_blocks_in(texts, blocks)
     except ValueError as err:
         raise UserError(str(err)) from None
-    if updated != readme:
-        readme_path.write_text(updated)
-    print(f"README.md: {len(blocks)} results block(s) {'updated' if updated != readme else 'already up to date'} ({', '.join(blocks)})")
+    changed = [name for name in texts if updated[name] != texts[name]]
+    for name in changed:
+        paths[name].write_text(updated[name])
+    print(f"{len(blocks)} results block(s) ({', '.join(blocks)}): {'updated in ' + ', '.join(changed) if changed else 'already up to date'}")
     return 0

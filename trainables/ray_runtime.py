@@ -7,7 +7,7 @@ in a file instead of the console.
   dead one. The local one has 127.0.0.1 as its node address (Ray reports it, and its dashboard,
   dashboard agent and runtime-env agent listen there); Ray 2.60 has no setting for the bind
   address of its gRPC servers (GCS, raylet, workers), which listen on all interfaces behind
-  Ray's token authentication (README, Security).
+  Ray's token authentication (docs/security.md).
 - ``console_logs_to(path)``: Ray's, Ray Train's and Tune's Python loggers and warnings go to
   ``path``; workers' output stays in Ray's session logs (not streamed to the console).
 """

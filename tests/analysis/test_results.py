@@ -1,11 +1,11 @@
-"""README.md's results tables are generated from results/*.json, and a test keeps them in agreement."""
+"""The results tables of README.md and docs/*.md are generated from results/*.json, and a test keeps them in agreement."""
 
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from analysis.results import from_runs, load, readme_disagreements, render, rendered_blocks, save, with_blocks
+from analysis.results import documents_disagreements, from_runs, load, readme_disagreements, render, rendered_blocks, save, with_blocks, with_blocks_in
 from mjp import keys
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,7 +53,26 @@ def test_a_file_that_is_not_a_results_file_is_named(tmp_path):
         load(path)
 
 
-def test_readme_md_agrees_with_the_committed_results_files():
-    """Every results table in README.md is what `mjp analyze readme` makes from results/*.json."""
+def test_a_block_may_live_in_a_docs_page_once():
+    results = from_runs(sweep_runs(), study="demo", command="mjp demo", machine="m", commit="c", date="d", paper_tables=())
+    blocks = {"demo": render(results, "results/demo.json")}
+    marked = "<!-- results:demo -->\nold\n<!-- /results:demo -->\n"
+    docs = {"README.md": "# x\n", "docs/results.md": "# r\n" + marked}
+    assert documents_disagreements(docs, blocks) == ["results:demo: docs/results.md differs from results/demo.json"]
+    fixed = with_blocks_in(docs, blocks)
+    assert fixed["README.md"] == "# x\n" and documents_disagreements(fixed, blocks) == []
+    twice = {**fixed, "README.md": fixed["docs/results.md"]}
+    assert documents_disagreements(twice, blocks) == ["results:demo: a block in each of README.md, docs/results.md; keep one"]
+    assert documents_disagreements({"README.md": "# x\n"}, blocks) == ["results:demo: no block in README.md"]
+    with pytest.raises(ValueError, match="README.md or docs/results.md has no <!-- results:other -->"):
+        with_blocks_in(docs, {"other": "x"})
+
+
+def test_readme_md_and_docs_agree_with_the_committed_results_files():
+    """Every results table in README.md and docs/*.md is what `mjp analyze readme` makes from results/*.json."""
+    from sweep.results_commands import documents
+
     blocks = rendered_blocks(ROOT / "results", ROOT)
-    assert readme_disagreements((ROOT / "README.md").read_text(), blocks) == []
+    assert "README.md" in documents(ROOT) and "docs/results.md" in documents(ROOT)
+    texts = {name: path.read_text() for name, path in documents(ROOT).items()}
+    assert documents_disagreements(texts, blocks) == []
