@@ -4,10 +4,10 @@ in a file instead of the console.
 - ``prepare_environment()`` sets what must be set before ``import ray`` (and what workers inherit).
 - ``ensure_ray()`` joins ``--address`` / ``$RAY_ADDRESS``, or starts a Ray of its own in this
   process. A bare ``ray.init()`` would join whatever cluster ``/tmp/ray`` last named, even a
-  dead one. The local one has 127.0.0.1 as its node address (Ray reports it, and its dashboard,
-  dashboard agent and runtime-env agent listen there); Ray 2.60 has no setting for the bind
-  address of its gRPC servers (GCS, raylet, workers), which listen on all interfaces behind
-  Ray's token authentication (docs/security.md).
+  dead one. The local one has 127.0.0.1 as its node address, and every listener binds there:
+  the dashboard, its agent and the runtime-env agent, and the gRPC servers of the GCS, the
+  raylet and the workers, which follow the node address (checked with ``ss -ltnp`` during a
+  sweep here; ``tests/test_faults.py`` checks the listeners; docs/security.md).
 - ``console_logs_to(path)``: Ray's, Ray Train's and Tune's Python loggers and warnings go to
   ``path``; workers' output stays in Ray's session logs (not streamed to the console).
 """
