@@ -8,7 +8,6 @@ GPU machine's bare image (torch, torchvision, timm) runs them.
 
 from __future__ import annotations
 
-import os
 
 import pytest
 import torch
@@ -19,14 +18,6 @@ from mjp.masking import target_count
 from tests.conftest import TINY_VIT
 
 pytestmark = pytest.mark.gpu
-
-
-@pytest.fixture(scope="module")
-def device() -> torch.device:
-    device = torch.device(os.environ.get("MJP_GPU_TEST_DEVICE", "cuda"))
-    if device.type == "cuda" and not torch.cuda.is_available():
-        pytest.skip("no CUDA device")
-    return device
 
 
 def tiny(device: torch.device, variant: str = "J", **kw) -> torch.nn.Module:

@@ -6,7 +6,6 @@ ops that would synchronise on CUDA; ``torch.cuda.set_sync_debug_mode("error")`` 
 
 from __future__ import annotations
 
-import os
 
 import numpy as np
 import pytest
@@ -27,14 +26,6 @@ SIZE = 64  # timm's eval transform: resize the shorter side to 73, centre crop 6
 #: aten ops that copy a device value to the host (and so wait for the device) on CUDA
 SYNCING_OPS = ("aten._local_scalar_dense", "aten.nonzero", "aten.masked_select", "aten.is_nonzero", "aten.equal",
                "aten._unique", "aten.unique", "aten.item")
-
-
-@pytest.fixture(scope="module")
-def device() -> torch.device:
-    device = torch.device(os.environ.get("MJP_GPU_TEST_DEVICE", "cuda"))
-    if device.type == "cuda" and not torch.cuda.is_available():
-        pytest.skip("no CUDA device")
-    return device
 
 
 def colourful(rng: np.random.Generator, h: int, w: int) -> np.ndarray:
