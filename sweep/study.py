@@ -283,7 +283,7 @@ class Study:
     def train_config(self, params: dict[str, Any]) -> TrainConfig:
         """The ``TrainConfig`` of one trial: base, --set overrides, then the sampled ``params``
         (preset labels expanded into their keys)."""
-        return build_config(self.base_tree, {**self.extra, **expand_presets(params, self.presets)}, source=f"study {self.name!r} with {params}")
+        return build_config(self.base_tree, {**self.extra, **expand_presets(params, self.presets)}, source=f"study {self.name!r}" + (f" with {params}" if params else ""))
 
     @property
     def presets(self) -> dict[str, dict[str, dict[str, Any]]]:

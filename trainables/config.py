@@ -273,6 +273,22 @@ def known_keys(model: type[BaseModel] = TrainConfig) -> list[str]:
     return keys
 
 
+#: pydantic's error types this project words itself (the bound comes from the error's context)
+_BOUNDS = {"greater_than_equal": ("ge", ">="), "greater_than": ("gt", ">"), "less_than_equal": ("le", "<="), "less_than": ("lt", "<")}
+
+
+def _plain(error: Any) -> str:
+    """The message of one pydantic error in this project's words where pydantic's read oddly."""
+    kind, ctx = error["type"], error.get("ctx", {})
+    if kind in _BOUNDS:
+        name, op = _BOUNDS[kind]
+        bound = ctx[name]
+        return f"must be {op} {bound:g}" if isinstance(bound, float) else f"must be {op} {bound}"
+    if kind == "extra_forbidden":
+        return "not a key of this section"
+    return error["msg"].removeprefix("Value error, ")
+
+
 def describe_validation_error(err: ValidationError, prefix: str = "", candidates: list[str] | None = None) -> str:
     """One line per problem: the dotted key, what is wrong, the value given; a suggestion for a
     key that does not exist (``optim.epoch`` -> ``optim.epochs``)."""
@@ -289,7 +305,10 @@ def describe_validation_error(err: ValidationError, prefix: str = "", candidates
             hint = did_you_mean_key(key, candidates) if parent else did_you_mean(key, candidates)
         elif e["type"] == "literal_error" and isinstance(given, str):
             hint = did_you_mean(given, [s.strip(" '") for s in str(e.get("ctx", {}).get("expected", "")).replace(" or ", ",").split(",")])
-        msg = e["msg"].removeprefix("Value error, ")
+        msg = _plain(e)
+        if not loc:  # a whole-config check (the Table 4 row), whose message names its key
+            lines.append(f"  {msg}{shown}{hint}")
+            continue
         lines.append(f"  {prefix}{key}: {msg}{shown}{hint}")
     return "\n".join(lines)
 

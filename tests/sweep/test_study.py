@@ -58,7 +58,7 @@ def test_full_size_without_imagenet_fails_naming_the_path():
         (dict(space={"optim.base_lr": {"type": "loguniform", "low": 0.1, "high": 0.01}}), "low=0.1 > high=0.01"),
         (dict(space={"optim.lr": {"type": "choice", "values": [1]}}), "space.optim.lr is not a TrainConfig key"),
         (dict(objective={"metric": "val/top3"}), "objective metric 'val/top3' is not reported by the trainable"),
-        (dict(budget={"trials": 2, "max_concurent": 2}), "budget.max_concurent: Extra inputs are not permitted"),
+        (dict(budget={"trials": 2, "max_concurent": 2}), "budget.max_concurent: not a key of this section"),
         (dict(space={"mjp.mask_ratio": {"type": "grid", "values": [0, 0.27]}}), "needs search.algorithm: grid"),
         (dict(space={"mjp.dal_weight": {"type": "uniform", "low": 0, "high": 1, "when": {"mjp.dal": ["mlp"]}}}), "must be a space entry listed before it"),
         (dict(objective=[{"metric": "val/top1"}, {"metric": "val/consistency"}]), "2 objectives need search.algorithm 'nsga2' or 'random'"),
