@@ -17,6 +17,7 @@ import os
 import socket
 import time
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -28,7 +29,7 @@ from ray.tune.search.optuna import OptunaSearch
 
 from mjp import keys
 from sweep.console import ConsoleView, failure_reason
-from sweep.signatures import STATE_FILE, sign_files, verify_sweep_dir
+from sweep.signatures import STATE_FILE, sign_files, signing_key, verify_sweep_dir
 from sweep.signing_callback import SweepSigner, sign_tuner_file
 from sweep.space import define_by_run, make_sampler
 from sweep.study import Study, load_study
@@ -336,6 +337,7 @@ def run_sweep(study: Study, *, storage: str | None = None, address: str | None =
     check_launchable(study)
     base = study.train_config({})
     check_local_resources(base, address)
+    signing_key(create=True)  # a key others can read is refused here, before any run or directory exists
     for warning in base.warnings():
         announce(stream, f"warning: {warning}")
     uri = tracking_uri(uri or base.tracking.uri)
@@ -366,23 +368,26 @@ def _launch(study: Study, storage: str, address: str | None, uri: str, verbose: 
         "mjp.driver": f"{socket.gethostname()}:{os.getpid()}", "mjp.experiment_dir": experiment_dir,
     })
     recorder.parent_run_id = parent.run_id
-    c = study.config
-    parent.log_params({
-        "study": study.name, "search.algorithm": c.search.algorithm, "search.seed": c.search.seed,
-        "objectives": ",".join(f"{o.metric}:{o.mode}" for o in c.objectives), "trials": study.num_trials,
-        "max_concurrent": study.max_concurrent, "scheduler": c.scheduler.type, "smoke": study.smoke,
-        "space": ",".join(c.space), "experiment_dir": experiment_dir, "paper_tables": ",".join(map(str, c.paper)),
-    })
-    parent.log_artifact(study.source, "study")
-    from trainables.tracking import set_experiment_note
+    # closed FAILED/KILLED on any error from here; before the first trial the sweep's directory is
+    # removed (run_sweep), so the way on is to run the command again, after it a resume
+    then = lambda: f"`mjp sweep resume {experiment_dir}` continues the sweep" if recorder.trials_started else "run the command again"  # noqa: E731
+    with run_closed_on_error(parent, then):
+        c = study.config
+        parent.log_params({
+            "study": study.name, "search.algorithm": c.search.algorithm, "search.seed": c.search.seed,
+            "objectives": ",".join(f"{o.metric}:{o.mode}" for o in c.objectives), "trials": study.num_trials,
+            "max_concurrent": study.max_concurrent, "scheduler": c.scheduler.type, "smoke": study.smoke,
+            "space": ",".join(c.space), "experiment_dir": experiment_dir, "paper_tables": ",".join(map(str, c.paper)),
+        })
+        parent.log_artifact(study.source, "study")
+        from trainables.tracking import set_experiment_note
 
-    description = " ".join(study.config.description.split())
-    parent.set_note(f"{description}\n\n(the table and the report appear here when the sweep ends)")
-    set_experiment_note(uri, experiment, f"{description}\n\nEach sweep of study `{study.name}` is a parent run; its trials are child runs named by what they train. `mjp analyze report --study {study.name}` writes the study's report.")
-    state = dict(study=study.source, smoke=study.smoke, extra=study.extra, uri=uri, experiment=experiment,
-                 parent_run_id=parent.run_id, name=run_name, optuna_storage=optuna_storage_url(uri))
-    write_state(experiment_dir, state)
-    with run_closed_on_error(parent, f"`mjp sweep resume {experiment_dir}` continues the sweep"):
+        description = " ".join(study.config.description.split())
+        parent.set_note(f"{description}\n\n(the table and the report appear here when the sweep ends)")
+        set_experiment_note(uri, experiment, f"{description}\n\nEach sweep of study `{study.name}` is a parent run; its trials are child runs named by what they train. `mjp analyze report --study {study.name}` writes the study's report.")
+        state = dict(study=study.source, smoke=study.smoke, extra=study.extra, uri=uri, experiment=experiment,
+                     parent_run_id=parent.run_id, name=run_name, optuna_storage=optuna_storage_url(uri))
+        write_state(experiment_dir, state)
         if state["optuna_storage"]:
             from sweep.optuna_mirror import check_storage
 
@@ -405,7 +410,7 @@ class run_closed_on_error:
     KILLED), never RUNNING. A full disk becomes one ``DiskFullError`` line saying what to do
     (``then``); the run is closed if the store can still be written, else by the resume."""
 
-    def __init__(self, parent: RunTracker, then: str = "run the command again"):
+    def __init__(self, parent: RunTracker, then: str | Callable[[], str] = "run the command again"):
         self.parent, self.then = parent, then
 
     def __enter__(self) -> None:
@@ -427,7 +432,7 @@ class run_closed_on_error:
                 raise
             full = full or disk_full_reason(closing)
         if full is not None:
-            raise DiskFullError(f"a disk this command writes to is full ({full}); free some space (the MLflow store {self.parent.uri}, the run's storage), then {self.then}") from None
+            raise DiskFullError(f"a disk this command writes to is full ({full}); free some space (the MLflow store {self.parent.uri}, the run's storage), then {self.then() if callable(self.then) else self.then}") from None
         return False
 
 

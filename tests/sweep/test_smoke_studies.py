@@ -138,3 +138,28 @@ def test_the_quickstart_smoke_run_learns_and_leaves_the_full_study_alone(tmp_pat
     assert (top1 >= 0.5).all(), f"a smoke trial at chance: {sorted(top1)}"
     assert main(["analyze", "results", "--study", "quickstart", "--uri", uri]) == 2
     assert results_digest() == before
+
+
+def test_a_sweep_failing_after_its_parent_run_exists_closes_it_and_says_run_again(tmp_path, monkeypatch):
+    """A disk that fills while the sweep writes its state: the parent run ends FAILED (never
+    RUNNING), the directory goes, and the message says to run the command again (no resume of a
+    directory that no longer exists)."""
+    import errno
+
+    from mlflow.tracking import MlflowClient
+
+    import sweep.run
+    from trainables.errors import DiskFullError
+
+    def full(*_: object, **__: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(sweep.run, "write_state", full)
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    storage = tmp_path / "ray_results"
+    with pytest.raises(DiskFullError, match="then run the command again$"):
+        run_sweep(load_study("quickstart", smoke=True), storage=str(storage), uri=uri)
+    client = MlflowClient(uri)
+    runs = client.search_runs([client.get_experiment_by_name("mjp-quickstart-smoke").experiment_id])
+    assert [r.info.status for r in runs] == ["FAILED"]
+    assert not storage.exists() or list(storage.iterdir()) == []
