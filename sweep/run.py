@@ -252,13 +252,11 @@ def _tuner_parts(study: Study, spec: TrialSpec) -> tuple[Any, tune.TuneConfig]:
 def failure_config(cfg: TrainConfig) -> tune.FailureConfig:
     """Tune restarts a trial whose process was lost (``runtime.max_failures`` times) from its last
     checkpoint; a multi-worker trial's ``TorchTrainer`` also retries its own workers, and its
-    restarted trial process re-attaches to the Ray Train run of the same name. An error raised
-    by the training itself is not retried (``trainables.driver.tune_trial``)."""
+    restarted trial process re-attaches to the Ray Train run of the same name. An error in the
+    input (``UserError``) or one that would recur from the checkpoint (a non-finite loss, out of
+    memory) is not retried (``trainables.driver.tune_trial``); other errors are, up to
+    ``runtime.max_failures`` times."""
     return tune.FailureConfig(max_failures=cfg.runtime.max_failures)
-
-
-def _failure_config(study: Study) -> tune.FailureConfig:
-    return failure_config(study.train_config({}))
 
 
 def _view(study: Study, spec: TrialSpec, stream: TextIO | None) -> ConsoleView:
@@ -398,7 +396,7 @@ def _launch(study: Study, storage: str, address: str | None, uri: str, verbose: 
         trainable, tune_config = _tuner_parts(study, spec)
         tuner = tune.Tuner(trainable, tune_config=tune_config, run_config=tune.RunConfig(
             name=run_name, storage_path=storage, callbacks=_callbacks(study, spec, state, recorder, stream, experiment_dir), verbose=2 if verbose else 0,
-            failure_config=_failure_config(study),
+            failure_config=failure_config(study.train_config({})),
         ))
         sign_tuner_file(experiment_dir)
         grid = tuner.fit()

@@ -310,15 +310,32 @@ def test_raylet_messages_go_to_the_log_not_the_console(capsys, caplog):
     assert "(raylet) A worker died or was killed" in caplog.text
 
 
-def test_a_lost_worker_is_retried_by_default_in_both_trial_kinds():
-    """Tune restarts a lost trial process from its last checkpoint, for an in-process trial and
-    for the process that drives a multi-worker TorchTrainer (whose workers Ray Train retries)."""
+def test_a_lost_worker_is_retried_by_default_and_an_error_that_would_recur_is_not():
+    """Tune restarts a lost trial process from its last checkpoint by default, for an in-process
+    trial and for the process that drives a multi-worker TorchTrainer; a NaN loss or an out-of-
+    memory error, even wrapped by Ray, would recur from the checkpoint and ends the trial."""
+    import torch
+
     from sweep.run import failure_config
     from trainables.config import build_config
+    from trainables.driver import recurs
+    from trainables.engine import NonFiniteLossError
 
     for scaling in ({}, {"scaling.num_workers": 2}):
         cfg = build_config({}, scaling)
-        assert cfg.runtime.max_failures >= 1 and failure_config(cfg).max_failures == cfg.runtime.max_failures
+        assert cfg.runtime.max_failures == 2 and failure_config(cfg).max_failures == 2
+
+    def wrapped(inner: BaseException) -> BaseException:
+        try:
+            try:
+                raise inner
+            except BaseException as err:
+                raise RuntimeError("Ray wrapped it") from err
+        except RuntimeError as outer:
+            return outer
+
+    assert recurs(wrapped(NonFiniteLossError("loss is nan"))) and recurs(torch.OutOfMemoryError("CUDA out of memory"))
+    assert not recurs(wrapped(ConnectionError("the node running the data tasks is gone"))) and not recurs(RuntimeError("worker died"))
 
 
 def test_two_sweeps_started_in_the_same_second_get_their_own_names(tmp_path):

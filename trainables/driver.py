@@ -188,12 +188,28 @@ def tune_trial(params: dict[str, Any], spec: TrialSpec) -> None:
     except Exception as err:  # not BaseException: Tune stops a trial (ASHA) with SystemExit
         reason = one_line_reason(err)
         # Tune's retries (runtime.max_failures) are for a lost worker or node: an error in the
-        # input, or one Ray Train already retried its workers for, ends the trial at once
-        final = isinstance(err, UserError) or not cfg.scaling.in_process
+        # input, one that would recur from the checkpoint (a NaN loss, out of memory), or one Ray
+        # Train already retried its workers for, ends the trial at once
+        final = isinstance(err, UserError) or recurs(err) or not cfg.scaling.in_process
         tracker.set_tags({keys.TAG_ERROR: reason, **({keys.TAG_ERROR_FINAL: "1"} if final else {})})
         tracker.set_status("FAILED")
         raise TrialFailed(reason) from err
     tracker.set_status("FINISHED")
+
+
+def recurs(err: BaseException) -> bool:
+    """Whether ``err`` (or an error it wraps) would happen again on a retry from the checkpoint:
+    the loss went non-finite, or the device ran out of memory."""
+    import torch
+
+    from trainables.engine import NonFiniteLossError
+
+    seen: BaseException | None = err
+    while seen is not None:
+        if isinstance(seen, (NonFiniteLossError, torch.OutOfMemoryError)):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def adopt_orphan(spec: TrialSpec, params: dict[str, Any], trial_id: str) -> RunTracker | None:
