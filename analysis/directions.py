@@ -13,7 +13,6 @@ of freedom: only large, steady differences reach significance, which is the hone
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import pandas as pd
@@ -52,7 +51,7 @@ class PairedDifference:
     seeds: tuple[int, ...]
     differences: tuple[float, ...]
     spread: float  # the larger of A's and J's standard deviation over seeds
-    p_value: float  # paired t-test, two-sided; NaN below two seeds or with identical differences
+    p_value: float  # paired t-test, two-sided; 0 when every seed moved by the same non-zero amount, 1 when none moved
 
     @property
     def mean(self) -> float:
@@ -98,8 +97,11 @@ def paired_differences(runs: pd.DataFrame) -> list[PairedDifference]:
 def _paired_p(after: pd.Series, before: pd.Series) -> float:
     from scipy.stats import ttest_rel
 
-    if (after - before).std(ddof=1) == 0:
-        return math.nan
+    diffs = after - before
+    if diffs.std(ddof=1) <= 1e-12 * max(1.0, float(diffs.abs().max())):
+        # every seed moved by the same amount (exact fractions of a small validation set do that):
+        # no move at all, or the steadiest move there is; the t statistic is undefined either way
+        return 1.0 if float(diffs.abs().max()) == 0 else 0.0
     return float(ttest_rel(after, before).pvalue)
 
 
@@ -120,7 +122,7 @@ def sentence(d: PairedDifference) -> str:
     else:
         holds = "**holds**" if d.holds else "**does not hold**" if d.significant or d.mean * d.direction.sign <= 0 else "**not shown** (the right way, not significant)"
     spread = "exceeds" if d.exceeds_spread else "does not exceed"
-    p = "p n/a (identical differences)" if math.isnan(d.p_value) else f"p = {d.p_value:.3g}"
+    p = f"p = {d.p_value:.3g}"
     per_seed = ", ".join(_amount(metric, x) for x in d.differences)
     return (
         f"- {d.direction.claim}: {holds}. J - A = {_amount(metric, d.mean)} on average over seeds "

@@ -144,10 +144,21 @@ def up(session_dir: str | Path = DEFAULT_SESSION, *, gpu_workers: int = 2, cpu_w
              "--backend-store-uri", f"sqlite:///{session}/mlflow/mlflow.db", "--artifacts-destination", f"{session}/mlflow/artifacts"],
             stdout=log, stderr=subprocess.STDOUT, env={**env, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}, start_new_session=True, cwd=session)
     (session / "mlflow" / "server.pgid").write_text(str(server.pid))
-    ray_cli = str(Path(sys.executable).with_name("ray"))
+    try:
+        return _start_head(session, config, storage, mlflow_log, env, gcs, dash, mlflow_port)
+    except BaseException:  # whatever stops the start (a missing `ray`, Ctrl-C): nothing left running
+        down(session)
+        raise
+
+
+def _start_head(session: Path, config: Path, storage: Path, mlflow_log: Path, env: dict[str, str], gcs: int, dash: int, mlflow_port: int) -> LocalCluster:
+    """``ray start --head`` with the autoscaler, then wait for the MLflow server to answer."""
+    ray_cli = Path(sys.executable).with_name("ray")
+    if not ray_cli.exists():
+        raise ConfigError(f"no `ray` command beside this Python ({ray_cli}); run from the project's environment (.venv/bin/mjp)")
     ports = {"--dashboard-agent-listen-port": free_port(), "--dashboard-agent-grpc-port": free_port(), "--metrics-export-port": free_port(),
              "--runtime-env-agent-port": free_port(), "--ray-client-server-port": free_port()}
-    command = [ray_cli, "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(gcs), "--temp-dir", str(session / "ray"),
+    command = [str(ray_cli), "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(gcs), "--temp-dir", str(session / "ray"),
                "--num-cpus", "0", "--autoscaling-config", str(config),
                "--include-dashboard", "true", "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dash),
                *[f"{k}={v}" for k, v in ports.items()], "--disable-usage-stats"]
@@ -158,13 +169,8 @@ def up(session_dir: str | Path = DEFAULT_SESSION, *, gpu_workers: int = 2, cpu_w
     cluster = LocalCluster(str(session), f"127.0.0.1:{gcs}", f"http://127.0.0.1:{dash}", f"http://127.0.0.1:{mlflow_port}", str(storage))
     (session / STATE_FILE).write_text(json.dumps(asdict(cluster), indent=1))
     if result.returncode != 0:
-        down(session)
         raise ConfigError(f"`ray start --head` failed ({result.returncode}); see {session / 'ray-start.log'}")
-    try:
-        _wait_http(f"{cluster.tracking_uri}/health", "the MLflow server", 120, mlflow_log)
-    except ConfigError:
-        down(session)
-        raise
+    _wait_http(f"{cluster.tracking_uri}/health", "the MLflow server", 120, mlflow_log)
     return cluster
 
 
@@ -184,7 +190,7 @@ def session_processes(session_dir: str | Path) -> list[int]:
     config path, the MLflow server its store path.
     """
     session = Path(session_dir).resolve()
-    needle = str(session).encode()
+    needle = str(session).encode() + b"/"  # every process names a path inside the session: /tmp/x never matches /tmp/x-2
     pgid_file = session / "mlflow" / "server.pgid"
     server_group = int(pgid_file.read_text()) if pgid_file.is_file() else None
     mine, uid, found = _this_process_and_its_ancestors(), os.getuid(), []

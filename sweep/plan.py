@@ -52,7 +52,7 @@ class Plan:
     train_images: int
     images_note: str
     cpus_per_trial: float
-    gpus_per_trial: int
+    gpus_per_trial: float
     concurrent: int
     img_per_s: float
     img_per_s_source: str
@@ -173,9 +173,9 @@ def _steps_per_s(cfg: TrainConfig, image_size: int, in_chans: int, num_classes: 
 def make_plan(study: Any, machines: Machines, img_per_s: float | None = None) -> Plan:
     cfg = study.train_config({})
     s = cfg.scaling
-    gpus = s.num_workers * int(s.gpus_per_worker) if s.use_gpu else 0
+    gpus = s.num_workers * s.gpus_per_worker if s.use_gpu else 0.0
     cpus = s.cpus_per_worker if s.in_process else study.config.driver_cpus + s.num_workers * s.cpus_per_worker  # as Tune reserves it
-    capacity = machines.gpus // gpus if gpus else int(machines.cpus // cpus)
+    capacity = math.floor(machines.gpus / gpus) if gpus else int(machines.cpus // cpus)
     if machines.local and not gpus:
         capacity = max(capacity, study.max_concurrent)  # a local Ray is started with CPUs enough for max_concurrent trials
     concurrent = max(0, min(study.max_concurrent, study.num_trials, capacity))
@@ -190,7 +190,7 @@ def make_plan(study: Any, machines: Machines, img_per_s: float | None = None) ->
         if cfg.model.name != "deit_small_patch16_224":
             raise ConfigError(f"no GPU throughput of {cfg.model.name} is recorded in BENCHMARKS.md; measure one (benchmarks/bench_gpu_train.py) and pass --img-per-s")
         rate = DEIT_S_TARGET_IMG_PER_S_PER_GPU * gpus
-        source = f"BENCHMARKS.md's DeiT-S target of {DEIT_S_TARGET_IMG_PER_S_PER_GPU:,.0f} img/s per GPU x {gpus} (a target: no GPU run has measured it)"
+        source = f"BENCHMARKS.md's DeiT-S target of {DEIT_S_TARGET_IMG_PER_S_PER_GPU:,.0f} img/s per GPU x {gpus:g} (a target: no GPU run has measured it)"
     else:
         threads = max(1, int(cpus))
         share = min(1.0, machines.cpus / max(1, concurrent * threads)) if machines.local else 1.0
@@ -220,7 +220,7 @@ def describe(study: Any, plan: Plan, machines: Machines) -> str:
         fits = f"{plan.concurrent} at a time (budget.max_concurrent={study.max_concurrent}, room for {room})"
     return "\n".join([
         f"study {study.name}: {plan.trials} trials x {plan.epochs} epochs x {plan.train_images:,} training images ({plan.images_note})",
-        f"each trial asks for {plan.cpus_per_trial:g} CPUs and {plan.gpus_per_trial} GPUs",
+        f"each trial asks for {plan.cpus_per_trial:g} CPUs and {plan.gpus_per_trial:g} GPUs",
         f"on {machines.name}: {fits}",
         f"throughput {plan.img_per_s:,.0f} img/s per trial: {plan.img_per_s_source}",
         f"estimate: {_duration(plan.trial_hours)} per trial, {_duration(plan.wall_hours)} wall, {plan.gpu_hours:,.1f} GPU-hours"

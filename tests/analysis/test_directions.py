@@ -54,3 +54,11 @@ def test_a_noisy_difference_is_within_noise_and_a_move_the_wrong_way_does_not_ho
 def test_one_seed_gives_no_verdict():
     frame = runs({"A": [0.9], "J": [0.8]}, {"A": [0.5], "J": [0.9]}, {"A": [6.0], "J": [2.0]})
     assert paired_differences(frame) == [] and directions_text(frame) == ""
+
+
+def test_identical_differences_over_seeds_are_a_steady_move_or_none():
+    from analysis.directions import _paired_p
+
+    base = pd.Series([0.5, 0.625, 0.75])
+    assert _paired_p(base - 0.0625, base) == 0.0  # every seed lost 6.25 points: significant
+    assert _paired_p(base.copy(), base) == 1.0  # nothing moved
