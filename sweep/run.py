@@ -286,9 +286,10 @@ def _link_ray_logs(experiment_dir: str) -> None:
         link.symlink_to(logs, target_is_directory=True)
 
 
-def check_launchable(study: Study) -> None:
+def check_launchable(study: Study, address: str | None = None) -> None:
     """What the launch builds from the study, built before any directory or run exists: Tune's
-    scheduler, and the configs of the first trials the study's sampler proposes."""
+    scheduler, and the configs of the first trials the study's sampler proposes (each also
+    checked for resources the Ray it will run on cannot have)."""
     from sweep.space import sampled_params
 
     try:
@@ -296,7 +297,7 @@ def check_launchable(study: Study) -> None:
     except AssertionError as err:  # Ray checks its arguments with asserts
         raise UserError(f"study {study.name!r}: Tune refuses its scheduler {study.config.scheduler.model_dump()}: {err}") from None
     for params in sampled_params(study.config, min(study.num_trials, 8)):
-        study.train_config(params)
+        check_local_resources(study.train_config(params), address)
 
 
 def claim_sweep_name(storage: str, base: str) -> str:
@@ -332,9 +333,8 @@ def remove_sweep_dirs(experiment_dir: str, name: str) -> None:
 def run_sweep(study: Study, *, storage: str | None = None, address: str | None = None, uri: str | None = None, verbose: bool = False, stream: TextIO | None = None) -> SweepOutcome:
     """Launch a validated study; returns when every trial has ended (or the sweep was interrupted).
     A sweep that fails (or is interrupted) before its first trial starts leaves no directory."""
-    check_launchable(study)
+    check_launchable(study, address)
     base = study.train_config({})
-    check_local_resources(base, address)
     signing_key(create=True)  # a key others can read is refused here, before any run or directory exists
     for warning in base.warnings():
         announce(stream, f"warning: {warning}")

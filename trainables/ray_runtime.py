@@ -126,7 +126,7 @@ def check_local_resources(cfg: Any, address: str | None) -> None:
 
     for key, wanted in (("scaling.worker_resources", cfg.scaling.worker_resources), ("data.ray_data_resources", cfg.data.ray_data_resources)):
         if wanted:
-            raise ConfigError(f"{key}={dict(wanted)} asks for custom resources that only a cluster's nodes declare, and this sweep "
+            raise ConfigError(f"{key}={dict(wanted)} asks for custom resources that only a cluster's nodes declare, and this command "
                               f"starts its own Ray on this machine: remove {key}, or run on the cluster (--address, or $RAY_ADDRESS "
                               "after `mjp cluster up --local`)")
 
