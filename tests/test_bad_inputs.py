@@ -117,9 +117,10 @@ CASES = [
     ("absurd epochs in a plan", lambda t: ["sweep", "plan", "quickstart", "--set", "optim.epochs=100000000"], "optim.epochs: must be <= 10000 (got 100000000)"),
     # --- models -------------------------------------------------------------------------------
     ("tens of thousands of tokens in a plan", lambda t: ["sweep", "plan", "variants", "--set", "model.kwargs.patch_size=2"],
-     "data.img_size=224 with model.kwargs.patch_size=2 makes 12,544 tokens per image: one layer's attention for data.batch_size=128 needs 450 GiB"),
+     "data.img_size=224 with model.kwargs.patch_size=2 makes 12,544 tokens per image: one layer's attention for data.batch_size=128 has 120,"
+     "846,286,848 scores, 450 GiB where they are materialised"),
     ("tens of thousands of tokens", lambda t: TRAIN + ["--set", "data.name=imagefolder", "--set", f"data.root={imagefolder(t)}", "--set", "data.img_size=512", "--set", "data.batch_size=2"],
-     "data.img_size=512 with model.kwargs.patch_size=2 makes 65,536 tokens per image: one layer's attention for data.batch_size=2 needs 128 GiB, more than an 80 GB GPU"),
+     "data.img_size=512 with model.kwargs.patch_size=2 makes 65,536 tokens per image: one layer's attention for data.batch_size=2 has 34,359,738,368 scores, 128 GiB where they are materialised (more than an 80 GB GPU"),
     ("unknown model", lambda t: TRAIN + ["--set", "model.name=no_such_net"], "model.name='no_such_net' is not a timm model"),
     ("model typo", lambda t: TRAIN + ["--set", "model.name=deit_smal_patch16_224"], "did you mean deit_small_patch16_224?"),
     ("vit kwargs on a resnet", lambda t: TRAIN + ["--set", "model.name=resnet18"], "model.kwargs {depth, embed_dim, num_heads, patch_size} are not arguments of 'resnet18' (a timm ResNet)"),

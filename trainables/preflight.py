@@ -103,9 +103,11 @@ ATTENTION_BYTES_LIMIT = 80 * 10**9
 
 
 def _attention_fits(cfg: TrainConfig, model: Any, size: int, patch: int) -> None:
-    """A ViT whose global attention over the (``size`` / ``patch``)^2 patches cannot fit one layer's attention maps
+    """A ViT whose global attention over the (``size`` / ``patch``)^2 patches would not fit one layer's attention maps
     ([batch, heads, tokens, tokens] floats) in the memory of any GPU is refused, naming the keys
-    that made the tokens, before any training starts (it would otherwise stall or run out of memory)."""
+    that made the tokens, before any training starts (it would otherwise stall or run out of memory).
+    A fused attention kernel (timm's default where torch has one) never materialises the maps, but
+    its work still grows as tokens^2: such a run would not finish either, so the bound stays."""
     blocks = getattr(model, "blocks", None)
     heads = getattr(getattr(blocks[0], "attn", None), "num_heads", None) if blocks is not None and len(blocks) else None
     if heads is None:
@@ -116,7 +118,8 @@ def _attention_fits(cfg: TrainConfig, model: Any, size: int, patch: int) -> None
         images = f"data.img_size={size}" if cfg.data.img_size is not None else f"{size}x{size} images of data.name={cfg.data.name!r}"
         raise ConfigError(
             f"{images} with model.kwargs.patch_size={patch} makes {tokens:,} tokens per image: "
-            f"one layer's attention for data.batch_size={cfg.data.batch_size} needs {need / 2**30:,.0f} GiB, more than an 80 GB GPU; use a larger model.kwargs.patch_size or a smaller data.img_size"
+            f"one layer's attention for data.batch_size={cfg.data.batch_size} has {need // 4:,} scores, {need / 2**30:,.0f} GiB where they are materialised "
+            f"(more than an 80 GB GPU; a fused kernel avoids the memory, not the tokens^2 work); use a larger model.kwargs.patch_size or a smaller data.img_size"
         )
 
 
