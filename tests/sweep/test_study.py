@@ -112,7 +112,7 @@ def test_presets_expand_into_their_keys():
     resnet = study.train_config({"backbone": "resnet50_mjp"})
     assert resnet.model.name == "resnet18" and resnet.variant == "jp" and resnet.mjp.patch_size == 2
     swin = study.train_config({"backbone": "swin_t"})
-    assert swin.model.kwargs["window_size"] == 4 and swin.variant == "baseline"
+    assert swin.model.kwargs["window_size"] == 2 and swin.variant == "baseline"
 
 
 def test_seeds_multiply_the_grid(fake_imagenet):
