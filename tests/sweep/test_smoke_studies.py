@@ -1,11 +1,13 @@
 """Every shipped study launches at smoke size: its scheduler and its sampled trials are valid,
 checked when it is loaded; a sweep that fails before its first trial leaves no directory."""
 
+import os
+
 import pytest
 import yaml
 from ray.tune.schedulers import ASHAScheduler
 
-from sweep.run import asha_rungs, make_scheduler, run_sweep
+from sweep.run import asha_rungs, make_scheduler, objectives_checked_at_the_end, run_sweep
 from sweep.space import sampled_params
 from sweep.study import STUDIES_DIR, load_study
 from trainables.config import ConfigError
@@ -31,6 +33,17 @@ def test_shipped_study_builds_its_scheduler_and_trials_at_smoke_size(name, fake_
 def test_tune_smoke_has_its_own_grace_period():
     assert load_study("tune", check=False).config.scheduler.grace_period == 10
     assert load_study("tune", smoke=True, check=False).config.scheduler.grace_period == 1
+
+
+def test_a_final_metric_among_several_objectives_is_checked_at_the_end_only(monkeypatch):
+    """pareto's val/consistency comes with the last epoch only: Tune's per-epoch check (which
+    stopped every pareto sweep longer than one epoch after its first epoch) is off while it runs."""
+    monkeypatch.delenv("TUNE_DISABLE_STRICT_METRIC_CHECKING", raising=False)
+    with objectives_checked_at_the_end(load_study("pareto", smoke=True, check=False)):
+        assert os.environ["TUNE_DISABLE_STRICT_METRIC_CHECKING"] == "1"
+    assert "TUNE_DISABLE_STRICT_METRIC_CHECKING" not in os.environ
+    with objectives_checked_at_the_end(load_study("quickstart", smoke=True, check=False)):
+        assert "TUNE_DISABLE_STRICT_METRIC_CHECKING" not in os.environ
 
 
 def _asha_study(tmp_path, **smoke):
