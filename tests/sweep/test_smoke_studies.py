@@ -32,7 +32,7 @@ def test_shipped_study_builds_its_scheduler_and_trials_at_smoke_size(name, fake_
 
 def test_tune_smoke_has_its_own_grace_period():
     assert load_study("tune", check=False).config.scheduler.grace_period == 10
-    assert load_study("tune", smoke=True, check=False).config.scheduler.grace_period == 1
+    assert load_study("tune", smoke=True, check=False).config.scheduler.grace_period == 8
 
 
 def test_a_final_metric_among_several_objectives_is_checked_at_the_end_only(monkeypatch):
