@@ -10,6 +10,7 @@ MLflow are imported once per slot, not once per trial.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import math
@@ -19,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Iterator, TextIO
 
 import pyarrow.fs
 from ray import tune
@@ -208,6 +209,28 @@ def _searcher(study: Study) -> Any:
         sampler=make_sampler(c),
     )
     return ConcurrencyLimiter(searcher, max_concurrent=study.max_concurrent)
+
+
+@contextlib.contextmanager
+def objectives_checked_at_the_end(study: Study) -> Iterator[None]:
+    """Tune refuses every result that lacks one of the searcher's metrics, but val/consistency,
+    val/diff_norm and the other metrics of the final evaluation come with a trial's last epoch
+    only. With several objectives Optuna reads them from that final result alone (NSGA-II takes no
+    intermediate values), so while such a study's trials run Tune's per-epoch check is off."""
+    objectives = study.config.objectives
+    if len(objectives) < 2 or all(o.metric in keys.EPOCH_METRICS for o in objectives):
+        yield
+        return
+    name = "TUNE_DISABLE_STRICT_METRIC_CHECKING"
+    before = os.environ.get(name)
+    os.environ[name] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
 
 
 def _callbacks(study: Study, spec: TrialSpec, state: dict[str, Any], recorder: "SweepRecorder", stream: TextIO | None, experiment_dir: str) -> list[tune.Callback]:
@@ -399,7 +422,8 @@ def _launch(study: Study, storage: str, address: str | None, uri: str, verbose: 
             failure_config=failure_config(study.train_config({})),
         ))
         sign_tuner_file(experiment_dir)
-        grid = tuner.fit()
+        with objectives_checked_at_the_end(study):
+            grid = tuner.fit()
         return _finish(study, spec, parent, grid, experiment_dir, recorder, log)
 
 
@@ -463,7 +487,8 @@ def resume_sweep(experiment_dir: str, *, address: str | None = None, verbose: bo
         recorder = SweepRecorder(state["uri"], state["experiment"], parent.run_id, study.num_trials, study.config.budget.time_budget_s)
         tuner = tune.Tuner.restore(experiment_dir, trainable=trainable, resume_unfinished=True, resume_errored=True)
         _replace_callbacks(tuner, _callbacks(study, spec, state, recorder, stream, experiment_dir))
-        grid = tuner.fit()
+        with objectives_checked_at_the_end(study):
+            grid = tuner.fit()
         return _finish(study, spec, parent, grid, experiment_dir, recorder, log)
 
 

@@ -57,7 +57,7 @@ def test_config_show_prints_the_resolved_config(capsys):
 def test_config_show_of_a_study_gives_its_base(capsys):
     assert main(["config", "show", "mask_ratio", "--smoke"]) == 0
     cfg = yaml.safe_load(capsys.readouterr().out)
-    assert cfg["data"]["name"] == "digits" and cfg["model"]["kwargs"]["patch_size"] == 1
+    assert cfg["data"]["name"] == "digits" and cfg["model"]["kwargs"]["patch_size"] == 2
 
 
 def test_status_names_a_sweep_whose_driver_is_gone(tmp_path, capsys):
