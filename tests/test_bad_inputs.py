@@ -228,6 +228,7 @@ def weights(tmp: Path) -> Path:
 def test_bad_input_is_one_clear_line_before_ray_starts(name, argv, message, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(Path(__file__).resolve().parents[1])
     monkeypatch.setattr(ray, "init", no_ray)
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)  # an earlier test's Ray must not stand in for a new start
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/unused/mlflow.db")
     args = argv(tmp_path)
     capsys.readouterr()  # what setting the case up printed (MLflow creating a store)
@@ -248,6 +249,7 @@ def test_the_corpus_is_large():
 def test_a_read_only_store_is_named_before_launch(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(Path(__file__).resolve().parents[1])
     monkeypatch.setattr(ray, "init", no_ray)
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)  # an earlier test's Ray must not stand in for a new start
     uri = mlflow_store(tmp_path)
     capsys.readouterr()
     db = tmp_path / "mlflow.db"
@@ -264,6 +266,7 @@ def test_a_read_only_store_is_named_before_launch(tmp_path, capsys, monkeypatch)
 def test_a_warmup_longer_than_the_training_is_named_before_ray_starts(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(Path(__file__).resolve().parents[1])
     monkeypatch.setattr(ray, "init", no_ray)
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)  # an earlier test's Ray must not stand in for a new start
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
     with pytest.raises(AssertionError, match="Ray was started"):
         main(TRAIN + ["--set", "optim.epochs=1", "--set", "optim.warmup_epochs=50", "--set", f"tracking.storage_path={tmp_path}"])

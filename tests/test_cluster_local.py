@@ -108,22 +108,26 @@ def job_logs(twin, job: str) -> str:
     return job_call(twin, f"c.get_job_logs({job!r})[-3000:]")
 
 
-def child_runs(experiment: str) -> list:
+def tracking():
+    """An MLflow client of the twin's server, named explicitly: an earlier test in this process may
+    have set MLflow's process-wide tracking URI, which wins over ``MLFLOW_TRACKING_URI``."""
     import mlflow
 
-    client = mlflow.MlflowClient()
+    return mlflow.MlflowClient(tracking_uri=os.environ["MLFLOW_TRACKING_URI"])
+
+
+def child_runs(experiment: str) -> list:
+    client = tracking()
     exp = client.get_experiment_by_name(experiment)
     return [] if exp is None else client.search_runs([exp.experiment_id], filter_string=f"tags.`{keys.TAG_PARENT}` != ''")
 
 
 def wait_for_epoch(experiment: str, epoch: int, seconds: float = 180):
     """The first child run that has logged ``epoch`` epochs of validation top-1."""
-    import mlflow
-
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         for run in child_runs(experiment):
-            history = mlflow.MlflowClient().get_metric_history(run.info.run_id, keys.VAL_TOP1)
+            history = tracking().get_metric_history(run.info.run_id, keys.VAL_TOP1)
             if any(m.step >= epoch for m in history):
                 return run
         time.sleep(0.5)
@@ -159,31 +163,27 @@ def test_a_sweep_job_trains_on_autoscaled_worker_nodes(cluster):
     for run in runs:
         node = run.data.tags[f"{keys.TAG_NODE_PREFIX}0"]
         assert node != HEAD_NODE and node.startswith("fffff"), f"{run.info.run_name} trained on {node}, not on an autoscaled worker node"
-        import mlflow  # each epoch's metrics reached the tracking server over HTTP from the worker node
-
-        assert [m.step for m in sorted(mlflow.MlflowClient().get_metric_history(run.info.run_id, keys.VAL_TOP1), key=lambda m: m.step)] == [1, 2]
+        assert [m.step for m in sorted(tracking().get_metric_history(run.info.run_id, keys.VAL_TOP1), key=lambda m: m.step)] == [1, 2]
     shown = subprocess.run([sys.executable, "-m", "sweep.cli", "sweep", "status", "cl-basic", "--uri", cluster.tracking_uri],
                            capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert "2 finished of 2 trials" in shown.stdout, shown.stdout + shown.stderr
 
 
 def test_a_lost_worker_node_costs_one_restart_from_the_last_checkpoint(cluster):
-    import mlflow
-
     job = submit(cluster, "sweep", "run", study(cluster, "cl-node-loss", 8, ["J"]))
     run = wait_for_epoch("cl-node-loss", 2)
-    node = mlflow.MlflowClient().get_run(run.info.run_id).data.tags[f"{keys.TAG_NODE_PREFIX}0"]
+    node = tracking().get_run(run.info.run_id).data.tags[f"{keys.TAG_NODE_PREFIX}0"]
     killed_at = time.time()
     assert len(kill_node(cluster.session_dir, node)) > 1, "the node's raylet and its workers"
     assert wait_job(cluster, job) == "SUCCEEDED"
 
     runs = child_runs("cl-node-loss")
     assert [r.info.run_id for r in runs] == [run.info.run_id], "the restarted trial must log into the same child run"
-    after = mlflow.MlflowClient().get_run(run.info.run_id)
+    after = tracking().get_run(run.info.run_id)
     assert after.info.status == "FINISHED"
     nodes = after.data.tags[keys.TAG_NODES_SEEN].split(",")
     assert nodes[0] == node and len(nodes) == 2 and nodes[1] != node, f"trained on {nodes}; expected the lost node, then another"
-    history = mlflow.MlflowClient().get_metric_history(run.info.run_id, keys.VAL_TOP1)
+    history = tracking().get_metric_history(run.info.run_id, keys.VAL_TOP1)
     resumed = [m for m in history if m.timestamp / 1000 > killed_at]
     assert min(m.step for m in resumed) > 1, "the restart began again at epoch 1, not from its checkpoint"
     assert max(m.step for m in history) == 8
@@ -212,8 +212,6 @@ def ray_data_task_nodes(twin) -> set[str]:
 
 
 def test_ray_data_decodes_on_the_cpu_node_and_the_autoscaler_replaces_it_when_lost(cluster):
-    import mlflow
-
     root = image_folder(Path(cluster.session_dir) / "images")
     data = {"name": "imagefolder", "root": str(root), "img_size": 16, "batch_size": 8, "loader": "ray_data", "augment": "deit",
             "train_limit": None, "val_limit": None, "ray_data_resources": {DATA_NODE: 1}}
@@ -226,14 +224,14 @@ def test_ray_data_decodes_on_the_cpu_node_and_the_autoscaler_replaces_it_when_lo
     killed_at = time.time()
     kill_node(cluster.session_dir, lost)  # epochs are ~1 s: kill first, look at where tasks ran after
     assert wait_job(cluster, job) == "SUCCEEDED"
-    trainer = mlflow.MlflowClient().get_run(run.info.run_id).data.tags[f"{keys.TAG_NODE_PREFIX}0"]
+    trainer = tracking().get_run(run.info.run_id).data.tags[f"{keys.TAG_NODE_PREFIX}0"]
     decoders = ray_data_task_nodes(cluster)
     assert lost in decoders and trainer not in decoders and HEAD_NODE not in decoders, \
         f"Ray Data tasks ran on {decoders}; the CPU-only node was {lost}, the trainer {trainer}"
 
     runs = child_runs("cl-ray-data")
     assert [r.info.run_id for r in runs] == [run.info.run_id] and runs[0].info.status == "FINISHED"
-    history = mlflow.MlflowClient().get_metric_history(run.info.run_id, keys.VAL_TOP1)
+    history = tracking().get_metric_history(run.info.run_id, keys.VAL_TOP1)
     assert max(m.step for m in history) == 10
     LOSSES["the Ray Data node"] = seconds_lost(history, killed_at)
     # Only CPU-only nodes decode: the trial went on once the autoscaler had started a new one
