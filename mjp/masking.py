@@ -21,7 +21,8 @@ How, in one pass:
    recurrence, ``rem_r = q_r * (rem_{r-1} - min)`` with ``q_r ~ U[0, 1)``, so the remainder before
    every slot is one ``cumprod`` and one ``cumsum`` away (``before * (k - min * cumsum(1 / before))
    + min``, ``before`` the product of the earlier ``q``). The remainder here is nominal: it counts
-   the proposed areas, not the rounded rectangles or their overlaps.
+   the proposed areas (each slot's first try's draw, even when a later try is the one kept), not
+   the rounded rectangles or their overlaps.
 2. Retries. Every slot has ``T`` tries (``TRIES``), each with its own aspect ratio; the first slot's
    tries also have their own areas (nothing is placed yet, so this is BEiT's redraw exactly), later
    slots draw one area per ``AREA_GROUP`` tries. A slot keeps its first try that fits: ``h < H``,
@@ -236,7 +237,8 @@ def _rectangles(b: int, grid: tuple[int, int], k: int, c: dict[str, torch.Tensor
 
 def rectangle_share(batch_size: int, grid_size: int | tuple[int, int], ratio: float, *, generator: torch.Generator | None = None, min_block: int = DEFAULT_MIN_BLOCK) -> float:
     """Diagnostics (host sync): the share of the ``B * k`` selected patches that the rectangles
-    (steps 1-3) place; the rest comes from the top-up (step 4). Same draws as ``sample_block_masks``."""
+    (steps 1-3) place; the rest comes from the top-up (step 4). Same draws as ``sample_block_masks``
+    with its default aspect ratio and slot count."""
     h, w = (grid_size, grid_size) if isinstance(grid_size, int) else tuple(grid_size)
     k = target_count(h * w, ratio)
     if k in (0, h * w):
