@@ -16,7 +16,8 @@ own node ids and resources) on this machine when the autoscaler asks for them. T
 
 Every worker type has ``min_workers: 0``: the autoscaler starts them on demand. The head listens
 on 127.0.0.1 only (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``), with token authentication
-(``RAY_AUTH_MODE=token``), and an ``mlflow server`` on 127.0.0.1 is the tracking server, as
+(``RAY_AUTH_MODE=token``; ``up`` writes a fresh token into the session directory and names it
+with ``RAY_AUTH_TOKEN_PATH``, so the twin needs no ``~/.ray/auth_token`` and never touches one), and an ``mlflow server`` on 127.0.0.1 is the tracking server, as
 ``cluster.yaml``'s head starts one. Everything lives in one session directory; ``down`` ends
 exactly the processes whose command lines name it (never ``ray stop``, which would end every Ray
 on the machine).
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -47,6 +49,8 @@ GPU_STANDIN = "mjp_gpu"
 DATA_NODE = "mjp_data"
 #: the file in the session directory that ``up`` writes and ``down`` / the tests read
 STATE_FILE = "cluster.json"
+#: the session's Ray authentication token (``RAY_AUTH_TOKEN_PATH`` names it)
+TOKEN_FILE = "auth_token"
 DEFAULT_SESSION = "/tmp/mjp-local-cluster"
 
 
@@ -60,10 +64,16 @@ class LocalCluster:
     tracking_uri: str
     storage: str
 
+    @property
+    def token_path(self) -> str:
+        """The session's Ray token: every node, job and client of the twin authenticates with it."""
+        return str(Path(self.session_dir) / TOKEN_FILE)
+
     def environment(self) -> dict[str, str]:
         """The variables a shell needs to use this cluster (``mjp cluster up`` prints them)."""
         return {"RAY_ADDRESS": self.address, "RAY_API_SERVER_ADDRESS": self.dashboard, "MLFLOW_TRACKING_URI": self.tracking_uri,
-                "MJP_SWEEP_STORAGE": self.storage, "RAY_AUTH_MODE": "token", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+                "MJP_SWEEP_STORAGE": self.storage, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": self.token_path,
+                "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 
 
 def free_port() -> int:
@@ -83,8 +93,9 @@ def twin_config(gcs_port: int, *, gpu_workers: int = 2, cpu_workers: int = 1, id
         "max_workers": gpu_workers + cpu_workers,
         "upscaling_speed": 1.0,
         "idle_timeout_minutes": idle_minutes,
-        "provider": {"type": "fake_multinode", "use_node_id_as_ip": True, "disable_node_updaters": True,
-                     "disable_launch_config_check": True, "gcs_address": f"127.0.0.1:{gcs_port}"},
+        # Ray's fake_multinode provider, as a cloud sees a lost machine (sweep/twin_provider.py)
+        "provider": {"type": "external", "module": "sweep.twin_provider.TwinNodeProvider", "use_node_id_as_ip": True,
+                     "disable_node_updaters": True, "disable_launch_config_check": True, "gcs_address": f"127.0.0.1:{gcs_port}"},
         "available_node_types": {
             "ray.head.default": {"resources": {"CPU": 0}, "node_config": {}, "max_workers": 0},
             "gpu_worker": {"resources": {"CPU": 2, GPU_STANDIN: 1}, "node_config": {}, "min_workers": 0, "max_workers": gpu_workers},
@@ -131,6 +142,11 @@ def up(session_dir: str | Path = DEFAULT_SESSION, *, gpu_workers: int = 2, cpu_w
         raise ConfigError(f"gpu_workers={gpu_workers}, cpu_workers={cpu_workers}: allowed 1-4 and 0-4 on one machine")
     session.mkdir(parents=True, exist_ok=True)
     env = _environment()
+    token = session / TOKEN_FILE  # Ray's own format (64 hex digits), readable by this user only
+    token.touch(mode=0o600)
+    token.write_text(secrets.token_hex(32))
+    env.pop("RAY_AUTH_TOKEN", None)  # a token in the caller's environment would win over the session's
+    env["RAY_AUTH_TOKEN_PATH"] = str(token)
     gcs, dash, mlflow_port = free_port(), free_port(), free_port()
     config = session / "autoscaler.yaml"
     config.write_text(yaml.safe_dump(twin_config(gcs, gpu_workers=gpu_workers, cpu_workers=cpu_workers)))

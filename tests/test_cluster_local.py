@@ -30,6 +30,7 @@ from sweep.local_cluster import DATA_NODE, GPU_STANDIN, down, kill_node, session
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parent.parent
+ENDED = {"SUCCEEDED", "FAILED", "STOPPED"}
 HEAD_NODE = "fffffffffffffffffffffffffffffffffffffffffffffffffff00000"  # the fake provider's head id
 TINY = {
     "model": {"kwargs": {"patch_size": 2, "embed_dim": 32, "depth": 2, "num_heads": 2}},
@@ -39,6 +40,7 @@ TINY = {
     "runtime": {"checkpoint_every": 1, "max_failures": 2},
 }
 LOSSES: dict[str, float] = {}  # what each loss cost, printed at the end (docs/cluster-local.md)
+SUBMITTED: list[str] = []  # the jobs the current test submitted (``each_test_ends_its_jobs`` stops them)
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +62,19 @@ def cluster():
     left = session_processes(session)
     assert left == [], f"`down` left processes of the twin running: {[Path(f'/proc/{p}/cmdline').read_bytes()[:200] for p in left]}"
     shutil.rmtree(session, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def each_test_ends_its_jobs(cluster):
+    """A test that fails with its job still running must not starve the tests after it of the
+    twin's nodes: every job it submitted is stopped, and has ended, before the next test starts."""
+    SUBMITTED.clear()
+    yield
+    running = [job for job in SUBMITTED if job_call(cluster, f"str(c.get_job_status({job!r}))") not in ENDED]
+    for job in running:
+        job_call(cluster, f"c.stop_job({job!r})")
+    for job in running:
+        wait_job(cluster, job, seconds=120)
 
 
 def study(twin, name: str, epochs: int, variants: list[str], **train) -> str:
@@ -91,14 +106,15 @@ def job_call(twin, call: str) -> Any:
 def submit(twin, *argv: str) -> str:
     """``mjp ARGV`` as a Ray job on the twin's head (as `ray job submit` does); its submission id."""
     command = " ".join([f"cd {REPO} &&", sys.executable, "-m", "sweep.cli", *argv])
-    return job_call(twin, f"c.submit_job(entrypoint={command!r})")
+    SUBMITTED.append(job := job_call(twin, f"c.submit_job(entrypoint={command!r})"))
+    return job
 
 
-def wait_job(twin, job: str, seconds: float = 240) -> str:
+def wait_job(twin, job: str, seconds: float = 420) -> str:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         status = job_call(twin, f"str(c.get_job_status({job!r}))")
-        if status in {"SUCCEEDED", "FAILED", "STOPPED"}:
+        if status in ENDED:
             return status
         time.sleep(2)
     raise AssertionError(f"job {job} still running after {seconds} s:\n{job_logs(twin, job)}")
@@ -122,7 +138,7 @@ def child_runs(experiment: str) -> list:
     return [] if exp is None else client.search_runs([exp.experiment_id], filter_string=f"tags.`{keys.TAG_PARENT}` != ''")
 
 
-def wait_for_epoch(experiment: str, epoch: int, seconds: float = 180):
+def wait_for_epoch(experiment: str, epoch: int, seconds: float = 300):
     """The first child run that has logged ``epoch`` epochs of validation top-1."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -155,6 +171,8 @@ def seconds_lost(history: list, killed_at: float) -> float:
 
 
 def test_a_sweep_job_trains_on_autoscaled_worker_nodes(cluster):
+    token = Path(cluster.token_path)  # the twin's own token: no ~/.ray/auth_token needed
+    assert cluster.environment()["RAY_AUTH_TOKEN_PATH"] == str(token) and token.stat().st_mode & 0o777 == 0o600
     assert set(alive_nodes(cluster)) == {HEAD_NODE}, "min_workers 0: only the head before the sweep"
     job = submit(cluster, "sweep", "run", study(cluster, "cl-basic", 2, ["A", "J"]))
     assert wait_job(cluster, job) == "SUCCEEDED"
@@ -272,7 +290,7 @@ def test_two_workers_strictly_spread_over_two_nodes_train_as_one_worker(cluster)
     tree["budget"] = {"max_concurrent": 1}
     tree["train"]["mjp"] = {"variant": "A"}
     path.write_text(yaml.safe_dump(tree))
-    assert wait_job(cluster, submit(cluster, "sweep", "run", str(path)), seconds=300) == "SUCCEEDED"
+    assert wait_job(cluster, submit(cluster, "sweep", "run", str(path)), seconds=480) == "SUCCEEDED"
 
     runs = {r.data.tags[f"{keys.TAG_SAMPLE_PREFIX}workers"]: r for r in child_runs("cl-spread")}
     two = runs["two"].data.tags

@@ -50,6 +50,11 @@ def test_the_local_twin_has_cluster_yamls_node_types_and_every_key_rays_monitor_
     assert GPU_STANDIN in types["gpu_worker"]["resources"] and GPU_STANDIN not in types["cpu_worker"]["resources"]
     assert all(types[t]["min_workers"] == 0 for t in ("gpu_worker", "cpu_worker"))
     assert twin["provider"]["gcs_address"] == "127.0.0.1:6379"
+    # the autoscaler loads the twin's provider by this path: Ray's fake one, which forgets a lost node
+    from ray.autoscaler._private.fake_multi_node.node_provider import FakeMultiNodeProvider
+    from ray.autoscaler._private.loader import load_function_or_class
+
+    assert issubclass(load_function_or_class(twin["provider"]["module"]), FakeMultiNodeProvider)
 
 
 def test_a_trial_asks_for_its_custom_resources_and_refuses_cpu_among_them():
