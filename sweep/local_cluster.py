@@ -17,8 +17,9 @@ own node ids and resources) on this machine when the autoscaler asks for them. T
 Every worker type has ``min_workers: 0``: the autoscaler starts them on demand. The head listens
 on 127.0.0.1 only (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``), with token authentication
 (``RAY_AUTH_MODE=token``; ``up`` writes a fresh token into the session directory and names it
-with ``RAY_AUTH_TOKEN_PATH``, so the twin needs no ``~/.ray/auth_token`` and never touches one), and an ``mlflow server`` on 127.0.0.1 is the tracking server, as
-``cluster.yaml``'s head starts one. Everything lives in one session directory; ``down`` ends
+with ``RAY_AUTH_TOKEN_PATH``, so the twin needs no ``~/.ray/auth_token`` and never touches one),
+and an ``mlflow server`` on 127.0.0.1 is the tracking server, as ``cluster.yaml``'s head starts
+one. Everything lives in one session directory; ``down`` ends
 exactly the processes whose command lines name it (never ``ray stop``, which would end every Ray
 on the machine).
 """
@@ -133,6 +134,15 @@ def _wait_http(url: str, what: str, seconds: float, log: Path) -> None:
     raise ConfigError(f"{what} did not answer at {url} within {seconds:.0f} s ({tail[0] if tail else 'no log'}); see {log}")
 
 
+def write_token(path: Path) -> Path:
+    """Write a fresh Ray token (Ray's own format: 64 hex digits) to ``path``, readable by this user only."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # also when a file was there before, with a wider mode
+    with os.fdopen(fd, "w") as out:
+        out.write(secrets.token_hex(32))
+    return path
+
+
 def up(session_dir: str | Path = DEFAULT_SESSION, *, gpu_workers: int = 2, cpu_workers: int = 1) -> LocalCluster:
     """Start the twin: a ``fake_multinode`` Ray head with its autoscaler, and an MLflow server."""
     session = Path(session_dir).resolve()
@@ -142,9 +152,7 @@ def up(session_dir: str | Path = DEFAULT_SESSION, *, gpu_workers: int = 2, cpu_w
         raise ConfigError(f"gpu_workers={gpu_workers}, cpu_workers={cpu_workers}: allowed 1-4 and 0-4 on one machine")
     session.mkdir(parents=True, exist_ok=True)
     env = _environment()
-    token = session / TOKEN_FILE  # Ray's own format (64 hex digits), readable by this user only
-    token.touch(mode=0o600)
-    token.write_text(secrets.token_hex(32))
+    token = write_token(session / TOKEN_FILE)
     env.pop("RAY_AUTH_TOKEN", None)  # a token in the caller's environment would win over the session's
     env["RAY_AUTH_TOKEN_PATH"] = str(token)
     gcs, dash, mlflow_port = free_port(), free_port(), free_port()
