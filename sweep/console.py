@@ -241,12 +241,15 @@ class ConsoleView(tune.Callback):
         return f"{self.title} · {len(self.rows)}/{self.total_trials} trials started ({counts or 'starting'}) · {_clock(time.monotonic() - self.started)}{left}"
 
     #: columns dropped first when the terminal is narrow (htop's way): the in-epoch detail, the
-    #: bar, the best values, the time; trial, state, epoch and the latest objective always stay
+    #: bar, the best values, the time, then every objective but the first; trial, state, epoch
+    #: and the first objective always stay
     DROP_ORDER = ("this epoch", "progress", "best", "time")
     BAR_WIDTH = 16
+    #: the narrowest the trial column gets: a longer label wraps at its spaces onto more lines
+    TRIAL_MIN = 24
 
-    def _columns(self, width: int) -> list[str]:
-        """The headers of the live table that fit ``width`` columns, in display order."""
+    def _widths(self) -> dict[tuple[str, int], int]:
+        """Each column of the full live table (header, position) and the width its cells need."""
         headers = self._headers()
         shown = headers[:2] + ["progress"] + headers[2:]
         rows = [self._cells(r) for r in self.rows.values()]
@@ -257,13 +260,28 @@ class ConsoleView(tune.Callback):
             j = i - 1 if i > 2 else i  # cells have no "progress" entry
             return max([len(header)] + [len(r[j]) for r in rows])
 
-        widths = {(h, i): need(h, i) for i, h in enumerate(shown)}
-        keep = list(widths)
-        for victim in self.DROP_ORDER:
-            if sum(w + 3 for k, w in widths.items() if k in keep) + 1 <= width:
+        return {(h, i): need(h, i) for i, h in enumerate(shown)}
+
+    def _fitted_widths(self, width: int) -> dict[tuple[str, int], int]:
+        """The columns that fit ``width`` columns of terminal, in display order, and the width each
+        gets: whole cells everywhere; only the trial column may be narrower than its longest label
+        (down to ``TRIAL_MIN``), its labels wrapping."""
+        widths = self._widths()
+        trial = next(k for k in widths if k[0] == "trial")
+        fixed = {k: w for k, w in widths.items() if k != trial}
+        extra_objectives = [(m, i) for (m, i) in fixed if m in [metric for metric, _ in self.objectives[1:]]]
+        victims = [[k for k in fixed if k[0] == name] for name in self.DROP_ORDER] + [[k] for k in reversed(extra_objectives)]
+        for victim in [[], *victims]:
+            fixed = {k: w for k, w in fixed.items() if k not in victim}
+            room = width - 1 - sum(w + 3 for w in fixed.values()) - 3
+            if room >= min(widths[trial], self.TRIAL_MIN):
                 break
-            keep = [k for k in keep if k[0] != victim]
-        return [h for h, _ in keep]
+        kept = {trial: max(min(widths[trial], room), 1), **fixed}
+        return {k: kept[k] for k in widths if k in kept}
+
+    def _columns(self, width: int) -> list[str]:
+        """The headers of the live table that fit ``width`` columns, in display order."""
+        return [h for h, _ in self._fitted_widths(width)]
 
     def _table(self, width: int | None = None) -> Any:
         """The live table, its columns chosen to fit ``width`` (default: the live terminal's; every column without one)."""
@@ -271,25 +289,16 @@ class ConsoleView(tune.Callback):
         from rich.table import Table
 
         width = width or (self._console.width if getattr(self, "_console", None) is not None else 10**6)
-        shown = self._columns(width)
+        fitted = self._fitted_widths(width)
         table = Table(title=self._summary(), title_justify="left", expand=False)
-        cells_at = {h: i for i, h in enumerate(self._headers())}
-        for header in shown:
+        for (header, _), w in fitted.items():
             table.add_column(header, justify="left" if header in ("trial", "state", "this epoch") else "right" if header != "progress" else "left",
-                             no_wrap=header in ("trial", "state", "progress"), min_width=8 if header == "state" else None)
+                             no_wrap=header != "trial", overflow="fold", width=w)
         for row in self.rows.values():
             cells = self._cells(row)
             bar = ProgressBar(total=max(row.epochs, 1), completed=row.epochs if row.state == "done" else row.epochs_done, width=self.BAR_WIDTH)
-            best_seen = iter(i for i, h in enumerate(self._headers()) if h == "best")
-            out = []
-            for i, header in enumerate(shown):
-                if header == "progress":
-                    out.append(bar)
-                elif header == "best":
-                    out.append(cells[next(best_seen)])
-                else:
-                    out.append(cells[cells_at[header]])
-            table.add_row(*out)
+            # a column's display position counts the bar, which has no cell
+            table.add_row(*[bar if header == "progress" else cells[i - 1 if i > 2 else i] for header, i in fitted])
         return table
 
     def plain_table(self) -> str:
