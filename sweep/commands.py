@@ -23,6 +23,11 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         if "data.root" in over:
             raise UserError(f"--data {args.data!r} and --set data.root={over['data.root']!r} both give the data root; keep one")
         over["data.root"] = args.data
+    root = over.get("data.root")
+    if isinstance(root, str) and root and "://" not in root:  # recorded in the sweep's state: resumable from any directory
+        from pathlib import Path
+
+        over["data.root"] = str(Path(root).expanduser().absolute())
     return over
 
 

@@ -318,10 +318,11 @@ def is_active(param: Any, chosen: dict[str, Any]) -> bool:
 
 
 def resolve_study_path(name_or_path: str) -> Path:
-    """A path, or the name of a shipped study (``quickstart`` -> ``sweep/studies/quickstart.yaml``)."""
-    path = Path(name_or_path)
+    """A path, or the name of a shipped study (``quickstart`` -> ``sweep/studies/quickstart.yaml``);
+    absolute, as the sweep's state records it for a resume from any directory."""
+    path = Path(name_or_path).expanduser()
     if path.is_file():
-        return path
+        return path.absolute()
     shipped = STUDIES_DIR / f"{name_or_path}.yaml"
     if shipped.is_file():
         return shipped

@@ -131,3 +131,18 @@ def test_large_spaces_still_check_every_choice(tmp_path):
     assert len(combos) < 960 and {c["mjp.mask_ratio"] for c in combos} == set(values)
     with pytest.raises(ConfigError, match=r"mjp.mask_ratio=0.07 selects round\(16 x 0.07\) = 1 of the 16 patches"):
         load_study(write(tmp_path, space={**space, "mjp.mask_ratio": {"type": "choice", "values": values + [0.07]}}))
+
+
+def test_a_study_and_data_root_given_relative_are_recorded_absolute(tmp_path, monkeypatch):
+    """The sweep's state records both: `mjp sweep resume` from another directory must find them."""
+    import argparse
+
+    from sweep.commands import _overrides
+
+    monkeypatch.chdir(STUDIES_DIR.parent.parent)
+    study = load_study("sweep/studies/quickstart.yaml", check=False)
+    assert study.source == str(STUDIES_DIR / "quickstart.yaml")
+    monkeypatch.chdir(tmp_path)
+    args = argparse.Namespace(set=[], data="digits-copy")
+    assert _overrides(args) == {"data.root": str(tmp_path / "digits-copy")}
+    assert _overrides(argparse.Namespace(set=["data.root=s3://bucket/imagenet"], data=None)) == {"data.root": "s3://bucket/imagenet"}
