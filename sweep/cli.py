@@ -212,7 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return handler(args)
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)
-        return 2
+        return err.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -24,6 +24,9 @@ class UserError(Exception):
     driver as a pickle): it is rebuilt from its message and attributes, not by calling
     ``__init__`` again with the message alone."""
 
+    #: the command's exit status when this error ends it: 2, bad input refused before any work
+    exit_code = 2
+
     def __reduce__(self) -> tuple:
         return _rebuilt, (type(self), self.args, dict(self.__dict__))
 
@@ -37,7 +40,10 @@ class DataError(UserError, ValueError):
 
 
 class DiskFullError(UserError):
-    """A disk the command writes to (the MLflow store, checkpoints, logs) is full."""
+    """A disk the command writes to (the MLflow store, checkpoints, logs) is full: the command
+    failed after it started (exit status 1), the input was fine."""
+
+    exit_code = 1
 
 
 #: what SQLite (through SQLAlchemy and MLflow) and the OS say when a disk is full

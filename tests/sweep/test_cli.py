@@ -147,3 +147,17 @@ def test_a_retried_trial_says_where_it_starts_again():
 
     assert restart_point(SimpleNamespace(latest_checkpoint_result=SimpleNamespace(metrics={"epoch": 4}))) == "from its epoch-4 checkpoint"
     assert restart_point(SimpleNamespace(latest_checkpoint_result=None)) == "from the start (it had written no checkpoint yet)"
+
+
+def test_a_full_disk_is_exit_1_like_any_failure_after_the_start(capsys, monkeypatch):
+    """Not exit 2 (bad input, refused before anything started): the input was fine."""
+    import sweep.status
+    from trainables.errors import DiskFullError
+
+    def full(args):
+        raise DiskFullError("a disk this command writes to is full (OSError: No space left on device); free some space, then run the command again")
+
+    monkeypatch.setattr(sweep.status, "cmd_sweep_status", full)
+    assert main(["sweep", "status"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: a disk this command writes to is full") and err.count("\n") == 1
