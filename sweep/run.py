@@ -406,7 +406,7 @@ def _launch(study: Study, storage: str, address: str | None, uri: str, verbose: 
         description = " ".join(study.config.description.split())
         parent.set_note(f"{description}\n\n(the table and the report appear here when the sweep ends)")
         set_experiment_note(uri, experiment, f"{description}\n\nEach sweep of study `{study.name}` is a parent run; its trials are child runs named by what they train. `mjp analyze report --study {study.name}` writes the study's report.")
-        state = dict(study=study.source, smoke=study.smoke, extra=study.extra, uri=uri, experiment=experiment,
+        state = dict(study=study.source, study_digest=study.digest, smoke=study.smoke, extra=study.extra, uri=uri, experiment=experiment,
                      parent_run_id=parent.run_id, name=run_name, optuna_storage=optuna_storage_url(uri))
         write_state(experiment_dir, state)
         if state["optuna_storage"]:
@@ -465,6 +465,9 @@ def resume_sweep(experiment_dir: str, *, address: str | None = None, verbose: bo
     verify_sweep_dir(experiment_dir)  # before Ray opens (and unpickles) anything in it
     state = read_state(experiment_dir)
     study = load_study(state["study"], smoke=state["smoke"], overrides=state["extra"])
+    if state.get("study_digest", study.digest) != study.digest:
+        raise UserError(f"the study {state['study']} or its base config changed since sweep {state['name']} started; a resume trains what "
+                        "the sweep started with: put the files back as they were, or start a new sweep with `mjp sweep run`")
     check_store_writable(state["uri"])
     if not tune.Tuner.can_restore(experiment_dir):
         raise UserError(f"{experiment_dir} holds no restorable Tune experiment")

@@ -271,6 +271,17 @@ class Study:
         return smoke_name(self.config.name) if self.smoke else self.config.name
 
     @property
+    def digest(self) -> str:
+        """A digest of what the study trains: its validated config, its base config with the study's
+        ``train:`` merged in, and the command's overrides. A sweep records it; a resume refuses a
+        study or base file edited since (the files are read again, the sweep's trials are not)."""
+        import hashlib
+        import json
+
+        text = json.dumps({"study": self.config.model_dump(mode="json"), "base": self.base_tree, "extra": self.extra}, sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    @property
     def num_trials(self) -> int:
         c = self.config
         return c.smoke.trials if self.smoke and c.smoke.trials and c.search.algorithm != "grid" else c.num_trials

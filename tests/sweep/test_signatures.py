@@ -143,3 +143,21 @@ def test_an_edited_or_unsigned_state_file_is_refused(home, tmp_path):
     sign_files(str(sweep), {k: (sweep / k).read_bytes() for k in manifest["files"]})  # a manifest without the state file
     with pytest.raises(UserError, match="state file mjp_sweep.json is not signed"):
         verify_sweep_dir(str(sweep))
+
+
+def test_a_study_file_edited_after_the_sweep_started_is_refused_by_the_resume(home, tmp_path):
+    """The signed state names the study file; the resume reads it again and must train what the
+    sweep started with: an edited study (epochs 30 -> 12) is one line before Ray starts."""
+    from sweep.run import resume_sweep, write_state
+    from sweep.study import STUDIES_DIR, load_study
+
+    study_file = tmp_path / "mine.yaml"
+    study_file.write_text((STUDIES_DIR / "quickstart.yaml").read_text())
+    started = load_study(str(study_file), check=False)
+    sweep = signed_sweep(tmp_path)
+    write_state(str(sweep), {"study": started.source, "study_digest": started.digest, "smoke": False, "extra": {}, "name": "mine-1",
+                             "uri": f"sqlite:///{tmp_path}/mlflow.db"})
+    assert load_study(str(study_file), check=False).digest == started.digest  # the same files: the same digest
+    study_file.write_text(study_file.read_text().replace("optim: {epochs: 30}", "optim: {epochs: 12}"))
+    with pytest.raises(UserError, match=f"the study {study_file} or its base config changed since sweep mine-1 started"):
+        resume_sweep(str(sweep))
