@@ -170,6 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
     check = data.add_parser("check", help="scan an ImageNet-style folder: unreadable, zero-byte and non-RGB images, class balance")
     check.add_argument("root", help="an ImageNet-style folder: ROOT/{train,val}/<class>/*")
     check.add_argument("--workers", type=int, default=None, help="processes for the header scan (default: all cores)")
+    check.add_argument("--manifest", action="store_true",
+                       help="when every image reads, write ROOT/mjp_folder.json (classes, counts) for a sweep driver on a node without the images")
     check.set_defaults(handler="sweep.data_commands:cmd_data_check")
     prepare = data.add_parser("prepare", help="pack an ImageNet-style folder into Parquet shards for the Ray Data loader")
     prepare.add_argument("root", help="an ImageNet-style folder: ROOT/{train,val}/<class>/*")

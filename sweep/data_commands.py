@@ -10,6 +10,13 @@ def cmd_data_check(args: argparse.Namespace) -> int:
 
     report = check_folder(args.root, args.workers)
     print(describe(report))
+    if getattr(args, "manifest", False):
+        if not report.ok:
+            print("no manifest written: fix or remove the files above first")
+        else:
+            from trainables.folder_manifest import write_manifest
+
+            print(f"manifest: {write_manifest(args.root)} (copy it to a node that runs sweeps but holds no images)")
     return 0 if report.ok else 1
 
 

@@ -292,6 +292,12 @@ def data_info(cfg: TrainConfig) -> DataInfo:
             if len(meta["classes"]) < 2:
                 raise DataError(f"data.root={d.root!r} holds shards of {len(meta['classes'])} class; a classifier needs at least 2 classes")
             return DataInfo(DataShape(len(meta["classes"]), 3, d.img_size or 224), meta["train_size"], meta["val_size"])
+        if not (Path(d.root) / "train").is_dir():
+            from trainables.folder_manifest import read_manifest
+
+            manifest = read_manifest(d.root)  # the images are on other nodes (cluster.yaml's head)
+            if manifest is not None:
+                return DataInfo(DataShape(len(manifest.classes), 3, d.img_size or 224), manifest.train_images, manifest.val_images)
         scan = scan_imagefolder(Path(d.root))
         if scan.empty_files and d.on_bad_image == "fail":
             shown = ", ".join(scan.empty_files[:3]) + (f" and {len(scan.empty_files) - 3} more" if len(scan.empty_files) > 3 else "")

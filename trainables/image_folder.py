@@ -99,7 +99,9 @@ def scan_imagefolder(root: Path) -> FolderScan:
     for split in ("train", "val"):
         d = root / split
         if not d.is_dir():
-            raise DataError(f"data.root={str(root)!r}: missing {split}/ (expected {root}/train/<class>/*.jpg and {root}/val/<class>/*.jpg)")
+            raise DataError(f"data.root={str(root)!r}: missing {split}/ (expected {root}/train/<class>/*.jpg and {root}/val/<class>/*.jpg; "
+                            f"where the images are on other nodes, as on cluster.yaml's head, `mjp data check ROOT --manifest` "
+                            f"writes the mjp_folder.json this node needs)")
         folders = sorted(p for p in d.iterdir() if p.is_dir())
         if not folders:
             raise DataError(f"{d} has no class folders")

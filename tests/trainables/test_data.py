@@ -117,3 +117,35 @@ def test_the_cpu_deit_recipe_erases_with_per_pixel_noise_like_deit():
     transform = image_transforms(build_config({"data": {"augment": "deit"}}).data, 32, True)
     erasing = [t for t in transform.transforms if isinstance(t, RandomErasing)]
     assert len(erasing) == 1 and erasing[0].mode == "pixel" and erasing[0].probability == 0.25
+
+
+def test_a_node_without_the_images_reads_the_folders_manifest(tmp_path, capsys):
+    """cluster.yaml's head runs the sweep's pre-flight but holds no ImageNet: `mjp data check ROOT
+    --manifest` writes mjp_folder.json where the images are, and the head, given only that file,
+    learns what a scan of the folder gives."""
+    import shutil
+
+    from sweep.cli import main
+    from trainables.data import data_info
+
+    images, head = tmp_path / "images", tmp_path / "head"
+    make_imagefolder(images)
+    with_images = build_config({"data": {"name": "imagefolder", "root": str(images), "img_size": 16}})
+    on_head = build_config({"data": {"name": "imagefolder", "root": str(head), "img_size": 16}})
+    head.mkdir()
+    with pytest.raises(DataError, match="missing train/.*`mjp data check ROOT --manifest`"):
+        check_data(on_head)
+    assert main(["data", "check", str(images), "--manifest", "--workers", "1"]) == 0
+    assert "manifest: " in capsys.readouterr().out
+    shutil.copy(images / "mjp_folder.json", head)
+    assert data_info(on_head) == data_info(with_images)
+    (head / "mjp_folder.json").write_text('{"classes": ["cat"], "train_images": 3, "val_images": 1}')
+    with pytest.raises(DataError, match="1 classes, 3 train and 1 val images; write it again"):
+        check_data(on_head)
+    (head / "mjp_folder.json").write_text("[1, 2")
+    with pytest.raises(DataError, match="is not a folder manifest"):
+        check_data(on_head)
+    (images / "train" / "cat" / "9.png").write_bytes(b"not an image")
+    (images / "mjp_folder.json").unlink()
+    assert main(["data", "check", str(images), "--manifest", "--workers", "1"]) == 1
+    assert "no manifest written" in capsys.readouterr().out and not (images / "mjp_folder.json").exists()
