@@ -83,12 +83,31 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+#: Ray's default share of a node's memory for its object store; the rest is the node's ``memory``
+#: resource (what Ray's AWS launcher fills in for a worker type from its instance type)
+OBJECT_STORE_SHARE = 0.3
+
+
+def node_memory_bytes() -> int:
+    """The ``memory`` resource of each worker type of the twin: this machine's memory less the
+    object store's default share, as every fake node sees the whole machine."""
+    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * (1 - OBJECT_STORE_SHARE))
+
+
 def twin_config(gcs_port: int, *, gpu_workers: int = 2, cpu_workers: int = 1, idle_minutes: float = 1.0) -> dict[str, Any]:
     """The ``fake_multinode`` launcher config: ``cluster.yaml``'s node types, scaled to one machine.
 
     Every top-level key is present even when empty: Ray's monitor reads them unguarded (a missing
     ``file_mounts`` ends it with ``KeyError`` and no node ever starts).
+
+    Each worker type declares ``memory``, as Ray's AWS launcher does for ``cluster.yaml``'s worker
+    types: Ray Data asks for ``memory`` in its map tasks once it has seen their output sizes, and
+    the autoscaler starts a node for such a task only when a node type declares ``memory``.
+    Without it a lost CPU-only node was replaced or not depending on whether the waiting decode
+    tasks already carried a ``memory`` request ("No available node types can fulfill resource
+    request {'CPU': 1.0, 'memory': 24704.0, 'mjp_data': 1.0}"): the trial then waited forever.
     """
+    memory = node_memory_bytes()
     return {
         "cluster_name": "mjp-local",
         "max_workers": gpu_workers + cpu_workers,
@@ -99,8 +118,8 @@ def twin_config(gcs_port: int, *, gpu_workers: int = 2, cpu_workers: int = 1, id
                      "disable_node_updaters": True, "disable_launch_config_check": True, "gcs_address": f"127.0.0.1:{gcs_port}"},
         "available_node_types": {
             "ray.head.default": {"resources": {"CPU": 0}, "node_config": {}, "max_workers": 0},
-            "gpu_worker": {"resources": {"CPU": 2, GPU_STANDIN: 1}, "node_config": {}, "min_workers": 0, "max_workers": gpu_workers},
-            "cpu_worker": {"resources": {"CPU": 1, DATA_NODE: 1}, "node_config": {}, "min_workers": 0, "max_workers": cpu_workers},
+            "gpu_worker": {"resources": {"CPU": 2, GPU_STANDIN: 1, "memory": memory}, "node_config": {}, "min_workers": 0, "max_workers": gpu_workers},
+            "cpu_worker": {"resources": {"CPU": 1, DATA_NODE: 1, "memory": memory}, "node_config": {}, "min_workers": 0, "max_workers": cpu_workers},
         },
         "head_node_type": "ray.head.default",
         "auth": {"ssh_user": "ubuntu"},

@@ -29,7 +29,16 @@ def raylet_exited(node: Any) -> bool:
 
 
 class TwinNodeProvider(FakeMultiNodeProvider):
-    """``FakeMultiNodeProvider`` whose list of machines drops a worker node once its raylet has exited."""
+    """``FakeMultiNodeProvider`` whose list of machines drops a worker node once its raylet has
+    exited, and whose node types may declare ``memory`` (``sweep.local_cluster.twin_config``)."""
+
+    def create_node_with_resources_and_labels(self, node_config: dict, tags: dict, count: int, resources: dict, labels: dict) -> Any:
+        """Start a node of a type that declares ``memory``: the declaration is for the autoscaler's
+        planning; Ray's fake provider would hand it to the raylet as a custom resource, which Ray
+        refuses (``memory`` is one of its own), so the raylet detects its memory itself, as a real
+        node's does."""
+        planned = {name: amount for name, amount in resources.items() if name != "memory"}
+        return super().create_node_with_resources_and_labels(node_config, tags, count, planned, labels)
 
     def non_terminated_nodes(self, tag_filters: dict[str, str]) -> list[str]:
         with self.lock:

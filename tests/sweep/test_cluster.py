@@ -57,6 +57,37 @@ def test_the_local_twin_has_cluster_yamls_node_types_and_every_key_rays_monitor_
     assert issubclass(load_function_or_class(twin["provider"]["module"]), FakeMultiNodeProvider)
 
 
+def test_the_twins_autoscaler_starts_a_cpu_only_node_for_a_decode_task_that_asks_for_memory():
+    """Ray Data asks for ``memory`` in its map tasks once it knows their output size; the decode
+    task of a lost CPU-only node waited forever when no node type declared ``memory`` (CI's
+    failure). Asked of the autoscaler's own bin-packing, with no node up: a CPU-only node."""
+    from functools import partial
+
+    from ray.autoscaler._private.node_provider_availability_tracker import NodeAvailabilitySummary
+    from ray.autoscaler._private.resource_demand_scheduler import _default_utilization_scorer, get_nodes_for
+
+    from sweep.local_cluster import DATA_NODE, twin_config
+
+    twin = twin_config(6379, gpu_workers=2, cpu_workers=1)
+    decode_task = {"CPU": 1.0, "memory": 24704.0, DATA_NODE: 1.0}  # a waiting task in that run's autoscaler log
+    scorer = partial(_default_utilization_scorer, node_availability_summary=NodeAvailabilitySummary(node_availabilities={}))
+    added, left = get_nodes_for(twin["available_node_types"], {}, twin["head_node_type"], twin["max_workers"], [decode_task], scorer)
+    assert (dict(added), left) == ({"cpu_worker": 1}, [])
+
+
+def test_the_twins_provider_starts_nodes_without_the_memory_ray_refuses_as_a_custom_resource(monkeypatch):
+    """The node type's ``memory`` is the autoscaler's figure; Ray's fake provider would pass it to
+    the raylet among custom resources, which ``RayParams`` rejects."""
+    from ray.autoscaler._private.fake_multi_node.node_provider import FakeMultiNodeProvider
+
+    from sweep.twin_provider import TwinNodeProvider
+
+    started = []
+    monkeypatch.setattr(FakeMultiNodeProvider, "create_node_with_resources_and_labels", lambda self, *args: started.append(args))
+    TwinNodeProvider.__new__(TwinNodeProvider).create_node_with_resources_and_labels({}, {"t": "x"}, 1, {"CPU": 1, "mjp_data": 1, "memory": 2**30}, {})
+    assert started == [({}, {"t": "x"}, 1, {"CPU": 1, "mjp_data": 1}, {})]
+
+
 def test_a_trial_asks_for_its_custom_resources_and_refuses_cpu_among_them():
     from trainables.config import build_config
     from trainables.driver import worker_resources
