@@ -19,7 +19,7 @@ from typing import Sequence
 
 EXIT_STATUS = """exit status (every command):
   0    done
-  1    failed: a training, a trial or a check failed (or an unexpected error, with its traceback)
+  1    failed: a training, a trial or a check failed, or a disk filled (or an unexpected error, with its traceback)
   2    bad input: a config, study, path, key or argument was refused before anything started
   130  interrupted (Ctrl-C): the MLflow run is marked KILLED; `mjp sweep resume DIR` continues a sweep"""
 
