@@ -578,6 +578,26 @@ def _close_running_children(parent: RunTracker) -> None:
         child.set_status("KILLED")
 
 
+#: why a child run ended KILLED when no trial of the resumed sweep adopted it
+LOST_NOT_PROPOSED = ("lost with the sweep's driver before Tune saved its trial; the searcher did not propose these params "
+                     "again, so no trial continued this run")
+
+
+def close_orphans(parent: RunTracker) -> int:
+    """At the end of a sweep that ran through: every child run still tagged an orphan (its trial
+    was lost with a driver and no trial adopted it; a random or Bayesian searcher need not propose
+    the same params again) says so, and stays KILLED. The number of such runs."""
+    experiment = parent.client.get_run(parent.run_id).info.experiment_id
+    query = f"tags.`{keys.TAG_PARENT}` = '{parent.run_id}' and tags.`{keys.TAG_ORPHAN}` = '1'"
+    orphans = parent.client.search_runs([experiment], filter_string=query)
+    for run in orphans:
+        child = RunTracker(parent.uri, run.info.run_id)
+        child.set_tags({keys.TAG_INTERRUPTED: LOST_NOT_PROPOSED})
+        if run.info.status == "RUNNING":
+            child.set_status("KILLED")
+    return len(orphans)
+
+
 def _finish(study: Study, spec: TrialSpec, parent: RunTracker, grid: Any, experiment_dir: str, recorder: SweepRecorder, log: Path) -> SweepOutcome:
     trials = _outcomes(spec, grid)
     objectives = study.config.objectives
@@ -600,6 +620,7 @@ def _finish(study: Study, spec: TrialSpec, parent: RunTracker, grid: Any, experi
         parent.set_tags({keys.TAG_INTERRUPTED: f"{len(done)} of {study.num_trials} trials finished; `mjp sweep resume {experiment_dir}` continues"})
         parent.set_status("KILLED")
     else:
+        close_orphans(parent)
         parent.log_new_metrics(summary)
         parent.client.delete_tag(parent.run_id, keys.TAG_INTERRUPTED) if keys.TAG_INTERRUPTED in parent.client.get_run(parent.run_id).data.tags else None
         parent.set_status("FINISHED")

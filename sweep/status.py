@@ -57,6 +57,8 @@ def trial_state(trial: "TrialSummary") -> str:
     status = trial.status.lower()
     if status == "finished" and keys.TAG_STOPPED in trial.tags:
         return "stopped early"
+    if status == "killed" and keys.TAG_ORPHAN in trial.tags:
+        return "lost with a driver"
     if status == "killed" and keys.TAG_INTERRUPTED in trial.tags:
         return "interrupted"
     return status

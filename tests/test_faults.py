@@ -201,6 +201,28 @@ def test_a_trial_lost_with_the_driver_is_adopted_when_proposed_again_not_duplica
     assert len(kids) == 3 and {k.info.status for k in kids} == {"RUNNING"}
 
 
+def test_a_lost_trial_that_no_searcher_proposes_again_ends_killed_saying_so(tmp_path):
+    """A random or Bayesian searcher need not propose a lost trial's params again: at the end of
+    the sweep its orphaned run stays KILLED, tagged with why, and `mjp sweep status` says so."""
+    from sweep.run import LOST_NOT_PROPOSED, close_orphans, reopen_children
+    from sweep.status import trial_state
+    from trainables.driver import TrialSpec, _trial_run
+    from trainables.tracking import RunTracker
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    parent = RunTracker.create(uri, "faults", run_name="sweep", tags={keys.TAG_KIND: "sweep"})
+    spec = TrialSpec(name="sweep", base_tree=TINY, uri=uri, experiment="faults", storage=str(tmp_path), parent_run_id=parent.run_id)
+    lost = _trial_run(spec, spec.config({"mjp.variant": "G"}), {"mjp.variant": "G"}, "aaaa0002")
+    reopen_children(parent, set())  # the driver was lost before Tune saved this trial
+    other = _trial_run(spec, spec.config({"mjp.variant": "J"}), {"mjp.variant": "J"}, "bbbb0003")  # the searcher proposed J instead
+    other.set_status("FINISHED")
+    assert close_orphans(parent) == 1
+    run = mlflow.MlflowClient(uri).get_run(lost.run_id)
+    assert run.info.status == "KILLED" and run.data.tags[keys.TAG_INTERRUPTED] == LOST_NOT_PROPOSED
+    assert trial_state(type("Trial", (), {"status": run.info.status, "tags": run.data.tags})()) == "lost with a driver"
+    assert mlflow.MlflowClient(uri).get_run(other.run_id).info.status == "FINISHED"
+
+
 class KillAt:
     """A console stream that SIGKILLs the trial's process when ``marker`` is printed: mid-epoch,
     since the marker is the previous epoch's line."""
