@@ -302,7 +302,11 @@ def describe_validation_error(err: ValidationError, prefix: str = "", candidates
         hint = ""
         if e["type"] == "extra_forbidden":
             parent = ".".join(loc[:-1])
-            hint = did_you_mean_key(key, candidates) if parent else did_you_mean(key, candidates)
+            if parent:
+                hint = did_you_mean_key(key, candidates)
+            else:  # a top-level key: the config's sections, not their dotted keys
+                sections = sorted({c.split(".")[0] for c in candidates})
+                hint = f"{did_you_mean(key, sections)}; the top level has: {', '.join(sections)}"
         elif e["type"] == "literal_error" and isinstance(given, str):
             hint = did_you_mean(given, [s.strip(" '") for s in str(e.get("ctx", {}).get("expected", "")).replace(" or ", ",").split(",")])
         msg = _plain(e)

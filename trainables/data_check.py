@@ -68,7 +68,7 @@ def check_folder(root: str | Path, workers: int | None = None) -> CheckReport:
     """Open every image below ``root`` (``root/{train,val}/<class>/*`` or ``root/<class>/*``)."""
     root = Path(root)
     if not root.is_dir():
-        raise DataError(f"data root {str(root)!r} is not a directory")
+        raise DataError(f"data root {str(root)!r} is not a directory; expected an image folder: ROOT/{{train,val}}/<class>/*.jpg (or ROOT/<class>/*.jpg)")
     report = CheckReport(str(root))
     for split, directory in _splits(root).items():
         classes = sorted(p for p in directory.iterdir() if p.is_dir())

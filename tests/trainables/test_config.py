@@ -21,6 +21,11 @@ def test_unknown_key_is_named_with_a_suggestion():
         build_config({"optim": {"epoch": 3}})
 
 
+def test_an_unknown_top_level_key_gets_the_nearest_section_and_the_list():
+    with pytest.raises(ConfigError, match=r"optm: not a key of this section \(did you mean optim\?\); the top level has: data, eval, mjp, model, optim, runtime, scaling, tracking$"):
+        build_config({"optm": {"epochs": 3}})
+
+
 def test_bad_values_name_key_value_and_allowed():
     with pytest.raises(ConfigError) as err:
         build_config({}, {"scaling.num_workers": 0, "data.name": "fashion", "mjp.dal": "svm"})
