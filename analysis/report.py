@@ -17,12 +17,12 @@ from analysis import evaluation_figures, figures as figs
 from analysis.html import figure_html, figure_row, image_html, page, paragraphs, preformatted, table_html
 from analysis.paper import TABLES
 from analysis.robustness import with_relative_mce, with_s4_mean_error
-from analysis.tables import PAPER_SETUP, PE, ROBUSTNESS, group_columns, missing_notes, paper_comparison, paper_text, setup_caption, study_table, to_latex, to_markdown
+from analysis.tables import PAPER_SETUP, PE, ROBUSTNESS, finished, group_columns, missing_notes, paper_comparison, paper_text, setup_caption, study_table, to_latex, to_markdown
 from mjp import keys
 
 #: figure file name -> (figure function's name, caption)
 CAPTIONS = {
-    "metrics": "The paper's metrics per configuration.",
+    "metrics": "This study's runs per configuration, in the paper's metrics (top-1, consistency, Diff. Norm).",
     "top1_vs_shuffle_ratio": "Top-1 accuracy when a growing share of the patches is shuffled at test time (the paper's Fig. 3).",
     "mask_ratio": "Consistency and Diff. Norm against the masking ratio used in training (Table 3).",
     "training_curves": "Validation top-1 and training loss per epoch.",
@@ -196,7 +196,10 @@ def _html(runs: pd.DataFrame, ctx: ReportContext, table: pd.DataFrame, extra: di
                             for group, found in ctx.run_figures.items())
         sections.append((heading, body))
     if ctx.best:
-        sections.append(("Best trial", paragraphs([ctx.best], "body")))
+        done = finished(runs)
+        single = len(done) > 0 and set(done.groupby(group_columns(runs), dropna=False).size()) == {1}
+        caveat = " One run per configuration: its lead over the others may be seed noise (a study with `seeds:` gives mean ± std and a paired test)."
+        sections.append(("Best trial", paragraphs([ctx.best + (caveat if single else "")], "body")))
     for key, t in paper.items():
         body = table_html(t, f"paper-{key}") if len(t) else "<p>No run of this study answers to a row of this table with its metrics.</p>"
         note = f"Ours: {setup_caption(runs)}; the paper: {PAPER_SETUP}. Compare directions, not values."

@@ -176,3 +176,13 @@ def test_the_report_html_has_no_nan_cells(tmp_path):
     files = write_report(runs_frame().assign(error=float("nan"), **{"val/diff_norm": float("nan")}), tmp_path / "r", ReportContext(study="t", title="T"))
     html = files.html.read_text()
     assert ">nan<" not in html.lower() and "<th>error</th>" not in html and "Diff. Norm" not in files.table.columns
+
+
+def test_the_best_trial_of_one_seed_per_configuration_carries_the_seed_noise_caveat(tmp_path):
+    runs = runs_frame()
+    single = runs[runs.run_id.isin(["A1", "J1"])]
+    assert len(single) == 2
+    html = write_report(single, tmp_path / "one", ReportContext(study="t", title="T", best="J seed 1")).html.read_text()
+    assert "J seed 1 One run per configuration: its lead over the others may be seed noise" in html
+    html = write_report(runs, tmp_path / "seeds", ReportContext(study="t", title="T", best="J seed 1")).html.read_text()
+    assert "J seed 1" in html and "may be seed noise" not in html
