@@ -115,13 +115,12 @@ def cmd_sweep_run(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep_resume(args: argparse.Namespace) -> int:
-    from sweep.run import read_state, resume_sweep
+    from sweep.run import read_state, resume_sweep, study_of_state
     from sweep.signatures import verify_sweep_dir
-    from sweep.study import load_study
 
     state = read_state(args.experiment_dir)  # plain JSON: is this a sweep directory at all?
     verify_sweep_dir(args.experiment_dir)  # before anything unpickles a file of it
-    study = load_study(state["study"], smoke=state["smoke"], overrides=state["extra"])
+    study = study_of_state(state, check=False)  # for the table at the end; resume_sweep runs the pre-flight
     outcome = resume_sweep(args.experiment_dir, address=args.address, verbose=args.verbose)
     return _after_sweep(outcome, study)
 

@@ -33,7 +33,7 @@ from sweep.console import ConsoleView, failure_reason
 from sweep.signatures import STATE_FILE, sign_files, signing_key, verify_sweep_dir
 from sweep.signing_callback import SweepSigner, sign_tuner_file
 from sweep.space import define_by_run, make_sampler
-from sweep.study import Study, load_study
+from sweep.study import PROJECT_DIR, Study, check_study, load_study
 from trainables.config import TrainConfig
 from trainables.driver import TrialResources, TrialSpec, find_child_run, tune_trial
 from trainables.errors import DiskFullError, UserError, disk_full_reason
@@ -406,7 +406,7 @@ def _launch(study: Study, storage: str, address: str | None, uri: str, verbose: 
         description = " ".join(study.config.description.split())
         parent.set_note(f"{description}\n\n(the table and the report appear here when the sweep ends)")
         set_experiment_note(uri, experiment, f"{description}\n\nEach sweep of study `{study.name}` is a parent run; its trials are child runs named by what they train. `mjp analyze report --study {study.name}` writes the study's report.")
-        state = dict(study=study.source, study_digest=study.digest, smoke=study.smoke, extra=study.extra, uri=uri, experiment=experiment,
+        state = dict(study=study.source, study_in_project=in_project(study.source), study_digest=study.digest, smoke=study.smoke, extra=study.extra, uri=uri, experiment=experiment,
                      parent_run_id=parent.run_id, name=run_name, optuna_storage=optuna_storage_url(uri))
         write_state(experiment_dir, state)
         if state["optuna_storage"]:
@@ -464,10 +464,7 @@ def resume_sweep(experiment_dir: str, *, address: str | None = None, verbose: bo
     experiment_dir = absolute(experiment_dir)
     verify_sweep_dir(experiment_dir)  # before Ray opens (and unpickles) anything in it
     state = read_state(experiment_dir)
-    study = load_study(state["study"], smoke=state["smoke"], overrides=state["extra"])
-    if state.get("study_digest", study.digest) != study.digest:
-        raise UserError(f"the study {state['study']} or its base config changed since sweep {state['name']} started; a resume trains what "
-                        "the sweep started with: put the files back as they were, or start a new sweep with `mjp sweep run`")
+    study = study_of_state(state)
     check_store_writable(state["uri"])
     if not tune.Tuner.can_restore(experiment_dir):
         raise UserError(f"{experiment_dir} holds no restorable Tune experiment")
@@ -493,6 +490,31 @@ def resume_sweep(experiment_dir: str, *, address: str | None = None, verbose: bo
         with objectives_checked_at_the_end(study):
             grid = tuner.fit()
         return _finish(study, spec, parent, grid, experiment_dir, recorder, log)
+
+
+def in_project(path: str) -> str | None:
+    """``path`` relative to the project, when it lies inside it (a shipped study, or a study file
+    of a Ray job's working directory, which a later job unpacks elsewhere); else None."""
+    try:
+        return str(Path(path).resolve().relative_to(PROJECT_DIR))
+    except ValueError:
+        return None
+
+
+def study_of_state(state: dict[str, Any], *, check: bool = True) -> Study:
+    """The study a sweep's state names, as the sweep started it: found at its recorded path, or
+    at the same place in this copy of the project; refused in one line when its files changed
+    since (before the pre-flight, which ``check`` runs)."""
+    path = state["study"]
+    if not Path(path).is_file() and state.get("study_in_project") and (PROJECT_DIR / state["study_in_project"]).is_file():
+        path = str(PROJECT_DIR / state["study_in_project"])
+    study = load_study(path, smoke=state["smoke"], overrides=state["extra"], check=False)
+    if state.get("study_digest", study.digest) != study.digest:  # a sweep from before the digest: nothing to compare
+        raise UserError(f"the study {path} or its base config changed since sweep {state['name']} started; a resume trains what "
+                        "the sweep started with: put the files back as they were, or start a new sweep with `mjp sweep run`")
+    if check:
+        check_study(study)
+    return study
 
 
 def restored_trial_ids(experiment_dir: str) -> set[str]:
@@ -584,17 +606,15 @@ LOST_NOT_PROPOSED = ("lost with the sweep's driver before Tune saved its trial; 
 
 
 def close_orphans(parent: RunTracker) -> int:
-    """At the end of a sweep that ran through: every child run still tagged an orphan (its trial
-    was lost with a driver and no trial adopted it; a random or Bayesian searcher need not propose
-    the same params again) says so, and stays KILLED. The number of such runs."""
+    """At the end of a sweep that ran through: every KILLED child run still tagged an orphan (its
+    trial was lost with a driver and no trial adopted it; a random or Bayesian searcher need not
+    propose the same params again) says so. The number of such runs. (An orphan that had finished
+    before the driver was lost keeps its result and says nothing of the kind.)"""
     experiment = parent.client.get_run(parent.run_id).info.experiment_id
-    query = f"tags.`{keys.TAG_PARENT}` = '{parent.run_id}' and tags.`{keys.TAG_ORPHAN}` = '1'"
+    query = f"tags.`{keys.TAG_PARENT}` = '{parent.run_id}' and tags.`{keys.TAG_ORPHAN}` = '1' and attributes.status = 'KILLED'"
     orphans = parent.client.search_runs([experiment], filter_string=query)
     for run in orphans:
-        child = RunTracker(parent.uri, run.info.run_id)
-        child.set_tags({keys.TAG_INTERRUPTED: LOST_NOT_PROPOSED})
-        if run.info.status == "RUNNING":
-            child.set_status("KILLED")
+        RunTracker(parent.uri, run.info.run_id).set_tags({keys.TAG_INTERRUPTED: LOST_NOT_PROPOSED})
     return len(orphans)
 
 

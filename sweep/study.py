@@ -252,7 +252,7 @@ class Study:
     """A loaded study: its config (seeds folded into the space), its base ``TrainConfig`` tree,
     and whether it is the smoke size."""
 
-    def __init__(self, config: StudyConfig, base_tree: dict[str, Any], source: str, smoke: bool, extra: dict[str, Any]):
+    def __init__(self, config: StudyConfig, base_tree: dict[str, Any], source: str, smoke: bool, extra: dict[str, Any], tree: dict[str, Any] | None = None):
         seeds = (config.smoke.seeds if smoke and config.smoke.seeds else None) or config.seeds
         if smoke and config.smoke.space:
             config = config.model_copy(update={"space": {**config.space, **config.smoke.space}})
@@ -261,6 +261,7 @@ class Study:
         if seeds:
             config = config.model_copy(update={"space": {**config.space, "runtime.seed": Grid(type="grid", values=seeds)}})
         self.config, self.base_tree, self.source, self.smoke, self.extra = config, base_tree, source, smoke, extra
+        self.tree = tree if tree is not None else config.model_dump(mode="json")  # the study file as read
         #: the largest model among the pre-flighted trials (parameters); None until checked
         self.max_parameters: int | None = None
 
@@ -272,13 +273,15 @@ class Study:
 
     @property
     def digest(self) -> str:
-        """A digest of what the study trains: its validated config, its base config with the study's
-        ``train:`` merged in, and the command's overrides. A sweep records it; a resume refuses a
-        study or base file edited since (the files are read again, the sweep's trials are not)."""
+        """A digest of what the study trains: the study file as written (less its description),
+        its base config with the study's ``train:`` merged in, the size and the command's
+        overrides. A sweep records it; a resume, which reads the files again, refuses a study or
+        base file edited since. Defaults the code fills in are not part of it."""
         import hashlib
         import json
 
-        text = json.dumps({"study": self.config.model_dump(mode="json"), "base": self.base_tree, "extra": self.extra}, sort_keys=True, default=str)
+        written = {k: v for k, v in self.tree.items() if k != "description"}
+        text = json.dumps(_canonical({"study": written, "base": self.base_tree, "smoke": self.smoke, "extra": self.extra}), sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()
 
     @property
@@ -357,11 +360,26 @@ def load_study(name_or_path: str, *, smoke: bool = False, overrides: dict[str, A
     extra = dict(overrides or {})
     if smoke:
         base_tree, extra = _smoke_tree(config, path, base_tree, extra)
-    study = Study(config, base_tree, str(path), smoke, extra)
+    study = Study(config, base_tree, str(path), smoke, extra, tree)
     if check:
-        _validate_space(study, path)
-        _validate_scheduler(study, path)
+        check_study(study)
     return study
+
+
+def check_study(study: Study) -> None:
+    """The pre-flight of a loaded study: every key, every choice, every objective, the scheduler."""
+    path = Path(study.source)
+    _validate_space(study, path)
+    _validate_scheduler(study, path)
+
+
+def _canonical(value: Any) -> Any:
+    """``value`` with every mapping's keys as text (YAML allows ``{1: x}``), for a stable JSON."""
+    if isinstance(value, dict):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    return value if isinstance(value, (str, int, float, bool)) or value is None else str(value)
 
 
 def smoke_name(name: str) -> str:

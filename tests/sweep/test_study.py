@@ -146,3 +146,27 @@ def test_a_study_and_data_root_given_relative_are_recorded_absolute(tmp_path, mo
     args = argparse.Namespace(set=[], data="digits-copy")
     assert _overrides(args) == {"data.root": str(tmp_path / "digits-copy")}
     assert _overrides(argparse.Namespace(set=["data.root=s3://bucket/imagenet"], data=None)) == {"data.root": "s3://bucket/imagenet"}
+
+
+def test_a_resume_finds_the_study_its_sweep_started_and_only_that_one(tmp_path):
+    """study_of_state: a sweep from before the digest still resumes; a study recorded under a Ray
+    job's working directory that is gone is found at its place in this copy of the project; the
+    description is not what a study trains; YAML mappings with number keys still digest."""
+    from sweep.run import in_project, study_of_state
+    from trainables.errors import UserError
+
+    shipped = load_study("quickstart", check=False)
+    state = {"study": shipped.source, "smoke": False, "extra": {}, "name": "quickstart-1"}
+    assert study_of_state(state, check=False).digest == shipped.digest  # no study_digest recorded: nothing to compare
+    moved = {**state, "study": "/gone/_ray_pkg_0123/sweep/studies/quickstart.yaml", "study_in_project": in_project(shipped.source),
+             "study_digest": shipped.digest}
+    assert moved["study_in_project"] == "sweep/studies/quickstart.yaml" and study_of_state(moved, check=False).source == shipped.source
+    mine = tmp_path / "mine.yaml"
+    mine.write_text((STUDIES_DIR / "quickstart.yaml").read_text())
+    started = load_study(str(mine), check=False, overrides={"model.kwargs": {1: "x", "depth": 2}})
+    assert in_project(str(mine)) is None
+    mine.write_text(mine.read_text().replace("description: >", "description: >\n  Reworded.", 1))
+    assert load_study(str(mine), check=False, overrides={"model.kwargs": {1: "x", "depth": 2}}).digest == started.digest
+    mine.write_text(mine.read_text().replace("max_concurrent: 2", "max_concurrent: 1"))
+    with pytest.raises(UserError, match="changed since sweep mine-1 started"):
+        study_of_state({"study": str(mine), "smoke": False, "extra": {"model.kwargs": {1: "x", "depth": 2}}, "name": "mine-1", "study_digest": started.digest})
