@@ -30,15 +30,26 @@ class FolderManifest:
     val_images: int
 
 
+def check_splits(root: str | Path) -> None:
+    """``DataError`` unless ``root`` has the ``train/`` and ``val/`` a manifest describes."""
+    root = Path(root)
+    if not ((root / "train").is_dir() and (root / "val").is_dir()):
+        raise DataError(f"a manifest describes a folder with train/ and val/ ({root}/{{train,val}}/<class>/*); {root} has no train/ or no val/")
+
+
 def write_manifest(root: str | Path) -> Path:
     """Scan ``root/{train,val}/<class>/*`` (the pre-flight's own scan) and write its manifest."""
     from trainables.image_folder import scan_imagefolder
 
     root = Path(root)
+    check_splits(root)
     scan = scan_imagefolder(root)
     path = root / MANIFEST_FILE
     manifest = {"classes": scan.classes["train"], "train_images": scan.counts["train"], "val_images": scan.counts["val"]}
-    path.write_text(json.dumps(manifest, indent=1) + "\n")
+    try:
+        path.write_text(json.dumps(manifest, indent=1) + "\n")
+    except OSError as err:
+        raise DataError(f"cannot write the manifest {path} ({type(err).__name__}: {err.strerror or err}); write access to {root} is needed, or run the check where it has it") from None
     return path
 
 

@@ -149,3 +149,26 @@ def test_a_node_without_the_images_reads_the_folders_manifest(tmp_path, capsys):
     (images / "mjp_folder.json").unlink()
     assert main(["data", "check", str(images), "--manifest", "--workers", "1"]) == 1
     assert "no manifest written" in capsys.readouterr().out and not (images / "mjp_folder.json").exists()
+
+
+def test_a_manifest_is_refused_in_one_line_for_a_flat_folder_or_a_root_it_cannot_write(tmp_path, monkeypatch, capsys):
+    import errno
+    from pathlib import Path
+
+    from sweep.cli import main
+    from trainables.folder_manifest import write_manifest
+
+    flat = tmp_path / "flat"
+    make_imagefolder(flat)
+    (flat / "val").rename(flat / "dog-val")
+    assert main(["data", "check", str(flat), "--manifest", "--workers", "1"]) == 2
+    assert "has no train/ or no val/" in capsys.readouterr().err
+    images = tmp_path / "images"
+    make_imagefolder(images)
+
+    def full(self, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", full)
+    with pytest.raises(DataError, match=r"cannot write the manifest .*mjp_folder.json \(OSError: No space left on device\)"):
+        write_manifest(images)
