@@ -279,10 +279,6 @@ class ConsoleView(tune.Callback):
         kept = {trial: max(min(widths[trial], room), 1), **fixed}
         return {k: kept[k] for k in widths if k in kept}
 
-    def _columns(self, width: int) -> list[str]:
-        """The headers of the live table that fit ``width`` columns, in display order."""
-        return [h for h, _ in self._fitted_widths(width)]
-
     def _table(self, width: int | None = None) -> Any:
         """The live table, its columns chosen to fit ``width`` (default: the live terminal's; every column without one)."""
         from rich.progress_bar import ProgressBar

@@ -83,15 +83,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-#: Ray's default share of a node's memory for its object store; the rest is the node's ``memory``
-#: resource (what Ray's AWS launcher fills in for a worker type from its instance type)
-OBJECT_STORE_SHARE = 0.3
-
-
 def node_memory_bytes() -> int:
-    """The ``memory`` resource of each worker type of the twin: this machine's memory less the
-    object store's default share, as every fake node sees the whole machine."""
-    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * (1 - OBJECT_STORE_SHARE))
+    """The ``memory`` resource of each worker type of the twin: this machine's memory (a
+    container's limit where there is one) less Ray's default object store share, as Ray's AWS
+    launcher fills it in for a worker type from its instance type; every fake node sees the
+    whole machine."""
+    from ray._common.utils import get_system_memory
+    from ray._private.ray_constants import DEFAULT_OBJECT_STORE_MEMORY_PROPORTION
+
+    return int(get_system_memory() * (1 - DEFAULT_OBJECT_STORE_MEMORY_PROPORTION))
 
 
 def twin_config(gcs_port: int, *, gpu_workers: int = 2, cpu_workers: int = 1, idle_minutes: float = 1.0) -> dict[str, Any]:
