@@ -29,7 +29,7 @@ def spread_note(counts: pd.Series) -> str:
     """What the error bars show, from the runs per configuration."""
     n = set(int(c) for c in counts)
     if n == {1}:
-        return "one run per configuration: no error bars; differences between rows may be seed noise"
+        return "one run per configuration: no error bars; differences between configurations may be seed noise"
     return f"mean ± std over {'/'.join(map(str, sorted(n)))} seeds"
 
 

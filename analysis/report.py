@@ -198,7 +198,7 @@ def _html(runs: pd.DataFrame, ctx: ReportContext, table: pd.DataFrame, extra: di
     if ctx.best:
         done = finished(runs)
         single = len(done) > 0 and set(done.groupby(group_columns(runs), dropna=False).size()) == {1}
-        caveat = " One run per configuration: its lead over the others may be seed noise (a study with `seeds:` gives mean ± std and a paired test)."
+        caveat = " One run per configuration: its lead over the others may be seed noise (a study with seeds: gives mean ± std and a paired test)."
         sections.append(("Best trial", paragraphs([ctx.best + (caveat if single else "")], "body")))
     for key, t in paper.items():
         body = table_html(t, f"paper-{key}") if len(t) else "<p>No run of this study answers to a row of this table with its metrics.</p>"

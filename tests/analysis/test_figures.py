@@ -27,7 +27,7 @@ def test_mask_ratio_curves_only_when_the_ratio_varies():
 
 def test_bars_say_when_there_are_no_error_bars_and_curves_need_two_ratios():
     fig = metric_bars(trials())
-    assert "one run per configuration: no error bars; differences between rows may be seed noise" in fig._suptitle.get_text()
+    assert "one run per configuration: no error bars; differences between configurations may be seed noise" in fig._suptitle.get_text()
     assert shuffle_curves(trials()) is None  # no val/top1_shuffled_* columns
 
 
