@@ -115,7 +115,8 @@ def cmd_sweep_run(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep_resume(args: argparse.Namespace) -> int:
-    from sweep.run import read_state, resume_sweep, study_of_state
+    from sweep.run import resume_sweep
+    from sweep.sweep_state import read_state, study_of_state
     from sweep.signatures import verify_sweep_dir
 
     state = read_state(args.experiment_dir)  # plain JSON: is this a sweep directory at all?

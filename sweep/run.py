@@ -30,10 +30,12 @@ from ray.tune.search.optuna import OptunaSearch
 
 from mjp import keys
 from sweep.console import ConsoleView, failure_reason
-from sweep.signatures import STATE_FILE, sign_files, signing_key, verify_sweep_dir
+from sweep.signatures import signing_key, verify_sweep_dir
 from sweep.signing_callback import SweepSigner, sign_tuner_file
 from sweep.space import define_by_run, make_sampler
-from sweep.study import PROJECT_DIR, Study, check_study, load_study
+from sweep.child_runs import close_orphans, close_running_children, reopen_children
+from sweep.study import Study
+from sweep.sweep_state import filesystem, in_project, read_state, study_of_state, write_state
 from trainables.config import TrainConfig
 from trainables.driver import TrialResources, TrialSpec, find_child_run, tune_trial
 from trainables.errors import DiskFullError, UserError, disk_full_reason
@@ -123,30 +125,6 @@ class SweepRecorder(tune.Callback):
             stopped = []
         for trial in unfinished + stopped:
             self._mark(trial, "KILLED", {keys.TAG_INTERRUPTED: "the sweep was interrupted; `mjp sweep resume` continues it"})
-
-
-def _filesystem(path: str) -> tuple[pyarrow.fs.FileSystem, str]:
-    if "://" in path:
-        return pyarrow.fs.FileSystem.from_uri(path)
-    return pyarrow.fs.LocalFileSystem(), str(Path(path).resolve())
-
-
-def write_state(experiment_dir: str, state: dict[str, Any]) -> None:
-    fs, path = _filesystem(experiment_dir)
-    fs.create_dir(path, recursive=True)
-    content = json.dumps(state, indent=2).encode()
-    with fs.open_output_stream(f"{path}/{STATE_FILE}") as fh:
-        fh.write(content)
-    sign_files(experiment_dir, {STATE_FILE: content})  # a resume follows this file: an edit is refused
-
-
-def read_state(experiment_dir: str) -> dict[str, Any]:
-    fs, path = _filesystem(experiment_dir)
-    try:
-        with fs.open_input_stream(f"{path}/{STATE_FILE}") as fh:
-            return json.loads(fh.read().decode())
-    except (FileNotFoundError, OSError, json.JSONDecodeError):
-        raise UserError(f"{experiment_dir} is not a sweep directory (no readable {STATE_FILE}); pass the directory `mjp sweep run` printed") from None
 
 
 def storage_root(path: str | None) -> str:
@@ -492,35 +470,10 @@ def resume_sweep(experiment_dir: str, *, address: str | None = None, verbose: bo
         return _finish(study, spec, parent, grid, experiment_dir, recorder, log)
 
 
-def in_project(path: str) -> str | None:
-    """``path`` relative to the project, when it lies inside it (a shipped study, or a study file
-    of a Ray job's working directory, which a later job unpacks elsewhere); else None."""
-    try:
-        return str(Path(path).resolve().relative_to(PROJECT_DIR))
-    except ValueError:
-        return None
-
-
-def study_of_state(state: dict[str, Any], *, check: bool = True) -> Study:
-    """The study a sweep's state names, as the sweep started it: found at its recorded path, or
-    at the same place in this copy of the project; refused in one line when its files changed
-    since (before the pre-flight, which ``check`` runs)."""
-    path = state["study"]
-    if not Path(path).is_file() and state.get("study_in_project") and (PROJECT_DIR / state["study_in_project"]).is_file():
-        path = str(PROJECT_DIR / state["study_in_project"])
-    study = load_study(path, smoke=state["smoke"], overrides=state["extra"], check=False)
-    if state.get("study_digest", study.digest) != study.digest:  # a sweep from before the digest: nothing to compare
-        raise UserError(f"the study {path} or its base config changed since sweep {state['name']} started; a resume trains what "
-                        "the sweep started with: put the files back as they were, or start a new sweep with `mjp sweep run`")
-    if check:
-        check_study(study)
-    return study
-
-
 def restored_trial_ids(experiment_dir: str) -> set[str]:
     """The trial ids in the sweep's newest saved experiment state: the trials a resume restores.
     Read as plain JSON (the trials' states are JSON strings; nothing is unpickled)."""
-    fs, path = _filesystem(experiment_dir)
+    fs, path = filesystem(experiment_dir)
     states = [i.path for i in fs.get_file_info(pyarrow.fs.FileSelector(path)) if i.base_name.startswith("experiment_state-") and i.base_name.endswith(".json")]
     if not states:
         return set()
@@ -532,25 +485,6 @@ def restored_trial_ids(experiment_dir: str) -> set[str]:
         if isinstance(trial_id, str):
             ids.add(trial_id)
     return ids
-
-
-def reopen_children(parent: RunTracker, restored: set[str]) -> None:
-    """Before a resume starts any trial: no child run is still RUNNING (its driver is gone: it
-    becomes KILLED, "interrupted"), and a child whose trial the resume does not restore (it started
-    after Tune's last save) is tagged an orphan, so the trial Tune proposes again with the same
-    params adopts it instead of making a second run (``trainables.driver.adopt_orphan``). A
-    failure marked final for the last run's retries is retried once more by the resume."""
-    experiment = parent.client.get_run(parent.run_id).info.experiment_id
-    query = f"tags.`{keys.TAG_PARENT}` = '{parent.run_id}'"
-    for run in parent.client.search_runs([experiment], filter_string=query):
-        child = RunTracker(parent.uri, run.info.run_id)
-        if run.info.status == "RUNNING":
-            child.set_tags({keys.TAG_INTERRUPTED: "the sweep's driver was lost; `mjp sweep resume` continues it"})
-            child.set_status("KILLED")
-        if run.data.tags.get(keys.TAG_TRIAL_ID) not in restored:
-            child.set_tags({keys.TAG_ORPHAN: "1"})
-        if keys.TAG_ERROR_FINAL in run.data.tags:
-            parent.client.delete_tag(child.run_id, keys.TAG_ERROR_FINAL)
 
 
 def _replace_callbacks(tuner: tune.Tuner, callbacks: list[tune.Callback]) -> None:
@@ -588,36 +522,6 @@ def pareto_front(trials: list[TrialOutcome], objectives: list[tuple[str, str]]) 
     return front
 
 
-def _close_running_children(parent: RunTracker) -> None:
-    """After an interruption no child run of the sweep may stay RUNNING: the recorder closes the
-    trials Tune still listed; this closes any other (a trial whose child run Tune no longer
-    tracks) as KILLED, with the same "interrupted" tag, so `mjp sweep resume` continues it."""
-    experiment = parent.client.get_run(parent.run_id).info.experiment_id
-    query = f"tags.`{keys.TAG_PARENT}` = '{parent.run_id}' and attributes.status = 'RUNNING'"
-    for run in parent.client.search_runs([experiment], filter_string=query):
-        child = RunTracker(parent.uri, run.info.run_id)
-        child.set_tags({keys.TAG_INTERRUPTED: "the sweep was interrupted; `mjp sweep resume` continues it"})
-        child.set_status("KILLED")
-
-
-#: why a child run ended KILLED when no trial of the resumed sweep adopted it
-LOST_NOT_PROPOSED = ("lost with the sweep's driver before Tune saved its trial; the searcher did not propose these params "
-                     "again, so no trial continued this run")
-
-
-def close_orphans(parent: RunTracker) -> int:
-    """At the end of a sweep that ran through: every KILLED child run still tagged an orphan (its
-    trial was lost with a driver and no trial adopted it; a random or Bayesian searcher need not
-    propose the same params again) says so. The number of such runs. (An orphan that had finished
-    before the driver was lost keeps its result and says nothing of the kind.)"""
-    experiment = parent.client.get_run(parent.run_id).info.experiment_id
-    query = f"tags.`{keys.TAG_PARENT}` = '{parent.run_id}' and tags.`{keys.TAG_ORPHAN}` = '1' and attributes.status = 'KILLED'"
-    orphans = parent.client.search_runs([experiment], filter_string=query)
-    for run in orphans:
-        RunTracker(parent.uri, run.info.run_id).set_tags({keys.TAG_INTERRUPTED: LOST_NOT_PROPOSED})
-    return len(orphans)
-
-
 def _finish(study: Study, spec: TrialSpec, parent: RunTracker, grid: Any, experiment_dir: str, recorder: SweepRecorder, log: Path) -> SweepOutcome:
     trials = _outcomes(spec, grid)
     objectives = study.config.objectives
@@ -636,7 +540,7 @@ def _finish(study: Study, spec: TrialSpec, parent: RunTracker, grid: Any, experi
         rows = [{"trial": t.label, "trial_id": t.trial_id, **t.params, **{o.metric: t.metrics[o.metric] for o in objectives}} for t in outcome.pareto]
         parent.log_text(json.dumps(rows, indent=2), "pareto/pareto_front.json")
     if outcome.interrupted:
-        _close_running_children(parent)
+        close_running_children(parent)
         parent.set_tags({keys.TAG_INTERRUPTED: f"{len(done)} of {study.num_trials} trials finished; `mjp sweep resume {experiment_dir}` continues"})
         parent.set_status("KILLED")
     else:

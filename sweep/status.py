@@ -16,14 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mjp import keys
+from sweep.signatures import STATE_FILE  # the state file sweep.sweep_state writes (a light import: no Ray)
 from trainables.errors import UserError
 
 if TYPE_CHECKING:
     from analysis.runs import SweepSummary, TrialSummary
 
 STUDIES_DIR = Path(__file__).resolve().parent / "studies"
-#: ``sweep.run.STATE_FILE``, spelled here because sweep.run imports Ray (a test checks they agree)
-STATE_FILE = "mjp_sweep.json"
 
 
 def driver_alive(driver: str | None) -> bool | None:

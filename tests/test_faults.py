@@ -175,7 +175,7 @@ def test_ctrl_c_on_train_exits_130_with_the_run_killed_and_no_results_table(tmp_
 def test_a_trial_lost_with_the_driver_is_adopted_when_proposed_again_not_duplicated(tmp_path):
     """Run creation is idempotent per trial: a restored trial finds its run by trial id; a trial
     the resume lost (proposed again under a new id) adopts its orphaned run by its params."""
-    from sweep.run import reopen_children
+    from sweep.child_runs import reopen_children
     from trainables.driver import TrialSpec, _trial_run
     from trainables.tracking import RunTracker
 
@@ -204,7 +204,7 @@ def test_a_trial_lost_with_the_driver_is_adopted_when_proposed_again_not_duplica
 def test_a_lost_trial_that_no_searcher_proposes_again_ends_killed_saying_so(tmp_path):
     """A random or Bayesian searcher need not propose a lost trial's params again: at the end of
     the sweep its orphaned run stays KILLED, tagged with why, and `mjp sweep status` says so."""
-    from sweep.run import LOST_NOT_PROPOSED, close_orphans, reopen_children
+    from sweep.child_runs import LOST_NOT_PROPOSED, close_orphans, reopen_children
     from sweep.status import trial_state
     from trainables.driver import TrialSpec, _trial_run
     from trainables.tracking import RunTracker

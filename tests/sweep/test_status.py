@@ -66,6 +66,6 @@ def test_a_path_that_is_not_a_sweep_directory_is_bad_input(store, tmp_path, caps
 
 
 def test_status_reads_the_state_file_sweep_run_writes():
-    from sweep import run, status
+    from sweep import status, sweep_state
 
-    assert status.STATE_FILE == run.STATE_FILE
+    assert status.STATE_FILE == sweep_state.STATE_FILE

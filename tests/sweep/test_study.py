@@ -152,7 +152,7 @@ def test_a_resume_finds_the_study_its_sweep_started_and_only_that_one(tmp_path):
     """study_of_state: a sweep from before the digest still resumes; a study recorded under a Ray
     job's working directory that is gone is found at its place in this copy of the project; the
     description is not what a study trains; YAML mappings with number keys still digest."""
-    from sweep.run import in_project, study_of_state
+    from sweep.sweep_state import in_project, study_of_state
     from trainables.errors import UserError
 
     shipped = load_study("quickstart", check=False)

@@ -1,0 +1,57 @@
+"""The child runs of a sweep's parent run, across interruptions and resumes: none is left
+RUNNING when a driver is interrupted or lost, a run whose trial a resume does not restore is
+an orphan for the re-proposed trial to adopt, and one no trial adopted says why at the end."""
+
+from __future__ import annotations
+
+from mjp import keys
+from trainables.tracking import RunTracker
+
+
+def reopen_children(parent: RunTracker, restored: set[str]) -> None:
+    """Before a resume starts any trial: no child run is still RUNNING (its driver is gone: it
+    becomes KILLED, "interrupted"), and a child whose trial the resume does not restore (it started
+    after Tune's last save) is tagged an orphan, so the trial Tune proposes again with the same
+    params adopts it instead of making a second run (``trainables.driver.adopt_orphan``). A
+    failure marked final for the last run's retries is retried once more by the resume."""
+    experiment = parent.client.get_run(parent.run_id).info.experiment_id
+    query = f"tags.`{keys.TAG_PARENT}` = '{parent.run_id}'"
+    for run in parent.client.search_runs([experiment], filter_string=query):
+        child = RunTracker(parent.uri, run.info.run_id)
+        if run.info.status == "RUNNING":
+            child.set_tags({keys.TAG_INTERRUPTED: "the sweep's driver was lost; `mjp sweep resume` continues it"})
+            child.set_status("KILLED")
+        if run.data.tags.get(keys.TAG_TRIAL_ID) not in restored:
+            child.set_tags({keys.TAG_ORPHAN: "1"})
+        if keys.TAG_ERROR_FINAL in run.data.tags:
+            parent.client.delete_tag(child.run_id, keys.TAG_ERROR_FINAL)
+
+
+def close_running_children(parent: RunTracker) -> None:
+    """After an interruption no child run of the sweep may stay RUNNING: the recorder closes the
+    trials Tune still listed; this closes any other (a trial whose child run Tune no longer
+    tracks) as KILLED, with the same "interrupted" tag, so `mjp sweep resume` continues it."""
+    experiment = parent.client.get_run(parent.run_id).info.experiment_id
+    query = f"tags.`{keys.TAG_PARENT}` = '{parent.run_id}' and attributes.status = 'RUNNING'"
+    for run in parent.client.search_runs([experiment], filter_string=query):
+        child = RunTracker(parent.uri, run.info.run_id)
+        child.set_tags({keys.TAG_INTERRUPTED: "the sweep was interrupted; `mjp sweep resume` continues it"})
+        child.set_status("KILLED")
+
+
+#: why a child run ended KILLED when no trial of the resumed sweep adopted it
+LOST_NOT_PROPOSED = ("lost with the sweep's driver before Tune saved its trial; the searcher did not propose these params "
+                     "again, so no trial continued this run")
+
+
+def close_orphans(parent: RunTracker) -> int:
+    """At the end of a sweep that ran through: every KILLED child run still tagged an orphan (its
+    trial was lost with a driver and no trial adopted it; a random or Bayesian searcher need not
+    propose the same params again) says so. The number of such runs. (An orphan that had finished
+    before the driver was lost keeps its result and says nothing of the kind.)"""
+    experiment = parent.client.get_run(parent.run_id).info.experiment_id
+    query = f"tags.`{keys.TAG_PARENT}` = '{parent.run_id}' and tags.`{keys.TAG_ORPHAN}` = '1' and attributes.status = 'KILLED'"
+    orphans = parent.client.search_runs([experiment], filter_string=query)
+    for run in orphans:
+        RunTracker(parent.uri, run.info.run_id).set_tags({keys.TAG_INTERRUPTED: LOST_NOT_PROPOSED})
+    return len(orphans)
