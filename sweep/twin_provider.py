@@ -30,7 +30,7 @@ def raylet_exited(node: Any) -> bool:
 
 class TwinNodeProvider(FakeMultiNodeProvider):
     """``FakeMultiNodeProvider`` whose list of machines drops a worker node once its raylet has
-    exited, and whose node types may declare ``memory`` (``sweep.local_cluster.twin_config``)."""
+    exited, and whose node types may declare ``memory`` (``sweep.twin_config.twin_config``)."""
 
     def create_node_with_resources_and_labels(self, node_config: dict, tags: dict, count: int, resources: dict, labels: dict) -> Any:
         """Start a node of a type that declares ``memory``: the declaration is for the autoscaler's

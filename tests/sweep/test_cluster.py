@@ -38,7 +38,7 @@ def test_a_typo_is_reported_with_its_place(tmp_path):
 
 
 def test_the_local_twin_has_cluster_yamls_node_types_and_every_key_rays_monitor_reads():
-    from sweep.local_cluster import GPU_STANDIN, twin_config
+    from sweep.twin_config import GPU_STANDIN, twin_config
 
     real = yaml.safe_load(CLUSTER.read_text())
     twin = twin_config(6379, gpu_workers=2, cpu_workers=1)
@@ -66,7 +66,7 @@ def test_the_twins_autoscaler_starts_a_cpu_only_node_for_a_decode_task_that_asks
     from ray.autoscaler._private.node_provider_availability_tracker import NodeAvailabilitySummary
     from ray.autoscaler._private.resource_demand_scheduler import _default_utilization_scorer, get_nodes_for
 
-    from sweep.local_cluster import DATA_NODE, twin_config
+    from sweep.twin_config import DATA_NODE, twin_config
 
     twin = twin_config(6379, gpu_workers=2, cpu_workers=1)
     decode_task = {"CPU": 1.0, "memory": 24704.0, DATA_NODE: 1.0}  # a waiting task in that run's autoscaler log
