@@ -9,13 +9,13 @@ import os
 def cmd_data_check(args: argparse.Namespace) -> int:
     from trainables.data_check import check_folder, describe
 
-    if getattr(args, "manifest", False) and os.path.isdir(args.root):
+    if args.manifest and os.path.isdir(args.root):
         from trainables.folder_manifest import check_splits
 
         check_splits(args.root)  # before reading every image
     report = check_folder(args.root, args.workers)
     print(describe(report))
-    if getattr(args, "manifest", False):
+    if args.manifest:
         if not report.ok:
             print("no manifest written: fix or remove the files above first")
         else:

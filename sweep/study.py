@@ -250,9 +250,9 @@ def reported_metrics(cfg: TrainConfig) -> set[str]:
 
 class Study:
     """A loaded study: its config (seeds folded into the space), its base ``TrainConfig`` tree,
-    and whether it is the smoke size."""
+    whether it is the smoke size, and the study file as read (``tree``, for its digest)."""
 
-    def __init__(self, config: StudyConfig, base_tree: dict[str, Any], source: str, smoke: bool, extra: dict[str, Any], tree: dict[str, Any] | None = None):
+    def __init__(self, config: StudyConfig, base_tree: dict[str, Any], source: str, smoke: bool, extra: dict[str, Any], tree: dict[str, Any]):
         seeds = (config.smoke.seeds if smoke and config.smoke.seeds else None) or config.seeds
         if smoke and config.smoke.space:
             config = config.model_copy(update={"space": {**config.space, **config.smoke.space}})
@@ -261,7 +261,7 @@ class Study:
         if seeds:
             config = config.model_copy(update={"space": {**config.space, "runtime.seed": Grid(type="grid", values=seeds)}})
         self.config, self.base_tree, self.source, self.smoke, self.extra = config, base_tree, source, smoke, extra
-        self.tree = tree if tree is not None else config.model_dump(mode="json")  # the study file as read
+        self.tree = tree  # the study file as read
         #: the largest model among the pre-flighted trials (parameters); None until checked
         self.max_parameters: int | None = None
 
