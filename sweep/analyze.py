@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainables.errors import UserError
-
 
 @dataclass
 class PublishedReport:
@@ -29,12 +27,13 @@ def _sweeps(uri: str, study: str) -> Any:
 
     check_store_readable(uri)
     from analysis.runs import recorded_studies
-    from sweep.study_names import check_study_name
+    from sweep.study_names import check_study_name, no_sweep_error
 
-    check_study_name(study, recorded_studies(uri), uri)
+    recorded = recorded_studies(uri)
+    check_study_name(study, recorded, uri)
     sweeps = load_sweeps(uri, study)
     if sweeps.empty:
-        raise UserError(f"no sweep of study {study!r} in {uri}; run `mjp sweep run {study}` first")
+        raise no_sweep_error(study, recorded, uri)
     return sweeps
 
 

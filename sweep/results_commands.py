@@ -57,7 +57,10 @@ def cmd_analyze_results(args: argparse.Namespace) -> int:
     check_store_readable(uri)
     sweeps = load_sweeps(uri, args.study)
     if sweeps.empty:
-        raise UserError(f"no sweep of study {args.study!r} in {uri}; run `mjp sweep run {args.study}` first")
+        from analysis.runs import recorded_studies
+        from sweep.study_names import no_sweep_error
+
+        raise no_sweep_error(args.study, recorded_studies(uri), uri)
     newest = sweeps.iloc[0]
     record = sweep_record(uri, newest.run_id)
     if record.tags.get(keys.TAG_SMOKE) == "True":

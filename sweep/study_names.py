@@ -26,3 +26,11 @@ def check_study_name(name: str, recorded: Iterable[str], uri: str) -> None:
     hint = did_you_mean(name, shipped + recorded) or " (none is close)"
     ran = f"; with sweeps in this store: {', '.join(recorded)}" if recorded else ""
     raise UserError(f"study {name!r} is neither a shipped study nor one with sweeps in {uri}{hint}; shipped: {', '.join(shipped)}{ran}")
+
+
+def no_sweep_error(name: str, recorded: Iterable[str], uri: str) -> UserError:
+    """The error for a study with no sweep in ``uri``; it names the study's smoke size when that
+    one has sweeps (a smoke run is recorded apart, as ``<name>-smoke``)."""
+    smoke = f"{name}-smoke"
+    also = f" (its smoke size has: `--study {smoke}`)" if smoke in set(recorded) else ""
+    return UserError(f"no sweep of study {name!r} in {uri}{also}; run `mjp sweep run {name}` first")

@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 from pytorch_msssim import ssim
 
-LPIPS_MISSING = "lpips: no backbone weights given (pass lpips_backbone=<torchvision alexnet state dict>)"
+LPIPS_MISSING = "lpips: no backbone weights given (pass a torchvision AlexNet state dict: `mjp attack --lpips-backbone FILE`, or eval.privacy.lpips_backbone)"
 
 
 def to_unit(images: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:

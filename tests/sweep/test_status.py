@@ -69,3 +69,11 @@ def test_status_reads_the_state_file_sweep_run_writes():
     from sweep import status, sweep_state
 
     assert status.STATE_FILE == sweep_state.STATE_FILE
+
+
+def test_no_sweep_of_a_study_names_its_smoke_size_when_that_one_ran():
+    from sweep.study_names import no_sweep_error
+
+    assert str(no_sweep_error("fashion", {"fashion-smoke"}, "sqlite:///m.db")) == (
+        "no sweep of study 'fashion' in sqlite:///m.db (its smoke size has: `--study fashion-smoke`); run `mjp sweep run fashion` first")
+    assert "smoke" not in str(no_sweep_error("fashion", {"quickstart"}, "sqlite:///m.db"))
