@@ -89,6 +89,14 @@ def _pe_run_figures(uri: str, runs: Any) -> dict[str, dict[str, bytes]]:
     return out
 
 
+def reports_dir() -> str:
+    """Where reports go by default: ``$MJP_REPORTS_DIR`` (the local twin's exports set it to its
+    session, so its jobs' reports and a local run's stay apart), else ``./reports``."""
+    import os
+
+    return os.environ.get("MJP_REPORTS_DIR") or "reports"
+
+
 def build_report(uri: str, study: str, out_dir: str | Path, pool: bool = False, parent_run_id: str | None = None) -> Any:
     """Write the report of the study's newest sweep (or ``parent_run_id``, or every sweep pooled)."""
     import pandas as pd
@@ -127,7 +135,7 @@ def _print(files: Any, paper: bool) -> None:
 def cmd_analyze_tables(args: argparse.Namespace) -> int:
     from trainables.tracking import tracking_uri
 
-    files = build_report(tracking_uri(args.uri), args.study, args.out, pool=args.all)
+    files = build_report(tracking_uri(args.uri), args.study, args.out or reports_dir(), pool=args.all)
     _print(files, args.paper)
     print(f"\nreport: {files.html} (tables: {files.directory}/table.md, .csv, .tex)")
     return 0
@@ -136,7 +144,7 @@ def cmd_analyze_tables(args: argparse.Namespace) -> int:
 def cmd_analyze_report(args: argparse.Namespace) -> int:
     from trainables.tracking import tracking_uri
 
-    files = build_report(tracking_uri(args.uri), args.study, args.out, pool=args.all)
+    files = build_report(tracking_uri(args.uri), args.study, args.out or reports_dir(), pool=args.all)
     _print(files, args.paper)
     print(f"\nreport: {files.html}")
     return 0

@@ -43,8 +43,12 @@ def tool(name: str) -> str:
 
 
 def mlflow_ui_command(uri: str, experiment: str) -> str:
-    from trainables.tracking import experiment_runs_page
+    """How to see ``experiment`` in the MLflow UI: a tracking server serves its own (open it; MLflow
+    refuses ``mlflow ui`` on an http store), a database store needs ``mlflow ui`` started on it."""
+    from trainables.tracking import experiment_runs_page, is_tracking_server
 
+    if is_tracking_server(uri):
+        return f"open {experiment_runs_page(uri, experiment, host=uri.rstrip('/'))}   (the tracking server's own UI)"
     return f"{tool('mlflow')} ui --backend-store-uri {shlex.quote(uri)}   (then open {experiment_runs_page(uri, experiment)})"
 
 
@@ -70,9 +74,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _after_sweep(outcome: Any, study: Any, out_dir: str = "reports") -> int:
+def _after_sweep(outcome: Any, study: Any) -> int:
     """The end of a sweep: failures, the table, the report, where to look next; the exit status."""
-    from sweep.analyze import publish_sweep_report
+    from sweep.analyze import publish_sweep_report, reports_dir
     from trainables.tracking import optuna_storage_url
 
     for t in outcome.failed:
@@ -80,7 +84,7 @@ def _after_sweep(outcome: Any, study: Any, out_dir: str = "reports") -> int:
     done = outcome.finished
     print(f"\nsweep {study.name}: {done} of {outcome.expected_trials} trials finished, {len(outcome.failed)} failed · MLflow parent run {outcome.parent_run_id}")
     uri = outcome.uri  # the sweep's store, wherever the command is typed
-    report = publish_sweep_report(outcome.parent_run_id, study, out_dir, uri)
+    report = publish_sweep_report(outcome.parent_run_id, study, reports_dir(), uri)
     if report is not None:
         print(report.table)
         for text in report.paper.values():

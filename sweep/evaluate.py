@@ -167,5 +167,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             print(f"note ({name}): {line}")
     from sweep.commands import tool
 
-    print(f"logged into MLflow run {tracker.run_id} ({tracker.uri}); see it with: {tool('mlflow')} ui --backend-store-uri {shlex.quote(tracker.uri)}")
+    from trainables.tracking import is_tracking_server
+
+    see = f"open {tracker.uri.rstrip('/')}/#/experiments" if is_tracking_server(tracker.uri) else f"{tool('mlflow')} ui --backend-store-uri {shlex.quote(tracker.uri)}"
+    print(f"logged into MLflow run {tracker.run_id} ({tracker.uri}); see it with: {see}")
     return 0

@@ -39,8 +39,8 @@ from sweep.sweep_state import filesystem, in_project, read_state, study_of_state
 from trainables.config import TrainConfig
 from trainables.driver import TrialResources, TrialSpec, find_child_run, tune_trial
 from trainables.errors import DiskFullError, UserError, disk_full_reason
-from trainables.ray_runtime import check_local_resources, console_logs_to, ensure_ray, ray_session_logs
-from trainables.tracking import MlflowProgress, RunTracker, check_store_writable, optuna_storage_url, tracking_uri
+from trainables.ray_runtime import check_local_resources, console_logs_to, ensure_ray, ray_session_logs, require_cluster
+from trainables.tracking import MlflowProgress, RunTracker, check_store_writable, optuna_storage_url, require_server, tracking_uri
 
 LOG_FILE = "sweep.log"
 
@@ -293,6 +293,7 @@ def check_launchable(study: Study, address: str | None = None) -> None:
     checked for resources the Ray it will run on cannot have)."""
     from sweep.space import sampled_params
 
+    require_cluster(address)
     try:
         make_scheduler(study)
     except AssertionError as err:  # Ray checks its arguments with asserts
@@ -443,6 +444,8 @@ def resume_sweep(experiment_dir: str, *, address: str | None = None, verbose: bo
     verify_sweep_dir(experiment_dir)  # before Ray opens (and unpickles) anything in it
     state = read_state(experiment_dir)
     study = study_of_state(state)
+    require_server(state["uri"])  # the store the sweep was started in, and its cluster, before any write
+    require_cluster(address)
     check_store_writable(state["uri"])
     if not tune.Tuner.can_restore(experiment_dir):
         raise UserError(f"{experiment_dir} holds no restorable Tune experiment")

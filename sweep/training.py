@@ -17,7 +17,7 @@ from sweep.run import SweepRecorder, announce, failure_config, run_closed_on_err
 from trainables.config import TrainConfig
 from trainables.driver import TrialResources, TrialSpec, start_run, tune_trial
 from trainables.labels import run_label
-from trainables.ray_runtime import check_local_resources, ensure_ray
+from trainables.ray_runtime import check_local_resources, ensure_ray, require_cluster
 from trainables.tracking import MlflowProgress, check_store_writable, tracking_uri
 
 
@@ -37,6 +37,7 @@ def run_training(cfg: TrainConfig, *, address: str | None = None, verbose: bool 
 
     checked = preflight(cfg)
     check_local_resources(cfg, address)
+    require_cluster(address)
     for warning in cfg.warnings():
         announce(stream, f"warning: {warning}")
     uri = tracking_uri(cfg.tracking.uri)

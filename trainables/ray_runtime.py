@@ -87,6 +87,32 @@ def library_logs_to(path: Path | None, verbose: bool = False) -> None:
             logger.setLevel(logging.INFO if verbose else logging.WARNING)
 
 
+def require_cluster(address: str | None) -> None:
+    """``require_gcs`` for the cluster a command was pointed at (``address`` / ``$RAY_ADDRESS``), if any."""
+    address = address or os.environ.get("RAY_ADDRESS")
+    if address:
+        require_gcs(address)
+
+
+def require_gcs(address: str, seconds: float = 5.0) -> None:
+    """``ConfigError`` in one line when nothing listens at a cluster's ``host:port`` (Ray would wait
+    and retry first): the local twin's exports left set after ``mjp cluster down``, a cluster that
+    is down. ``auto`` and ``ray://`` addresses are left to Ray."""
+    import socket
+
+    from trainables.errors import ConfigError
+
+    if address == "auto" or "://" in address or ":" not in address:
+        return
+    host, _, port = address.rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=seconds).close()
+    except (OSError, ValueError) as err:
+        source = "$RAY_ADDRESS" if os.environ.get("RAY_ADDRESS") == address else "--address"
+        raise ConfigError(f"no Ray cluster answers at {address} ({source}: {err}); start it (`mjp cluster up --local`, or `ray up cluster.yaml`), "
+                          "or `unset RAY_ADDRESS` to run on a Ray of this process") from None
+
+
 def ensure_ray(address: str | None = None, *, num_cpus: int | None = None, verbose: bool = False, dashboard: bool = False) -> None:
     """Connect to ``address`` / ``$RAY_ADDRESS``, or start a private local Ray in this process.
 
@@ -102,6 +128,7 @@ def ensure_ray(address: str | None = None, *, num_cpus: int | None = None, verbo
     address = address or os.environ.get("RAY_ADDRESS")
     quiet = dict(log_to_driver=verbose, configure_logging=False)
     if address:
+        require_gcs(address)
         ray.init(address=address, **quiet)
         if not verbose:
             raylet_messages_to_log()

@@ -42,7 +42,37 @@ def tracking_uri(configured: str | None = None, base_dir: str | Path | None = No
         uri = "sqlite:///" + str((Path(base_dir or Path.cwd()) / uri[len("sqlite:///") :]).resolve())
     elif "://" not in uri:  # a bare path: a SQLite file
         uri = "sqlite:///" + str((Path(base_dir or Path.cwd()) / uri).resolve())
+    require_server(uri)
     return uri
+
+
+def is_tracking_server(uri: str) -> bool:
+    """Whether ``uri`` names an MLflow tracking server (which serves its own UI) rather than a store."""
+    return uri.startswith(("http://", "https://"))
+
+
+_ANSWERED: set[str] = set()  # tracking servers this process has heard from
+
+
+def require_server(uri: str, seconds: float = 5.0) -> None:
+    """``TrackingError`` in one line, within ``seconds``, when ``uri`` is a tracking server that does
+    not answer: MLflow itself retries an absent server for minutes and ends in a long traceback
+    (the local twin's exports left set after ``mjp cluster down``). Any HTTP answer will do."""
+    if not is_tracking_server(uri) or uri in _ANSWERED:
+        return
+    import urllib.error
+    import urllib.request
+
+    try:
+        urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=seconds).close()
+    except urllib.error.HTTPError:
+        pass  # it answered (a proxy in front of it may want a login for /health)
+    except OSError as err:
+        reason = getattr(err, "reason", err)
+        source = "$MLFLOW_TRACKING_URI" if os.environ.get("MLFLOW_TRACKING_URI") == uri else "the tracking URI"
+        raise TrackingError(f"no MLflow server answers at {uri} ({source}: {reason}); start it (the local twin: `mjp cluster up --local`, "
+                            "then its exports), or `unset MLFLOW_TRACKING_URI` for the local store ./mlflow.db") from None
+    _ANSWERED.add(uri)
 
 
 #: the stores MLflow 3 opens (a database through SQLAlchemy, with an optional ``+driver``, a
