@@ -4,6 +4,9 @@
 this module is the one place that calls them, so a Ray upgrade that moves them breaks one test.
 Ray's schema leaves the ``provider`` section open (any keys), so the keys this project's AWS
 cluster uses are checked here too: a typo there would otherwise surface only in ``ray up``.
+So does it leave ``node_config`` open: what a real account would stop at is checked here as well
+(``aws_launch_problems``): Ray's fixed CUDA 11.2 AMI, a node type without an instance profile,
+SSH open to the Internet. The account's side is made by ``mjp cluster aws-setup``.
 """
 
 from __future__ import annotations
@@ -25,6 +28,41 @@ AWS_PROVIDER_KEYS = frozenset({
 })
 
 
+#: the AMI every node type of cluster.yaml runs: AWS's public SSM parameter for its current Deep
+#: Learning Base AMI (Ubuntu 24.04, an NVIDIA driver of the R580 series or newer, Docker, the NVIDIA
+#: Container Toolkit), resolved by EC2 at launch
+DLAMI_SSM = "resolve:ssm:/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-24.04/latest/ami-id"
+#: placeholders of the shipped cluster.yaml that a user sets before `ray up`
+PLACEHOLDERS = {"YOUR-BUCKET": "your S3 bucket (setup_commands, MJP_BUCKET)", "YOUR-IP": "your address for SSH (provider.security_group)"}
+
+
+def aws_launch_problems(path: Path, raw: dict[str, Any]) -> None:
+    """``ConfigError`` for what Ray's schema lets through and a real account would stop at."""
+    from sweep.aws_setup import profile_name, check_cidr
+
+    for name, node in (raw.get("available_node_types") or {}).items():
+        image = str((node.get("node_config") or {}).get("ImageId", ""))
+        if image.lower() in ("", "latest_dlami"):
+            raise ConfigError(f"{path}: available_node_types.{name}.node_config.ImageId is {image or 'missing'}: Ray 2.60 takes that for its fixed "
+                              f"'AWS Deep Learning AMI (Ubuntu 18.04) V71.0' (CUDA 11.2), whose driver cannot run the CUDA 13 torch uv.lock pins; use {DLAMI_SSM}")
+        profile_name(path, name, node)
+    group = (raw.get("provider") or {}).get("security_group") or {}
+    if not group.get("GroupName"):
+        raise ConfigError(f"{path}: provider.security_group.GroupName is missing: a group Ray makes itself opens SSH to 0.0.0.0/0; "
+                          "name the group `mjp cluster aws-setup` makes (cluster.yaml ships mjp-cluster)")
+    for i, rule in enumerate(group.get("IpPermissions") or []):
+        for j, ip_range in enumerate(rule.get("IpRanges", [])):
+            cidr = str(ip_range.get("CidrIp"))
+            if "YOUR-IP" not in cidr:
+                check_cidr(cidr, f"{path}: provider.security_group.IpPermissions[{i}].IpRanges[{j}].CidrIp")
+
+
+def placeholders_left(path: Path) -> list[str]:
+    """What of ``PLACEHOLDERS`` the file still holds, each with where it is set."""
+    text = path.read_text()
+    return [f"{word}: {what}" for word, what in PLACEHOLDERS.items() if word in text]
+
+
 def validate_cluster_config(path: str | Path) -> dict[str, Any]:
     """The launcher config as ``ray up`` will see it (defaults filled in); ``ConfigError`` if invalid."""
     import logging
@@ -41,6 +79,7 @@ def validate_cluster_config(path: str | Path) -> dict[str, Any]:
         unknown = sorted(set(provider) - AWS_PROVIDER_KEYS)
         if unknown:
             raise ConfigError(f"{path}: provider.{unknown[0]} is not a key of Ray's AWS provider{did_you_mean(unknown[0], AWS_PROVIDER_KEYS)}; allowed: {', '.join(sorted(AWS_PROVIDER_KEYS))}")
+        aws_launch_problems(path, raw)
     try:
         prepared = prepare_config(copy.deepcopy(raw))
         validate_config(prepared)
@@ -56,4 +95,7 @@ def cmd_cluster_check(args: argparse.Namespace) -> int:
     prepared = validate_cluster_config(args.path)
     workers = {name: t.get("max_workers", 0) for name, t in prepared.get("available_node_types", {}).items()}
     print(f"{args.path}: valid for `ray up` (provider {prepared['provider']['type']}, node types {workers})")
+    left = placeholders_left(Path(args.path))
+    if left:
+        print("set before `mjp cluster aws-setup` and `ray up`: " + "; ".join(left))
     return 0

@@ -42,9 +42,10 @@ from pathlib import Path
 import yaml
 
 from sweep.twin_config import DATA_NODE, GPU_STANDIN, twin_config
+from sweep.twin_processes import kill_node, raylet_pid, session_processes
 from trainables.errors import ConfigError
 
-__all__ = ["DATA_NODE", "GPU_STANDIN", "LocalCluster", "down", "kill_node", "read_state", "session_processes", "twin_config", "up"]  # the twin's resources too
+__all__ = ["DATA_NODE", "GPU_STANDIN", "LocalCluster", "down", "kill_node", "raylet_pid", "read_state", "session_processes", "twin_config", "up"]  # the twin's resources too
 
 #: the file in the session directory that ``up`` writes and ``down`` / the tests read
 STATE_FILE = "cluster.json"
@@ -62,6 +63,12 @@ class LocalCluster:
     dashboard: str
     tracking_uri: str
     storage: str
+    bucket: str = ""  # the folder standing in for cluster.yaml's S3 bucket (empty in a state written before it)
+
+    @property
+    def kept_store(self) -> Path:
+        """Where ``down`` keeps the MLflow store and ``up`` takes it from (``$MJP_BUCKET/mlflow/mlflow.db`` on AWS)."""
+        return Path(self.bucket) / "mlflow" / "mlflow.db"
 
     @property
     def token_path(self) -> str:
@@ -71,8 +78,8 @@ class LocalCluster:
     def environment(self) -> dict[str, str]:
         """The variables a shell needs to use this cluster (``mjp cluster up`` prints them)."""
         return {"RAY_ADDRESS": self.address, "RAY_API_SERVER_ADDRESS": self.dashboard, "MLFLOW_TRACKING_URI": self.tracking_uri,
-                "MJP_SWEEP_STORAGE": self.storage, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": self.token_path,
-                "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+                "MJP_SWEEP_STORAGE": self.storage, "MJP_REPORTS_DIR": str(Path(self.session_dir) / "reports"), "RAY_AUTH_MODE": "token",
+                "RAY_AUTH_TOKEN_PATH": self.token_path, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 
 
 def free_port() -> int:
@@ -112,8 +119,14 @@ def write_token(path: Path) -> Path:
     return path
 
 
-def up(session_dir: str | Path = DEFAULT_SESSION, *, gpu_workers: int = 2, cpu_workers: int = 1) -> LocalCluster:
-    """Start the twin: a ``fake_multinode`` Ray head with its autoscaler, and an MLflow server."""
+def up(session_dir: str | Path = DEFAULT_SESSION, *, gpu_workers: int = 2, cpu_workers: int = 1, bucket: str | Path | None = None) -> LocalCluster:
+    """Start the twin: a ``fake_multinode`` Ray head with its autoscaler, and an MLflow server.
+
+    ``bucket`` (default ``SESSION/bucket``) stands in for cluster.yaml's S3 bucket: the sweeps,
+    MLflow's artifacts, and the copy of MLflow's store that ``down`` saves and a new twin's ``up``
+    starts from, as a new head on AWS does."""
+    from sweep.store_copy import restore_store
+
     session = Path(session_dir).resolve()
     if (session / STATE_FILE).exists():
         raise ConfigError(f"{session} already holds a local cluster ({STATE_FILE}); `mjp cluster down --session {session}` first")
@@ -127,25 +140,28 @@ def up(session_dir: str | Path = DEFAULT_SESSION, *, gpu_workers: int = 2, cpu_w
     gcs, dash, mlflow_port = free_port(), free_port(), free_port()
     config = session / "autoscaler.yaml"
     config.write_text(yaml.safe_dump(twin_config(gcs, gpu_workers=gpu_workers, cpu_workers=cpu_workers)))
-    storage = session / "sweeps"
-    storage.mkdir(exist_ok=True)
+    kept = Path(bucket or session / "bucket").expanduser().resolve()
+    storage = kept / "mjp-sweeps"
+    storage.mkdir(parents=True, exist_ok=True)
     (session / "mlflow").mkdir(exist_ok=True)
+    restore_store(str(kept / "mlflow" / "mlflow.db"), session / "mlflow" / "mlflow.db")
     mlflow_log = session / "mlflow" / "server.log"
     with open(mlflow_log, "w") as log:  # its own process group: `down` ends its uvicorn workers with it
         server = subprocess.Popen(
             [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(mlflow_port), "--workers", "1",
-             "--backend-store-uri", f"sqlite:///{session}/mlflow/mlflow.db", "--artifacts-destination", f"{session}/mlflow/artifacts"],
+             "--backend-store-uri", f"sqlite:///{session}/mlflow/mlflow.db", "--artifacts-destination", str(kept / "mlflow-artifacts")],
             stdout=log, stderr=subprocess.STDOUT, env={**env, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}, start_new_session=True, cwd=session)
     (session / "mlflow" / "server.pgid").write_text(str(server.pid))
     try:
-        return _start_head(session, config, storage, mlflow_log, env, gcs, dash, mlflow_port)
+        return _start_head(session, config, kept, mlflow_log, env, gcs, dash, mlflow_port)
     except BaseException:  # whatever stops the start (a missing `ray`, Ctrl-C): nothing left running
         down(session)
         raise
 
 
-def _start_head(session: Path, config: Path, storage: Path, mlflow_log: Path, env: dict[str, str], gcs: int, dash: int, mlflow_port: int) -> LocalCluster:
-    """``ray start --head`` with the autoscaler, then wait for the MLflow server to answer."""
+def _start_head(session: Path, config: Path, bucket: Path, mlflow_log: Path, env: dict[str, str], gcs: int, dash: int, mlflow_port: int) -> LocalCluster:
+    """``ray start --head`` with the autoscaler (in a process group of its own, which ``down``
+    ends: Ray's client proxy names no path of the session), then wait for the MLflow server."""
     ray_cli = Path(sys.executable).with_name("ray")
     if not ray_cli.exists():
         raise ConfigError(f"no `ray` command beside this Python ({ray_cli}); run from the project's environment (.venv/bin/mjp)")
@@ -156,13 +172,15 @@ def _start_head(session: Path, config: Path, storage: Path, mlflow_log: Path, en
                "--include-dashboard", "true", "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dash),
                *[f"{k}={v}" for k, v in ports.items()], "--disable-usage-stats"]
     # as cluster.yaml's head: the jobs submitted to it inherit the tracking URI and the sweep storage
-    env.update(MLFLOW_TRACKING_URI=f"http://127.0.0.1:{mlflow_port}", MJP_SWEEP_STORAGE=str(storage))
-    result = subprocess.run(command, env=env, capture_output=True, text=True, cwd=session)
-    (session / "ray-start.log").write_text(result.stdout + result.stderr)
-    cluster = LocalCluster(str(session), f"127.0.0.1:{gcs}", f"http://127.0.0.1:{dash}", f"http://127.0.0.1:{mlflow_port}", str(storage))
+    cluster = LocalCluster(str(session), f"127.0.0.1:{gcs}", f"http://127.0.0.1:{dash}", f"http://127.0.0.1:{mlflow_port}", str(bucket / "mjp-sweeps"), str(bucket))
+    env.update({k: v for k, v in cluster.environment().items() if k in ("MLFLOW_TRACKING_URI", "MJP_SWEEP_STORAGE", "MJP_REPORTS_DIR")})
+    with open(session / "ray-start.log", "w") as log:
+        start = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=session, start_new_session=True)
+        (session / "ray-head.pgid").write_text(str(start.pid))
+        returncode = start.wait()
     (session / STATE_FILE).write_text(json.dumps(asdict(cluster), indent=1))
-    if result.returncode != 0:
-        raise ConfigError(f"`ray start --head` failed ({result.returncode}); see {session / 'ray-start.log'}")
+    if returncode != 0:
+        raise ConfigError(f"`ray start --head` failed ({returncode}); see {session / 'ray-start.log'}")
     _wait_http(f"{cluster.tracking_uri}/health", "the MLflow server", 120, mlflow_log)
     return cluster
 
@@ -174,98 +192,24 @@ def read_state(session_dir: str | Path) -> LocalCluster:
     return LocalCluster(**json.loads(path.read_text()))
 
 
-def session_processes(session_dir: str | Path) -> list[int]:
-    """PIDs of this user's processes whose command line names ``session_dir`` (not this one nor its
-    parents), and
-    the MLflow server's process group (its uvicorn workers name only the port).
-
-    The GCS, raylets, agents and workers carry ``--temp-dir`` / session paths, the autoscaler its
-    config path, the MLflow server its store path.
-    """
-    session = Path(session_dir).resolve()
-    needle = str(session).encode() + b"/"  # every process names a path inside the session: /tmp/x never matches /tmp/x-2
-    pgid_file = session / "mlflow" / "server.pgid"
-    server_group = int(pgid_file.read_text()) if pgid_file.is_file() else None
-    mine, uid, found = _this_process_and_its_ancestors(), os.getuid(), []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) in mine:
-            continue
-        try:
-            if entry.stat().st_uid != uid or (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
-                continue  # another user's, or ended and waiting for its parent to reap it
-            in_group = server_group is not None and os.getpgid(int(entry.name)) == server_group
-            if in_group or needle in (entry / "cmdline").read_bytes():
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
-
-
-def _this_process_and_its_ancestors() -> set[int]:
-    """This process and its parents (the shell that ran `mjp cluster down --session DIR` names DIR too)."""
-    pids, pid = set(), os.getpid()
-    while pid > 1 and pid not in pids:
-        pids.add(pid)
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            break
-        pid = int(stat.rsplit(")", 1)[1].split()[1])
-    return pids
-
-
-def raylet_pid(session_dir: str | Path, node_id: str) -> int:
-    """The PID of the raylet of Ray node ``node_id`` in this twin (killing it is a node loss)."""
-    flag = f"--node_id={node_id}".encode()
-    for pid in session_processes(session_dir):
-        try:
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if argv[0].endswith(b"/raylet") and flag in argv:
-            return pid
-    raise ConfigError(f"no raylet of node {node_id} runs in the local cluster {session_dir}")
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
-
-
-def kill_node(session_dir: str | Path, node_id: str) -> list[int]:
-    """Lose worker node ``node_id`` as a machine is lost: SIGKILL its raylet and every process it
-    started (its workers and agents), at once. The PIDs killed, the raylet first.
-
-    Killing the raylet alone is not a node loss on one machine: its worker processes (a trial's
-    training among them) keep running and reporting to the GCS and the driver until they notice.
-    """
-    raylet = raylet_pid(session_dir, node_id)
-    tree, todo = [], [raylet]
-    while todo:
-        pid = todo.pop()
-        tree.append(pid)
-        todo.extend(_children(pid))
-    for pid in tree:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    return tree
-
-
 def down(session_dir: str | Path = DEFAULT_SESSION, *, grace_s: float = 10.0) -> list[int]:
-    """End every process of the twin in ``session_dir`` (SIGTERM, then SIGKILL after ``grace_s``).
+    """Save the twin's MLflow store to its bucket, then end every process of the twin in
+    ``session_dir`` (SIGTERM, then SIGKILL after ``grace_s``).
 
     Returns the PIDs ended. The session directory stays (logs, the MLflow store) but loses its
     state file, so ``up`` can use it again.
     """
+    from sweep.store_copy import save_store
+
     session = Path(session_dir).resolve()
+    unsaved = None
+    if (session / STATE_FILE).is_file() and (session / "mlflow" / "mlflow.db").is_file():
+        state = read_state(session)
+        try:
+            if state.bucket:
+                save_store(session / "mlflow" / "mlflow.db", str(state.kept_store))
+        except ConfigError as err:  # the twin still goes down; the store stays in the session directory
+            unsaved = err
     ended: set[int] = set()
     for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
         pids = session_processes(session)
@@ -279,14 +223,17 @@ def down(session_dir: str | Path = DEFAULT_SESSION, *, grace_s: float = 10.0) ->
         while session_processes(session) and time.monotonic() < deadline:
             time.sleep(0.2)
     (session / STATE_FILE).unlink(missing_ok=True)
+    if unsaved is not None:
+        raise ConfigError(f"the twin is down, but its MLflow store was not saved to its bucket: {unsaved}")
     return sorted(ended)
 
 
 def cmd_cluster_up(args: argparse.Namespace) -> int:
     if not args.local:
         raise ConfigError("`mjp cluster up` starts only the local twin (--local); a real cluster: `ray up cluster.yaml`")
-    cluster = up(args.session, gpu_workers=args.gpu_workers, cpu_workers=args.cpu_workers)
-    print(f"local cluster up in {cluster.session_dir}: Ray at {cluster.address}, jobs at {cluster.dashboard}, MLflow at {cluster.tracking_uri}")
+    cluster = up(args.session, gpu_workers=args.gpu_workers, cpu_workers=args.cpu_workers, bucket=args.bucket)
+    print(f"local cluster up in {cluster.session_dir}: Ray at {cluster.address}, jobs at {cluster.dashboard}, MLflow at {cluster.tracking_uri} "
+          f"(its store kept in {cluster.kept_store} at `down`)")
     print("use it from this shell:")
     for key, value in cluster.environment().items():
         print(f"  export {key}={value}")

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import mlflow
 import pytest
 import yaml
 
@@ -61,7 +62,18 @@ def cluster():
             print("\nseconds each loss cost:", {k: round(v, 1) for k, v in LOSSES.items()})
     left = session_processes(session)
     assert left == [], f"`down` left processes of the twin running: {[Path(f'/proc/{p}/cmdline').read_bytes()[:200] for p in left]}"
+    gcs = twin.address.encode()  # Ray's client proxy names only the GCS address, no path of the session
+    assert not [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline(p).find(gcs) >= 0], "a process of the twin outlived `down`"
+    kept = mlflow.MlflowClient(tracking_uri=f"sqlite:///{twin.kept_store}")  # `down` saved the store to the twin's bucket
+    assert kept.get_experiment_by_name("cl-basic") is not None
     shutil.rmtree(session, ignore_errors=True)
+
+
+def _cmdline(proc: Path) -> bytes:
+    try:
+        return (proc / "cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 @pytest.fixture(autouse=True)
@@ -298,3 +310,16 @@ def test_two_workers_strictly_spread_over_two_nodes_train_as_one_worker(cluster)
     assert not {two[f"{keys.TAG_NODE_PREFIX}0"], two[f"{keys.TAG_NODE_PREFIX}1"]} & {HEAD_NODE}
     one_loss, two_loss = runs["one"].data.metrics[keys.VAL_LOSS], runs["two"].data.metrics[keys.VAL_LOSS]
     assert abs(one_loss - two_loss) <= 2e-5 + 1e-4 * abs(one_loss), f"val/loss: 1 worker {one_loss}, 2 workers {two_loss}"
+
+
+def test_the_probe_reaches_a_gpu_node_and_a_cpu_node_the_autoscaler_starts_and_from_each_the_images_bucket_and_mlflow(cluster):
+    """`mjp cluster probe` as a job: one task on a "GPU" node, one on the CPU-only node, each
+    checking the images, the sweep storage (the bucket) and the MLflow server from there."""
+    root = image_folder(Path(cluster.session_dir) / "probe-images", per_class=2)
+    job = submit(cluster, "cluster", "probe", "--gpu-resource", GPU_STANDIN, "--data", str(root), "--timeout", "300")
+    assert wait_job(cluster, job, seconds=360) == "SUCCEEDED", job_logs(cluster, job)
+    logs = job_logs(cluster, job)
+    assert f"GPU node ({GPU_STANDIN}: 1) on" in logs and f"CPU node ({DATA_NODE}: 1) on" in logs, logs
+    assert logs.count("images  ok") == 2 and logs.count("bucket  ok") == 2 and logs.count("mlflow  ok") == 2, logs
+    assert "cuda " not in logs, "the twin's stand-in has no CUDA to check"
+    assert "probe: every check held" in logs

@@ -1,0 +1,143 @@
+"""``mjp cluster probe``: before a full study, one short Ray job that touches what the study needs
+of the cluster and a small sweep would not: a GPU node (started by the autoscaler for it), its
+driver and CUDA, a CPU-only node, and from each the images, the bucket and the MLflow server.
+
+A digits smoke sweep fits on the head's CPUs, so it proves none of these. The probe asks for one
+task on a node that offers ``--gpu-resource`` (``GPU``; the local twin's ``mjp_gpu``) and one on a
+node that offers ``--cpu-resource`` (``mjp_data``), each running ``probe_here``; it prints each
+check and exits 1 when one failed or a node did not come within ``--timeout``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from trainables.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Check:
+    """One thing probed on one node: its name, whether it held, what was seen."""
+
+    name: str
+    ok: bool
+    detail: str
+
+
+def _cuda() -> Check:
+    import torch
+
+    if not torch.cuda.is_available():
+        return Check("cuda", False, f"torch {torch.__version__} sees no CUDA device (driver: {_driver() or 'nvidia-smi not found'})")
+    a = torch.randn(256, 256, device="cuda", dtype=torch.bfloat16)
+    ok = bool(torch.isfinite((a @ a).float()).all())  # one kernel through the driver, and back
+    return Check("cuda", ok, f"{torch.cuda.device_count()} x {torch.cuda.get_device_name(0)}, driver {_driver()}, torch {torch.__version__} "
+                             f"(CUDA {torch.version.cuda}), bf16 matmul {'ok' if ok else 'not finite'}")
+
+
+def _driver() -> str | None:
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else None
+
+
+def _images(root: str) -> Check:
+    from PIL import Image
+
+    train = Path(root) / "train"
+    classes = sorted(p for p in train.iterdir() if p.is_dir()) if train.is_dir() else []
+    if not classes:
+        return Check("images", False, f"{train}: no class folders (the node's image copy is missing or incomplete)")
+    first = next((f for f in sorted(classes[0].iterdir()) if f.is_file()), None)
+    if first is None:
+        return Check("images", False, f"{classes[0]}: no images")
+    try:
+        with Image.open(first) as image:
+            image.convert("RGB").load()
+    except OSError as err:
+        return Check("images", False, f"{first}: does not decode ({err})")
+    return Check("images", True, f"{train}: {len(classes)} classes, {first.relative_to(train)} decodes")
+
+
+def _bucket(storage: str | None) -> Check:
+    if not storage:
+        return Check("bucket", False, "$MJP_SWEEP_STORAGE is not set on this node (cluster.yaml's setup_commands export it)")
+    from pyarrow import fs
+
+    where = f"{storage.rstrip('/')}/_probe/{socket.gethostname()}-{os.getpid()}"
+    try:
+        filesystem, path = fs.FileSystem.from_uri(where) if "://" in where else (fs.LocalFileSystem(), where)
+        filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
+        with filesystem.open_output_stream(path) as out:
+            out.write(b"mjp cluster probe")
+        with filesystem.open_input_stream(path) as inp:
+            back = inp.read()
+        filesystem.delete_file(path)
+    except Exception as err:  # noqa: BLE001 - pyarrow's errors for S3 (credentials, access) are OSErrors or ArrowInvalid
+        return Check("bucket", False, f"{where}: {str(err).splitlines()[0][:200]}")
+    return Check("bucket", back == b"mjp cluster probe", f"wrote, read and deleted {where}")
+
+
+def _tracking(uri: str | None) -> Check:
+    if not uri or not uri.startswith(("http://", "https://")):
+        return Check("mlflow", False, f"$MLFLOW_TRACKING_URI is {uri!r}, not the head's MLflow server")
+    import urllib.request
+
+    try:
+        urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=10).close()
+    except OSError as err:
+        return Check("mlflow", False, f"{uri} does not answer from this node ({getattr(err, 'reason', err)})")
+    return Check("mlflow", True, f"{uri} answers")
+
+
+def probe_here(data_root: str, storage: str | None, tracking: str | None, cuda: bool) -> tuple[str, list[Check]]:
+    """This node's address and Ray node id, and the checks made on it (CUDA only where ``cuda``)."""
+    import ray
+
+    checks = [_cuda()] if cuda else []
+    images = Check("images", True, "not checked (--data none)") if data_root == "none" else _images(data_root)
+    checks += [images, _bucket(storage), _tracking(tracking)]
+    return f"{ray.util.get_node_ip_address()} (node {ray.get_runtime_context().get_node_id()[:12]})", checks
+
+
+def cmd_cluster_probe(args: argparse.Namespace) -> int:
+    address = os.environ.get("RAY_ADDRESS")
+    if not address:
+        raise ConfigError("`mjp cluster probe` runs on a cluster: submit it as a Ray job (docs/cluster-aws.md, step 7), or set RAY_ADDRESS "
+                          "(the local twin's exports)")
+    if args.timeout <= 0:
+        raise ConfigError(f"--timeout {args.timeout:g}: allowed more than 0 seconds")
+    from trainables.ray_runtime import ensure_ray
+
+    ensure_ray(address)
+    import ray
+
+    storage, tracking = os.environ.get("MJP_SWEEP_STORAGE"), os.environ.get("MLFLOW_TRACKING_URI")
+    probe = ray.remote(probe_here)
+    gpu = {"num_gpus": 1} if args.gpu_resource == "GPU" else {"resources": {args.gpu_resource: 1}}
+    asks = {f"GPU node ({args.gpu_resource}: 1)": (gpu, args.gpu_resource == "GPU"),
+            f"CPU node ({args.cpu_resource}: 1)": ({"resources": {args.cpu_resource: 1}}, False)}
+    refs = {what: probe.options(num_cpus=1, max_retries=0, **options).remote(args.data, storage, tracking, cuda)
+            for what, (options, cuda) in asks.items()}
+    print(f"probing {', '.join(refs)}: the autoscaler starts them if none is up (up to {args.timeout:.0f} s)", flush=True)
+    ready, _ = ray.wait(list(refs.values()), num_returns=len(refs), timeout=args.timeout)
+    failed = 0
+    for what, ref in refs.items():
+        if ref not in ready:
+            print(f"{what}: did not start within {args.timeout:.0f} s (`ray status` shows what the autoscaler waits for: an instance quota, a capacity error)")
+            failed += 1
+            continue
+        node, checks = ray.get(ref)
+        print(f"{what} on {node}:")
+        for check in checks:
+            print(f"  {check.name:<7} {'ok' if check.ok else 'FAILED':<7} {check.detail}")
+            failed += not check.ok
+    print("probe: every check held" if not failed else f"probe: {failed} check(s) failed")
+    return 1 if failed else 0

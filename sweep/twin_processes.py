@@ -1,0 +1,108 @@
+"""The local twin's processes: which belong to a session, and losing a node as a machine is lost.
+
+A process belongs to the twin in ``session_dir`` when its command line names a path inside the
+session (the GCS, raylets, agents and workers carry ``--temp-dir`` / session paths, the autoscaler
+its config path, the MLflow server its store path), or when it is in one of the session's process
+groups: the MLflow server's (its uvicorn workers name only the port) and the head's (``ray start
+--head`` runs in a session of its own: Ray's client proxy names only addresses).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+from trainables.errors import ConfigError
+
+#: files in the session directory holding the process groups of the MLflow server and of the Ray head
+GROUP_FILES = ("mlflow/server.pgid", "ray-head.pgid")
+
+
+def _session_groups(session: Path) -> set[int]:
+    groups = set()
+    for name in GROUP_FILES:
+        try:
+            groups.add(int((session / name).read_text()))
+        except (OSError, ValueError):
+            continue
+    return groups
+
+
+def session_processes(session_dir: str | Path) -> list[int]:
+    """PIDs of this user's processes of the twin in ``session_dir`` (not this one nor its parents):
+    those whose command line names a path in the session, and the session's process groups."""
+    session = Path(session_dir).resolve()
+    needle = str(session).encode() + b"/"  # every process names a path inside the session: /tmp/x never matches /tmp/x-2
+    groups = _session_groups(session)
+    mine, uid, found = _this_process_and_its_ancestors(), os.getuid(), []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) in mine:
+            continue
+        try:
+            if entry.stat().st_uid != uid or (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                continue  # another user's, or ended and waiting for its parent to reap it
+            in_group = os.getpgid(int(entry.name)) in groups
+            if in_group or needle in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def _this_process_and_its_ancestors() -> set[int]:
+    """This process and its parents (the shell that ran `mjp cluster down --session DIR` names DIR too)."""
+    pids, pid = set(), os.getpid()
+    while pid > 1 and pid not in pids:
+        pids.add(pid)
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            break
+        pid = int(stat.rsplit(")", 1)[1].split()[1])
+    return pids
+
+
+def raylet_pid(session_dir: str | Path, node_id: str) -> int:
+    """The PID of the raylet of Ray node ``node_id`` in this twin (killing it is a node loss)."""
+    flag = f"--node_id={node_id}".encode()
+    for pid in session_processes(session_dir):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv[0].endswith(b"/raylet") and flag in argv:
+            return pid
+    raise ConfigError(f"no raylet of node {node_id} runs in the local cluster {session_dir}")
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def kill_node(session_dir: str | Path, node_id: str) -> list[int]:
+    """Lose worker node ``node_id`` as a machine is lost: SIGKILL its raylet and every process it
+    started (its workers and agents), at once. The PIDs killed, the raylet first.
+
+    Killing the raylet alone is not a node loss on one machine: its worker processes (a trial's
+    training among them) keep running and reporting to the GCS and the driver until they notice.
+    """
+    raylet = raylet_pid(session_dir, node_id)
+    tree, todo = [], [raylet]
+    while todo:
+        pid = todo.pop()
+        tree.append(pid)
+        todo.extend(_children(pid))
+    for pid in tree:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return tree

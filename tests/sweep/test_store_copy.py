@@ -1,0 +1,69 @@
+"""The MLflow store kept beyond the cluster (``mjp cluster store save`` / ``restore``): a copy that
+is consistent while the server writes, restored only onto a disk that has none."""
+
+import sqlite3
+
+import pytest
+
+from sweep.cli import main
+from sweep.store_copy import restore_store, save_store
+from trainables.errors import ConfigError
+
+
+def make_store(path, rows: int) -> None:
+    """A SQLite file in write-ahead-log mode with ``rows`` rows, some still only in the log."""
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA wal_autocheckpoint=0")  # what a busy server leaves: commits not yet in the main file
+    db.execute("CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY, name TEXT)")
+    db.executemany("INSERT INTO runs (name) VALUES (?)", [(f"run {i}",) for i in range(rows)])
+    db.commit()
+    return db
+
+
+def rows(path) -> list[str]:
+    with sqlite3.connect(path) as db:
+        return [r[0] for r in db.execute("SELECT name FROM runs ORDER BY id")]
+
+
+def test_a_saved_store_restores_with_every_commit_even_those_still_in_the_write_ahead_log(tmp_path):
+    live = make_store(tmp_path / "mlflow.db", 50)  # open, as the server holds it
+    assert (tmp_path / "mlflow.db-wal").stat().st_size > 0
+    kept = tmp_path / "bucket" / "mlflow" / "mlflow.db"
+    assert save_store(tmp_path / "mlflow.db", str(kept)) > 0
+    assert not (kept.parent / "mlflow.db.part").exists()
+    new_head = tmp_path / "new-head" / "mlflow.db"
+    assert restore_store(str(kept), new_head).startswith("restored")
+    assert rows(new_head) == [f"run {i}" for i in range(50)]
+    live.close()
+
+
+def test_restore_never_replaces_a_store_on_the_disk_and_starts_fresh_without_a_copy(tmp_path):
+    make_store(tmp_path / "kept.db", 3).close()
+    head = tmp_path / "head.db"
+    make_store(head, 5).close()
+    assert restore_store(str(tmp_path / "kept.db"), head).startswith("kept")
+    assert len(rows(head)) == 5, "the head's own store is the newer one"
+    assert restore_store(str(tmp_path / "none.db"), tmp_path / "fresh.db").startswith("no saved store")
+    assert not (tmp_path / "fresh.db").exists()
+
+
+def test_a_damaged_copy_or_a_missing_store_is_refused_in_one_line_and_changes_nothing(tmp_path, capsys):
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"not sqlite at all" * 100)
+    with pytest.raises(ConfigError, match="not a readable SQLite file"):
+        restore_store(str(bad), tmp_path / "head.db")
+    assert list(tmp_path.iterdir()) == [bad]
+    assert main(["cluster", "store", "save", str(tmp_path / "missing.db"), str(tmp_path / "kept.db")]) == 2
+    assert "no MLflow store there to save" in capsys.readouterr().err
+    assert main(["cluster", "store", "save", str(bad), str(tmp_path / "kept.db"), "--every", "1"]) == 2
+    assert "--every 1: allowed 10 seconds or more" in capsys.readouterr().err
+    assert not (tmp_path / "kept.db").exists()
+
+
+def test_the_commands_say_what_they_did(tmp_path, capsys):
+    make_store(tmp_path / "mlflow.db", 2).close()
+    assert main(["cluster", "store", "save", str(tmp_path / "mlflow.db"), str(tmp_path / "kept" / "mlflow.db")]) == 0
+    assert "saved" in capsys.readouterr().out
+    assert main(["cluster", "store", "restore", str(tmp_path / "kept" / "mlflow.db"), str(tmp_path / "head" / "mlflow.db")]) == 0
+    assert "restored" in capsys.readouterr().out and rows(tmp_path / "head" / "mlflow.db") == ["run 0", "run 1"]
