@@ -10,9 +10,10 @@ Ray 2.60's AWS launcher leaves two things to the user that a real account checks
   autoscaler) and pass the workers' role to the instances it starts (``iam:PassRole``).
 - **The security group.** A group Ray makes itself always opens SSH to ``0.0.0.0/0``, whatever
   ``provider.security_group.IpPermissions`` adds. It takes a group of the configured name as it
-  finds it when the group has rules, so this module makes that group first: all traffic between
-  the group's members (the cluster's nodes) and ``IpPermissions`` (SSH from the user's address),
-  and revokes any other rule (a group Ray made on an earlier try has ``0.0.0.0/0``).
+  finds it when the group has rules, so this module makes that group first, in the VPC Ray will
+  choose (found by Ray's own subnet choice): all traffic between the group's members (the
+  cluster's nodes) and ``IpPermissions`` (SSH from the user's address), and revokes any other rule
+  (a group Ray made on an earlier try has ``0.0.0.0/0``).
 
 Everything is read from ``cluster.yaml`` (region, bucket, group, profiles); running it again
 changes only what differs. ``boto3`` is the ``aws`` dependency group (``uv sync --group aws``).
@@ -21,13 +22,15 @@ changes only what differs. ``boto3`` is the ``aws`` dependency group (``uv sync 
 from __future__ import annotations
 
 import argparse
-import ipaddress
+import copy
 import json
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sweep.cluster import aws_launch_problems, profile_name
 from trainables.errors import ConfigError
 from trainables.yaml_files import read_yaml_mapping
 
@@ -45,6 +48,8 @@ EC2_TRUST = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Princip
 S3_OBJECT_ACTIONS = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"]
 #: the name of the inline policy this module keeps on each role
 INLINE_POLICY = "mjp-cluster"
+#: seconds a new instance profile is given to reach EC2 before `ray up` may name it (Ray waits 15 after making its own)
+PROPAGATION_S = 15
 _BUCKET = re.compile(r"export MJP_BUCKET=s3://([^\s'\"/]+)")
 
 
@@ -55,30 +60,9 @@ class AccountPlan:
     region: str
     bucket: str
     group_name: str
-    vpc_id: str | None
     ssh_rules: list[dict[str, Any]]
     head_profile: str
     worker_profiles: tuple[str, ...]
-
-
-def profile_name(path: Path, node_type: str, node: dict[str, Any]) -> str:
-    profile = node.get("node_config", {}).get("IamInstanceProfile")
-    if not isinstance(profile, dict) or not isinstance(profile.get("Name"), str):
-        raise ConfigError(f"{path}: available_node_types.{node_type}.node_config.IamInstanceProfile: give every node type a profile by name "
-                          f"({{Name: mjp-head}} or {{Name: mjp-worker}}): Ray's launcher gives its default profile to the head only, and a node without one cannot reach S3")
-    return profile["Name"]
-
-
-def check_cidr(cidr: Any, where: str) -> str:
-    """``cidr`` if it is a network that is not the whole Internet; ``ConfigError`` naming ``where`` else."""
-    try:
-        net = ipaddress.ip_network(str(cidr), strict=False)
-    except ValueError:
-        raise ConfigError(f"{where}: {cidr!r} is not an address range; set it to your address, e.g. 203.0.113.7/32 "
-                          "(`curl -s https://checkip.amazonaws.com` prints it)") from None
-    if net.prefixlen == 0:
-        raise ConfigError(f"{where}: {cidr} opens the port to the whole Internet; allow only your address, e.g. 203.0.113.7/32")
-    return str(cidr)
 
 
 def read_plan(path: str | Path) -> AccountPlan:
@@ -92,15 +76,9 @@ def read_plan(path: str | Path) -> AccountPlan:
     if len(buckets) != 1 or "YOUR-BUCKET" in buckets:
         found = ", ".join(sorted(buckets)) or "none"
         raise ConfigError(f"{path}: setup_commands must export MJP_BUCKET=s3://<your bucket> once (found: {found}); replace YOUR-BUCKET with your bucket's name")
-    group = provider.get("security_group") or {}
-    if not group.get("GroupName"):
-        raise ConfigError(f"{path}: provider.security_group.GroupName is missing; name the cluster's group (cluster.yaml ships mjp-cluster)")
+    aws_launch_problems(path, raw, allow_placeholders=False)  # the AMI, the profiles, the group and its addresses
+    group = provider["security_group"]
     rules = group.get("IpPermissions") or []
-    for i, rule in enumerate(rules):
-        for j, ip_range in enumerate(rule.get("IpRanges", [])):
-            check_cidr(ip_range.get("CidrIp"), f"{path}: provider.security_group.IpPermissions[{i}].IpRanges[{j}].CidrIp")
-        for j, ip_range in enumerate(rule.get("Ipv6Ranges", [])):
-            check_cidr(ip_range.get("CidrIpv6"), f"{path}: provider.security_group.IpPermissions[{i}].Ipv6Ranges[{j}].CidrIpv6")
     types = raw.get("available_node_types") or {}
     head = raw.get("head_node_type")
     if head not in types:
@@ -109,7 +87,7 @@ def read_plan(path: str | Path) -> AccountPlan:
     head_profile = profile_name(path, head, types[head])
     if head_profile in workers:
         raise ConfigError(f"{path}: the head's profile {head_profile!r} is also a worker's; workers need no right to start instances: give them their own")
-    return AccountPlan(provider.get("region", "us-west-2"), buckets.pop(), group["GroupName"], provider.get("vpc_id"), rules, head_profile, workers)
+    return AccountPlan(provider.get("region", "us-west-2"), buckets.pop(), group["GroupName"], rules, head_profile, workers)
 
 
 def bucket_policy(bucket: str) -> list[dict[str, Any]]:
@@ -154,14 +132,22 @@ def _split(rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _ensure_group(ec2: Any, plan: AccountPlan, said: list[str]) -> str:
-    """The cluster's security group with exactly: all traffic within it, and ``plan.ssh_rules``."""
-    vpc = plan.vpc_id
-    if vpc is None:
-        defaults = ec2.describe_vpcs(Filters=[{"Name": "is-default", "Values": ["true"]}])["Vpcs"]
-        if not defaults:
-            raise ConfigError(f"region {plan.region} has no default VPC; name one in cluster.yaml's provider.vpc_id")
-        vpc = defaults[0]["VpcId"]
+def rays_vpc(config: dict[str, Any]) -> str:
+    """The VPC Ray's launcher puts the cluster in, found by Ray's own subnet choice (the first
+    usable subnet of ``provider.availability_zone``, or the node types' ``SubnetIds``): Ray looks
+    for the group by name there, and makes one open to the Internet where it finds none."""
+    import boto3
+    from ray.autoscaler._private.aws.config import _configure_subnet
+    from ray.autoscaler._private.util import prepare_config
+
+    prepared = _configure_subnet(prepare_config(copy.deepcopy(config)))
+    head = prepared["available_node_types"][prepared["head_node_type"]]["node_config"]
+    ec2 = boto3.client("ec2", region_name=prepared["provider"]["region"])
+    return ec2.describe_subnets(SubnetIds=head["SubnetIds"][:1])["Subnets"][0]["VpcId"]
+
+
+def _ensure_group(ec2: Any, plan: AccountPlan, vpc: str, said: list[str]) -> str:
+    """The cluster's security group in ``vpc`` with exactly: all traffic within it, and ``plan.ssh_rules``."""
     found = ec2.describe_security_groups(Filters=[{"Name": "group-name", "Values": [plan.group_name]}, {"Name": "vpc-id", "Values": [vpc]}])["SecurityGroups"]
     if found:
         group_id, current = found[0]["GroupId"], _split(found[0].get("IpPermissions", []))
@@ -183,8 +169,9 @@ def _ensure_group(ec2: Any, plan: AccountPlan, said: list[str]) -> str:
     return group_id
 
 
-def prepare_account(plan: AccountPlan) -> list[str]:
-    """Make (or bring up to date) the profiles and the security group ``plan`` names; what was done."""
+def prepare_account(plan: AccountPlan, config: dict[str, Any]) -> list[str]:
+    """Make (or bring up to date) the profiles and the security group ``plan`` names (``config``:
+    the launcher config it was read from); what was done."""
     import boto3
 
     said: list[str] = []
@@ -198,10 +185,15 @@ def prepare_account(plan: AccountPlan) -> list[str]:
     worker_arns = [_ensure_role(iam, name, bucket_policy(plan.bucket), said) for name in plan.worker_profiles]
     pass_workers = [{"Effect": "Allow", "Action": "iam:PassRole", "Resource": worker_arns}] if worker_arns else []
     _ensure_role(iam, plan.head_profile, bucket_policy(plan.bucket) + AUTOSCALER_STATEMENTS + pass_workers, said)
-    group_id = _ensure_group(boto3.client("ec2", region_name=plan.region), plan, said)
+    made_profile = any(line.startswith("made instance profile") for line in said)
+    vpc = rays_vpc(config)
+    group_id = _ensure_group(boto3.client("ec2", region_name=plan.region), plan, vpc, said)
+    if made_profile:  # a new profile takes seconds to reach EC2; Ray's own bootstrap waits the same after making one
+        iam.get_waiter("instance_profile_exists").wait(InstanceProfileName=plan.head_profile)
+        time.sleep(PROPAGATION_S)
     sources = ", ".join(r["CidrIp"] for rule in plan.ssh_rules for r in rule.get("IpRanges", [])) or "nowhere"
     said.append(f"ready: profiles {plan.head_profile} (head), {', '.join(plan.worker_profiles)} (workers) with s3://{plan.bucket}; "
-                f"security group {plan.group_name} ({group_id}) open within the cluster and to {sources}")
+                f"security group {plan.group_name} ({group_id}, {vpc}) open within the cluster and to {sources}")
     return said
 
 
@@ -211,6 +203,6 @@ def cmd_cluster_aws_setup(args: argparse.Namespace) -> int:
         import boto3  # noqa: F401
     except ImportError:
         raise ConfigError("boto3 is not installed: `uv sync --group aws` (Ray's AWS launcher needs it too)") from None
-    for line in prepare_account(plan):
+    for line in prepare_account(plan, read_yaml_mapping(Path(args.path), "cluster config")):
         print(line)
     return 0

@@ -201,7 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     cprobe.add_argument("--data", default="/data/imagenet", help="the image folder every node holds (default /data/imagenet; none: a study of bundled data, no folder to check)")
     cprobe.add_argument("--gpu-resource", default="GPU", help="what a GPU node offers (default GPU; the local twin: mjp_gpu, where CUDA is not checked)")
     cprobe.add_argument("--cpu-resource", default="mjp_data", help="what a CPU-only node offers (default mjp_data)")
-    cprobe.add_argument("--timeout", type=float, default=1200, help="seconds to wait for the nodes to start and answer (default 1200)")
+    cprobe.add_argument("--timeout", type=float, default=3600, help="seconds to wait for the nodes to start, copy the images and answer (default 3600)")
     cprobe.set_defaults(handler="sweep.cluster_probe:cmd_cluster_probe")
     store = cluster.add_parser("store", help="keep the MLflow store beyond the cluster: a consistent copy of its SQLite file in the bucket").add_subparsers(dest="store_command", required=True, metavar="STORE_COMMAND", parser_class=Parser)
     ssave = store.add_parser("save", help="copy the SQLite store DB to DEST (s3://... or a path), consistent while the server writes")

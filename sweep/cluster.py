@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import ipaddress
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from trainables.yaml_files import read_yaml_mapping
 #: keys Ray's AWS node provider reads from ``provider:``
 AWS_PROVIDER_KEYS = frozenset({
     "type", "region", "availability_zone", "cache_stopped_nodes", "use_internal_ips", "security_group",
-    "vpc_id", "key_pair", "cloudwatch", "controller", "disable_launch_config_check", "foreground_node_launch",
+    "key_pair", "aws_credentials", "cloudwatch", "controller", "disable_launch_config_check", "foreground_node_launch",
     "use_managed_instance_profile", "iam_role_arn",
 })
 
@@ -36,10 +37,30 @@ DLAMI_SSM = "resolve:ssm:/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-dr
 PLACEHOLDERS = {"YOUR-BUCKET": "your S3 bucket (setup_commands, MJP_BUCKET)", "YOUR-IP": "your address for SSH (provider.security_group)"}
 
 
-def aws_launch_problems(path: Path, raw: dict[str, Any]) -> None:
-    """``ConfigError`` for what Ray's schema lets through and a real account would stop at."""
-    from sweep.aws_setup import profile_name, check_cidr
+def profile_name(path: Path, node_type: str, node: dict[str, Any]) -> str:
+    """The instance profile a node type names (``IamInstanceProfile: {Name: ...}``); ``ConfigError`` when none."""
+    profile = node.get("node_config", {}).get("IamInstanceProfile")
+    if not isinstance(profile, dict) or not isinstance(profile.get("Name"), str):
+        raise ConfigError(f"{path}: available_node_types.{node_type}.node_config.IamInstanceProfile: give every node type a profile by name "
+                          f"({{Name: mjp-head}} or {{Name: mjp-worker}}): Ray's launcher gives its default profile to the head only, and a node without one cannot reach S3")
+    return profile["Name"]
 
+
+def check_cidr(cidr: Any, where: str) -> str:
+    """``cidr`` if it is a network that is not the whole Internet; ``ConfigError`` naming ``where`` else."""
+    try:
+        net = ipaddress.ip_network(str(cidr), strict=False)
+    except ValueError:
+        raise ConfigError(f"{where}: {cidr!r} is not an address range; set it to your address, e.g. 203.0.113.7/32 "
+                          "(`curl -s https://checkip.amazonaws.com` prints it)") from None
+    if net.prefixlen == 0:
+        raise ConfigError(f"{where}: {cidr} opens the port to the whole Internet; allow only your address, e.g. 203.0.113.7/32")
+    return str(cidr)
+
+
+def aws_launch_problems(path: Path, raw: dict[str, Any], *, allow_placeholders: bool = True) -> None:
+    """``ConfigError`` for what Ray's schema lets through and a real account would stop at
+    (``allow_placeholders``: the shipped file's ``YOUR-IP`` passes, as ``mjp cluster check`` lists it)."""
     for name, node in (raw.get("available_node_types") or {}).items():
         image = str((node.get("node_config") or {}).get("ImageId", ""))
         if image.lower() in ("", "latest_dlami"):
@@ -50,11 +71,16 @@ def aws_launch_problems(path: Path, raw: dict[str, Any]) -> None:
     if not group.get("GroupName"):
         raise ConfigError(f"{path}: provider.security_group.GroupName is missing: a group Ray makes itself opens SSH to 0.0.0.0/0; "
                           "name the group `mjp cluster aws-setup` makes (cluster.yaml ships mjp-cluster)")
-    for i, rule in enumerate(group.get("IpPermissions") or []):
-        for j, ip_range in enumerate(rule.get("IpRanges", [])):
-            cidr = str(ip_range.get("CidrIp"))
-            if "YOUR-IP" not in cidr:
-                check_cidr(cidr, f"{path}: provider.security_group.IpPermissions[{i}].IpRanges[{j}].CidrIp")
+    rules = group.get("IpPermissions") or []
+    if not any(rule.get("FromPort", 0) <= 22 <= rule.get("ToPort", 65535) and rule.get("IpProtocol") in ("tcp", "6", "-1") for rule in rules):
+        raise ConfigError(f"{path}: provider.security_group.IpPermissions has no SSH rule: `ray up` reaches the head over SSH; "
+                          "allow port 22 from your address ({IpProtocol: tcp, FromPort: 22, ToPort: 22, IpRanges: [{CidrIp: 203.0.113.7/32}]})")
+    for i, rule in enumerate(rules):
+        ranges = [(f"IpRanges[{j}].CidrIp", r.get("CidrIp")) for j, r in enumerate(rule.get("IpRanges", []))]
+        ranges += [(f"Ipv6Ranges[{j}].CidrIpv6", r.get("CidrIpv6")) for j, r in enumerate(rule.get("Ipv6Ranges", []))]
+        for where, cidr in ranges:
+            if not (allow_placeholders and "YOUR-IP" in str(cidr)):
+                check_cidr(cidr, f"{path}: provider.security_group.IpPermissions[{i}].{where}")
 
 
 def placeholders_left(path: Path) -> list[str]:

@@ -203,3 +203,35 @@ def test_the_ui_hint_for_a_tracking_server_is_its_own_page(monkeypatch):
     monkeypatch.setattr(trainables.tracking, "experiment_runs_page", lambda uri, name, host="http://127.0.0.1:5000": f"{host}/#/experiments/7/runs")
     assert mlflow_ui_command("http://127.0.0.1:41234", "mjp").startswith("open http://127.0.0.1:41234/#/experiments/7/runs")
     assert "mlflow ui --backend-store-uri sqlite:////x/mlflow.db" in mlflow_ui_command("sqlite:////x/mlflow.db", "mjp")
+
+
+def _edited(tmp_path, edit) -> Path:
+    config = yaml.safe_load(CLUSTER.read_text())
+    edit(config)
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda c: c["available_node_types"]["gpu_worker"]["node_config"].update(ImageId="latest_dlami"), "gpu_worker.node_config.ImageId is latest_dlami: Ray 2.60 takes that for its fixed"),
+    (lambda c: c["available_node_types"]["cpu_worker"]["node_config"].pop("ImageId"), "cpu_worker.node_config.ImageId is missing"),
+    (lambda c: c["available_node_types"]["cpu_worker"]["node_config"].pop("IamInstanceProfile"), "cpu_worker.node_config.IamInstanceProfile: give every node type a profile"),
+    (lambda c: c["provider"]["security_group"]["IpPermissions"][0]["IpRanges"][0].update(CidrIp="0.0.0.0/0"), "opens the port to the whole Internet"),
+    (lambda c: c["provider"]["security_group"].update(IpPermissions=[]), "has no SSH rule"),
+    (lambda c: c["provider"].pop("security_group"), "a group Ray makes itself opens SSH to 0.0.0.0/0"),
+])
+def test_cluster_check_refuses_what_a_real_account_would_stop_at(tmp_path, edit, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        validate_cluster_config(_edited(tmp_path, edit))
+
+
+def test_the_shipped_cluster_yaml_names_a_current_ami_and_a_profile_on_every_node_type(capsys):
+    from sweep.cli import main
+    from sweep.cluster import DLAMI_SSM
+
+    for name, node_type in yaml.safe_load(CLUSTER.read_text())["available_node_types"].items():
+        assert node_type["node_config"]["ImageId"] == DLAMI_SSM, name
+        assert node_type["node_config"]["IamInstanceProfile"]["Name"] == ("mjp-head" if name == "head" else "mjp-worker")
+    assert main(["cluster", "check", str(CLUSTER)]) == 0
+    assert "set before `mjp cluster aws-setup` and `ray up`: YOUR-BUCKET" in capsys.readouterr().out

@@ -61,6 +61,7 @@ def account(tmp_path, monkeypatch):
     from ray.autoscaler._private.aws import config
 
     monkeypatch.setattr(config, "time", type("NoWait", (), {"sleep": staticmethod(lambda seconds: None)}))  # its IAM waits 15 s twice for propagation
+    monkeypatch.setattr("sweep.aws_setup.PROPAGATION_S", 0)  # and so does aws-setup, after making a profile
     boto3.client("s3", region_name=REGION).create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
     yield
     utils.resource_cache.cache_clear(), utils.client_cache.cache_clear()
@@ -235,3 +236,24 @@ def test_aws_setup_refuses_a_placeholder_or_the_open_internet_before_any_aws_cal
     assert main(["cluster", "aws-setup", str(path)]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def test_the_group_is_made_in_the_vpc_ray_chooses_not_the_default_one(account, tmp_path, capsys):
+    """Ray takes the VPC of the first usable subnet of the availability zones (sorted Z-A within
+    an AZ), not the default VPC; a group made elsewhere would leave Ray to make its own, open to
+    0.0.0.0/0. An account whose other VPC has a public subnet in us-west-2a."""
+    from sweep.cli import main
+
+    ec2 = boto3.client("ec2", region_name=REGION)
+    vpc = ec2.create_vpc(CidrBlock="10.9.0.0/16")["Vpc"]["VpcId"]
+    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.9.1.0/24", AvailabilityZone="us-west-2a")["Subnet"]["SubnetId"]
+    ec2.modify_subnet_attribute(SubnetId=subnet, MapPublicIpOnLaunch={"Value": True})
+    default = ec2.describe_vpcs(Filters=[{"Name": "is-default", "Values": ["true"]}])["Vpcs"][0]["VpcId"]
+    for other in ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [default]}, {"Name": "availability-zone", "Values": ["us-west-2a"]}])["Subnets"]:
+        ec2.modify_subnet_attribute(SubnetId=other["SubnetId"], MapPublicIpOnLaunch={"Value": False})  # the default VPC's first AZ: private
+    path = users_cluster_yaml(tmp_path)
+    assert main(["cluster", "aws-setup", str(path)]) == 0
+    assert f"{vpc}) open within the cluster" in capsys.readouterr().out
+    instances = launch_every_node_type(path)
+    assert {i["VpcId"] for i in instances.values()} == {vpc}
+    check_account(instances)
