@@ -104,7 +104,8 @@ def probe_here(data_root: str, storage: str | None, tracking: str | None, cuda: 
     checks = [_cuda()] if cuda else []
     images = Check("images", True, "not checked (--data none)") if data_root == "none" else _images(data_root)
     checks += [images, _bucket(storage), _tracking(tracking)]
-    return f"{ray.util.get_node_ip_address()} (node {ray.get_runtime_context().get_node_id()[:12]})", checks
+    node = f" (node {ray.get_runtime_context().get_node_id()[:12]})" if ray.is_initialized() else ""  # never starts a Ray of its own
+    return f"{ray.util.get_node_ip_address()}{node}", checks
 
 
 def cmd_cluster_probe(args: argparse.Namespace) -> int:

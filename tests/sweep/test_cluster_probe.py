@@ -30,6 +30,9 @@ def test_a_node_with_the_images_and_the_bucket_passes_and_says_what_it_saw(tmp_p
     assert seen["bucket"].ok and not list((tmp_path / "bucket" / "_probe").iterdir()), "the probe's file is deleted"
     assert not seen["mlflow"].ok and "not the head's MLflow server" in seen["mlflow"].detail
     assert "cuda" not in seen and node
+    import ray
+
+    assert not ray.is_initialized(), "probing outside a Ray task starts no Ray (a later test would inherit it)"
 
 
 def test_what_a_broken_node_fails(tmp_path):
