@@ -205,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     cprobe.set_defaults(handler="sweep.cluster_probe:cmd_cluster_probe")
     store = cluster.add_parser("store", help="keep the MLflow store beyond the cluster: a consistent copy of its SQLite file in the bucket").add_subparsers(dest="store_command", required=True, metavar="STORE_COMMAND", parser_class=Parser)
     ssave = store.add_parser("save", help="copy the SQLite store DB to DEST (s3://... or a path), consistent while the server writes")
-    ssave.add_argument("db", help="the MLflow server's SQLite file (on the head: /home/ray/mlflow/mlflow.db)")
+    ssave.add_argument("db", help="the MLflow server's SQLite file (on the head: /data/mjp/mlflow/mlflow.db)")
     ssave.add_argument("dest", help="where the copy is kept (on the head: $MJP_BUCKET/mlflow/mlflow.db)")
     ssave.add_argument("--every", type=float, default=None, metavar="SECONDS", help="keep saving, every SECONDS while the store changes (the head's loop)")
     ssave.set_defaults(handler="sweep.store_copy:cmd_store_save")
