@@ -98,16 +98,18 @@ def _environment() -> dict[str, str]:
     return env
 
 
-def _wait_http(url: str, what: str, seconds: float, log: Path) -> None:
+def _wait_http(url: str, what: str, seconds: float, log: Path, process: subprocess.Popen) -> None:
+    """Until ``url`` answers; ``ConfigError`` with the log's last line when ``process`` ends first or time runs out."""
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and process.poll() is None:
         try:
             urllib.request.urlopen(url, timeout=2).close()
             return
         except OSError:
             time.sleep(0.5)
     tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
-    raise ConfigError(f"{what} did not answer at {url} within {seconds:.0f} s ({tail[0] if tail else 'no log'}); see {log}")
+    how = f"ended ({process.returncode})" if process.poll() is not None else f"did not answer within {seconds:.0f} s"
+    raise ConfigError(f"{what} at {url} {how} ({tail[0] if tail else 'no log'}); see {log}")
 
 
 def write_token(path: Path) -> Path:
@@ -153,15 +155,18 @@ def up(session_dir: str | Path = DEFAULT_SESSION, *, gpu_workers: int = 2, cpu_w
             stdout=log, stderr=subprocess.STDOUT, env={**env, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}, start_new_session=True, cwd=session)
     (session / "mlflow" / "server.pgid").write_text(str(server.pid))
     try:
-        return _start_head(session, config, kept, mlflow_log, env, gcs, dash, mlflow_port)
+        # listening before Ray starts: Ray's processes bind ports of their own choosing, and one took
+        # the server's port while it was still importing (uvicorn then ends: address already in use)
+        _wait_http(f"http://127.0.0.1:{mlflow_port}/health", "the MLflow server", 120, mlflow_log, server)
+        return _start_head(session, config, kept, env, gcs, dash, mlflow_port)
     except BaseException:  # whatever stops the start (a missing `ray`, Ctrl-C): nothing left running
         down(session)
         raise
 
 
-def _start_head(session: Path, config: Path, bucket: Path, mlflow_log: Path, env: dict[str, str], gcs: int, dash: int, mlflow_port: int) -> LocalCluster:
-    """``ray start --head`` with the autoscaler (in a process group of its own, which ``down``
-    ends: Ray's client proxy names no path of the session), then wait for the MLflow server."""
+def _start_head(session: Path, config: Path, bucket: Path, env: dict[str, str], gcs: int, dash: int, mlflow_port: int) -> LocalCluster:
+    """``ray start --head`` with the autoscaler, in a process group of its own, which ``down``
+    ends (Ray's client proxy names no path of the session)."""
     ray_cli = Path(sys.executable).with_name("ray")
     if not ray_cli.exists():
         raise ConfigError(f"no `ray` command beside this Python ({ray_cli}); run from the project's environment (.venv/bin/mjp)")
@@ -181,7 +186,6 @@ def _start_head(session: Path, config: Path, bucket: Path, mlflow_log: Path, env
     (session / STATE_FILE).write_text(json.dumps(asdict(cluster), indent=1))
     if returncode != 0:
         raise ConfigError(f"`ray start --head` failed ({returncode}); see {session / 'ray-start.log'}")
-    _wait_http(f"{cluster.tracking_uri}/health", "the MLflow server", 120, mlflow_log)
     return cluster
 
 
