@@ -69,11 +69,11 @@ def _images(root: str) -> Check:
 def _bucket(storage: str | None) -> Check:
     if not storage:
         return Check("bucket", False, "$MJP_SWEEP_STORAGE is not set on this node (cluster.yaml's setup_commands export it)")
-    from pyarrow import fs
+    from sweep.store_copy import filesystem_of
 
     where = f"{storage.rstrip('/')}/_probe/{socket.gethostname()}-{os.getpid()}"
     try:
-        filesystem, path = fs.FileSystem.from_uri(where) if "://" in where else (fs.LocalFileSystem(), where)
+        filesystem, path = filesystem_of(where)
         filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
         with filesystem.open_output_stream(path) as out:
             out.write(b"mjp cluster probe")
@@ -86,15 +86,12 @@ def _bucket(storage: str | None) -> Check:
 
 
 def _tracking(uri: str | None) -> Check:
-    if not uri or not uri.startswith(("http://", "https://")):
-        return Check("mlflow", False, f"$MLFLOW_TRACKING_URI is {uri!r}, not the head's MLflow server")
-    import urllib.request
+    from trainables.tracking import is_tracking_server, server_silence
 
-    try:
-        urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=10).close()
-    except OSError as err:
-        return Check("mlflow", False, f"{uri} does not answer from this node ({getattr(err, 'reason', err)})")
-    return Check("mlflow", True, f"{uri} answers")
+    if not uri or not is_tracking_server(uri):
+        return Check("mlflow", False, f"$MLFLOW_TRACKING_URI is {uri!r}, not the head's MLflow server")
+    silence = server_silence(uri, seconds=10)
+    return Check("mlflow", silence is None, f"{uri} answers" if silence is None else f"{uri} does not answer from this node ({silence})")
 
 
 def probe_here(data_root: str, storage: str | None, tracking: str | None, cuda: bool) -> tuple[str, list[Check]]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
 
 from trainables.errors import UserError
 
@@ -165,10 +164,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     for name, lines in notes.items():
         for line in lines:
             print(f"note ({name}): {line}")
-    from sweep.commands import tool
+    from sweep.commands import mlflow_ui_command
 
-    from trainables.tracking import is_tracking_server
-
-    see = f"open {tracker.uri.rstrip('/')}/#/experiments" if is_tracking_server(tracker.uri) else f"{tool('mlflow')} ui --backend-store-uri {shlex.quote(tracker.uri)}"
-    print(f"logged into MLflow run {tracker.run_id} ({tracker.uri}); see it with: {see}")
+    print(f"logged into MLflow run {tracker.run_id} ({tracker.uri}); see it with: {mlflow_ui_command(tracker.uri, cfg.tracking.experiment)}")
     return 0

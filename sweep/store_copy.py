@@ -23,7 +23,7 @@ from typing import Any
 from trainables.errors import ConfigError
 
 
-def _filesystem(where: str) -> tuple[Any, str]:
+def filesystem_of(where: str) -> tuple[Any, str]:
     """pyarrow's file system for ``where`` (``s3://bucket/key`` or a local path) and the path in it."""
     from pyarrow import fs
 
@@ -53,7 +53,7 @@ def save_store(db: str | Path, dest: str) -> int:
     db = Path(db)
     if not db.is_file():
         raise ConfigError(f"{db}: no MLflow store there to save (the server makes it on its first request)")
-    filesystem, path = _filesystem(dest)
+    filesystem, path = filesystem_of(dest)
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / "mlflow.db"
         try:
@@ -80,7 +80,7 @@ def restore_store(src: str, db: str | Path) -> str:
     db = Path(db)
     if db.exists():
         return f"kept {db}: the store on this disk is at least as new as any saved copy"
-    filesystem, path = _filesystem(src)
+    filesystem, path = filesystem_of(src)
     from pyarrow import fs
 
     if filesystem.get_file_info(path).type != fs.FileType.File:

@@ -10,7 +10,6 @@ nothing here depends on how many.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -19,7 +18,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 import mlflow
 import pytest
@@ -27,11 +25,11 @@ import yaml
 
 from mjp import keys
 from sweep.local_cluster import DATA_NODE, GPU_STANDIN, down, kill_node, session_processes, up
+from tests.twin_jobs import ENDED, SUBMITTED, job_call, job_logs, on_cluster, submit, wait_job
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parent.parent
-ENDED = {"SUCCEEDED", "FAILED", "STOPPED"}
 HEAD_NODE = "fffffffffffffffffffffffffffffffffffffffffffffffffff00000"  # the fake provider's head id
 TINY = {
     "model": {"kwargs": {"patch_size": 2, "embed_dim": 32, "depth": 2, "num_heads": 2}},
@@ -41,7 +39,6 @@ TINY = {
     "runtime": {"checkpoint_every": 1, "max_failures": 2},
 }
 LOSSES: dict[str, float] = {}  # what each loss cost, printed at the end (docs/cluster-local.md)
-SUBMITTED: list[str] = []  # the jobs the current test submitted (``each_test_ends_its_jobs`` stops them)
 
 
 @pytest.fixture(scope="module")
@@ -98,42 +95,6 @@ def study(twin, name: str, epochs: int, variants: list[str], **train) -> str:
         "objective": {"metric": keys.VAL_TOP1, "mode": "max"}, "search": {"algorithm": "grid"}, "budget": {"max_concurrent": 2},
     }))
     return str(path)
-
-
-def on_cluster(twin, code: str) -> Any:
-    """Run ``code`` (its last line of output is one JSON value) in a fresh Python with the twin's
-    environment: this process may have loaded Ray's C++ side, which reads ``RAY_AUTH_MODE`` once,
-    for another test's local Ray without token authentication."""
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
-                         env={**os.environ, **twin.environment(), "PYTHONPATH": str(REPO)})
-    assert out.returncode == 0, out.stderr[-3000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def job_call(twin, call: str) -> Any:
-    return on_cluster(twin, "import json; from ray.job_submission import JobSubmissionClient as C; "
-                            f"c = C({twin.dashboard!r}); print(json.dumps({call}))")
-
-
-def submit(twin, *argv: str) -> str:
-    """``mjp ARGV`` as a Ray job on the twin's head (as `ray job submit` does); its submission id."""
-    command = " ".join([f"cd {REPO} &&", sys.executable, "-m", "sweep.cli", *argv])
-    SUBMITTED.append(job := job_call(twin, f"c.submit_job(entrypoint={command!r})"))
-    return job
-
-
-def wait_job(twin, job: str, seconds: float = 420) -> str:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        status = job_call(twin, f"str(c.get_job_status({job!r}))")
-        if status in ENDED:
-            return status
-        time.sleep(2)
-    raise AssertionError(f"job {job} still running after {seconds} s:\n{job_logs(twin, job)}")
-
-
-def job_logs(twin, job: str) -> str:
-    return job_call(twin, f"c.get_job_logs({job!r})[-3000:]")
 
 
 def tracking():

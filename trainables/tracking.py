@@ -60,19 +60,27 @@ def require_server(uri: str, seconds: float = 5.0) -> None:
     (the local twin's exports left set after ``mjp cluster down``). Any HTTP answer will do."""
     if not is_tracking_server(uri) or uri in _ANSWERED:
         return
+    silence = server_silence(uri, seconds)
+    if silence is not None:
+        source = "$MLFLOW_TRACKING_URI" if os.environ.get("MLFLOW_TRACKING_URI") == uri else "the tracking URI"
+        raise TrackingError(f"no MLflow server answers at {uri} ({source}: {silence}); start it (the local twin: `mjp cluster up --local`, "
+                            "then its exports), or `unset MLFLOW_TRACKING_URI` for the local store ./mlflow.db")
+    _ANSWERED.add(uri)
+
+
+def server_silence(uri: str, seconds: float) -> str | None:
+    """Why the tracking server at ``uri`` did not answer its health check within ``seconds``; None
+    when it answered (any HTTP answer: a proxy in front of it may want a login for /health)."""
     import urllib.error
     import urllib.request
 
     try:
         urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=seconds).close()
     except urllib.error.HTTPError:
-        pass  # it answered (a proxy in front of it may want a login for /health)
+        return None
     except OSError as err:
-        reason = getattr(err, "reason", err)
-        source = "$MLFLOW_TRACKING_URI" if os.environ.get("MLFLOW_TRACKING_URI") == uri else "the tracking URI"
-        raise TrackingError(f"no MLflow server answers at {uri} ({source}: {reason}); start it (the local twin: `mjp cluster up --local`, "
-                            "then its exports), or `unset MLFLOW_TRACKING_URI` for the local store ./mlflow.db") from None
-    _ANSWERED.add(uri)
+        return str(getattr(err, "reason", err))
+    return None
 
 
 #: the stores MLflow 3 opens (a database through SQLAlchemy, with an optional ``+driver``, a
