@@ -32,9 +32,10 @@ def package_version() -> str:
         return version("mjp-sweep")
     except PackageNotFoundError:
         import tomllib
-        from pathlib import Path
 
-        with open(Path(__file__).resolve().parent.parent / "pyproject.toml", "rb") as fh:
+        from sweep.study_names import PROJECT_DIR
+
+        with open(PROJECT_DIR / "pyproject.toml", "rb") as fh:
             return tomllib.load(fh)["project"]["version"]
 
 

@@ -119,14 +119,12 @@ def cmd_sweep_run(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep_resume(args: argparse.Namespace) -> int:
-    from sweep.run import resume_sweep
-    from sweep.sweep_state import read_state, study_of_state
-    from sweep.signatures import verify_sweep_dir
+    from sweep.sweep_state import load_resumable
 
-    state = read_state(args.experiment_dir)  # plain JSON: is this a sweep directory at all?
-    verify_sweep_dir(args.experiment_dir)  # before anything unpickles a file of it
-    study = study_of_state(state, check=False)  # for the table at the end; resume_sweep runs the pre-flight
-    outcome = resume_sweep(args.experiment_dir, address=args.address, verbose=args.verbose)
+    state, study = load_resumable(args.experiment_dir)  # refused in one line before Ray is imported
+    from sweep.run import resume_sweep
+
+    outcome = resume_sweep(args.experiment_dir, (state, study), address=args.address, verbose=args.verbose)
     return _after_sweep(outcome, study)
 
 

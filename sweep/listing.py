@@ -26,7 +26,8 @@ def study_size(name: str, smoke: bool) -> tuple[int, int]:
 
 def cmd_sweep_list(args: argparse.Namespace) -> int:
     from analysis.markdown import markdown_table
-    from sweep.study import STUDIES_DIR, load_study
+    from sweep.study import load_study
+    from sweep.study_names import STUDIES_DIR
 
     rows = []
     for path in sorted(STUDIES_DIR.glob("*.yaml")):

@@ -43,6 +43,7 @@ import yaml
 
 from sweep.twin_config import DATA_NODE, GPU_STANDIN, twin_config
 from sweep.twin_processes import kill_node, raylet_pid, session_processes
+from sweep.study_names import PROJECT_DIR
 from trainables.errors import ConfigError
 
 __all__ = ["DATA_NODE", "GPU_STANDIN", "LocalCluster", "down", "kill_node", "raylet_pid", "read_state", "session_processes", "twin_config", "up"]  # the twin's resources too
@@ -93,7 +94,7 @@ def _environment() -> dict[str, str]:
 
     prepare_environment()  # what every Ray process of the project needs (the head's and its nodes' inherit it)
     env = {**os.environ, "RAY_FAKE_CLUSTER": "1", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token"}
-    here = str(Path(__file__).resolve().parent.parent)
+    here = str(PROJECT_DIR)
     env["PYTHONPATH"] = os.pathsep.join([here, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != here]])
     return env
 

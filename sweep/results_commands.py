@@ -11,10 +11,11 @@ import subprocess
 from pathlib import Path
 
 from mjp import keys
+from sweep.study_names import PROJECT_DIR
 from trainables.errors import UserError
 
 #: the checkout: README.md, docs/ and results/ live here
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = PROJECT_DIR
 RESULTS = ROOT / "results"
 
 

@@ -30,12 +30,12 @@ from ray.tune.search.optuna import OptunaSearch
 
 from mjp import keys
 from sweep.console import ConsoleView, failure_reason
-from sweep.signatures import signing_key, verify_sweep_dir
+from sweep.signatures import signing_key
 from sweep.signing_callback import SweepSigner, sign_tuner_file
 from sweep.space import define_by_run, make_sampler
 from sweep.child_runs import close_orphans, close_running_children, reopen_children
-from sweep.study import Study
-from sweep.sweep_state import filesystem, in_project, read_state, study_of_state, write_state
+from sweep.study import Study, check_study
+from sweep.sweep_state import SweepState, filesystem, in_project, load_resumable, write_state
 from trainables.config import TrainConfig
 from trainables.driver import TrialResources, TrialSpec, find_child_run, tune_trial
 from trainables.errors import DiskFullError, UserError, disk_full_reason
@@ -168,11 +168,11 @@ def _cpus_needed(study: Study) -> int:
     return max(os.cpu_count() or 1, math.ceil(study.max_concurrent * per_trial))
 
 
-def _spec(study: Study, state: dict[str, Any], storage: str) -> TrialSpec:
+def _spec(study: Study, state: SweepState, storage: str) -> TrialSpec:
     return TrialSpec(
-        name=state["name"], base_tree=study.base_tree, uri=state["uri"], experiment=state["experiment"],
-        storage=f"{storage}/{state['name']}-trials", extra=study.extra, presets=study.presets, study=study.name,
-        parent_run_id=state["parent_run_id"], checkpoint_epochs=asha_rungs(study), driver_cpus=study.config.driver_cpus,
+        name=state.name, base_tree=study.base_tree, uri=state.uri, experiment=state.experiment,
+        storage=f"{storage}/{state.name}-trials", extra=study.extra, presets=study.presets, study=study.name,
+        parent_run_id=state.parent_run_id, checkpoint_epochs=asha_rungs(study), driver_cpus=study.config.driver_cpus,
     )
 
 
@@ -211,14 +211,14 @@ def objectives_checked_at_the_end(study: Study) -> Iterator[None]:
             os.environ[name] = before
 
 
-def _callbacks(study: Study, spec: TrialSpec, state: dict[str, Any], recorder: "SweepRecorder", stream: TextIO | None, experiment_dir: str) -> list[tune.Callback]:
+def _callbacks(study: Study, spec: TrialSpec, state: SweepState, recorder: "SweepRecorder", stream: TextIO | None, experiment_dir: str) -> list[tune.Callback]:
     recorder.epochs = study.train_config({}).optim.epochs
     callbacks: list[tune.Callback] = [recorder, SweepSigner(experiment_dir, experiment_dir.rstrip("/").rsplit("/", 1)[-1])]
-    if state.get("optuna_storage"):
+    if state.optuna_storage:
         from sweep.optuna_mirror import OptunaMirror
 
-        callbacks.append(OptunaMirror(state["optuna_storage"], state["name"], study.config, study.train_config({}).optim.epochs,
-                                      tracking=(state["uri"], state["experiment"], state["parent_run_id"])))
+        callbacks.append(OptunaMirror(state.optuna_storage, state.name, study.config, study.train_config({}).optim.epochs,
+                                      tracking=(state.uri, state.experiment, state.parent_run_id)))
     return callbacks + [_view(study, spec, stream)]
 
 
@@ -385,13 +385,13 @@ def _launch(study: Study, storage: str, address: str | None, uri: str, verbose: 
         description = " ".join(study.config.description.split())
         parent.set_note(f"{description}\n\n(the table and the report appear here when the sweep ends)")
         set_experiment_note(uri, experiment, f"{description}\n\nEach sweep of study `{study.name}` is a parent run; its trials are child runs named by what they train. `mjp analyze report --study {study.name}` writes the study's report.")
-        state = dict(study=study.source, study_in_project=in_project(study.source), study_digest=study.digest, smoke=study.smoke, extra=study.extra, uri=uri, experiment=experiment,
-                     parent_run_id=parent.run_id, name=run_name, optuna_storage=optuna_storage_url(uri))
+        state = SweepState(study=study.source, study_in_project=in_project(study.source), study_digest=study.digest, smoke=study.smoke, extra=study.extra,
+                           uri=uri, experiment=experiment, parent_run_id=parent.run_id, name=run_name, optuna_storage=optuna_storage_url(uri))
         write_state(experiment_dir, state)
-        if state["optuna_storage"]:
+        if state.optuna_storage:
             from sweep.optuna_mirror import check_storage
 
-            check_storage(state["optuna_storage"], run_name, study.config)
+            check_storage(state.optuna_storage, run_name, study.config)
         ensure_ray(address, num_cpus=None if address else _cpus_needed(study), verbose=verbose, dashboard=_uses_ray_train(study))
         _link_ray_logs(experiment_dir)
         spec = _spec(study, state, storage)
@@ -437,25 +437,26 @@ class run_closed_on_error:
         return False
 
 
-def resume_sweep(experiment_dir: str, *, address: str | None = None, verbose: bool = False, stream: TextIO | None = None) -> SweepOutcome:
+def resume_sweep(experiment_dir: str, loaded: tuple[SweepState, Study] | None = None, *, address: str | None = None, verbose: bool = False,
+                 stream: TextIO | None = None) -> SweepOutcome:
     """Continue an interrupted sweep: unfinished and errored trials run again under their own
-    MLflow child runs; finished trials are kept; the Optuna state is restored by Tune."""
+    MLflow child runs; finished trials are kept; the Optuna state is restored by Tune.
+    ``loaded``: the directory's ``load_resumable``, when the caller has read it already."""
     experiment_dir = absolute(experiment_dir)
-    verify_sweep_dir(experiment_dir)  # before Ray opens (and unpickles) anything in it
-    state = read_state(experiment_dir)
-    study = study_of_state(state)
-    require_server(state["uri"])  # the store the sweep was started in, and its cluster, before any write
+    state, study = loaded or load_resumable(experiment_dir)  # before Ray opens (and unpickles) anything in it
+    check_study(study)
+    require_server(state.uri)  # the store the sweep was started in, and its cluster, before any write
     require_cluster(address)
-    check_store_writable(state["uri"])
+    check_store_writable(state.uri)
     if not tune.Tuner.can_restore(experiment_dir):
         raise UserError(f"{experiment_dir} holds no restorable Tune experiment")
-    log = start_logging(experiment_dir, state["name"], verbose)
-    if state.get("optuna_storage"):
+    log = start_logging(experiment_dir, state.name, verbose)
+    if state.optuna_storage:
         from sweep.optuna_mirror import check_storage
 
-        check_storage(state["optuna_storage"], state["name"], study.config)
-    announce(stream, f"resuming sweep {state['name']} · logs: {log}")
-    parent = RunTracker(state["uri"], state["parent_run_id"])
+        check_storage(state.optuna_storage, state.name, study.config)
+    announce(stream, f"resuming sweep {state.name} · logs: {log}")
+    parent = RunTracker(state.uri, state.parent_run_id)
     storage = experiment_dir.rstrip("/").rsplit("/", 1)[0]
     with run_closed_on_error(parent, f"`mjp sweep resume {experiment_dir}` continues the sweep"):
         parent.set_status("RUNNING")
@@ -465,7 +466,7 @@ def resume_sweep(experiment_dir: str, *, address: str | None = None, verbose: bo
         _link_ray_logs(experiment_dir)
         spec = _spec(study, state, storage)
         trainable, _ = _tuner_parts(study, spec)
-        recorder = SweepRecorder(state["uri"], state["experiment"], parent.run_id, study.num_trials, study.config.budget.time_budget_s)
+        recorder = SweepRecorder(state.uri, state.experiment, parent.run_id, study.num_trials, study.config.budget.time_budget_s)
         tuner = tune.Tuner.restore(experiment_dir, trainable=trainable, resume_unfinished=True, resume_errored=True)
         _replace_callbacks(tuner, _callbacks(study, spec, state, recorder, stream, experiment_dir))
         with objectives_checked_at_the_end(study):

@@ -9,21 +9,16 @@ with the command that resumes it.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mjp import keys
-from sweep.signatures import STATE_FILE  # the state file sweep.sweep_state writes (a light import: no Ray)
 from trainables.errors import UserError
 
 if TYPE_CHECKING:
     from analysis.runs import SweepSummary, TrialSummary
-
-STUDIES_DIR = Path(__file__).resolve().parent / "studies"
-
 
 def driver_alive(driver: str | None) -> bool | None:
     """Whether ``host:pid`` is a living process (None when it ran on another host or is unknown)."""
@@ -84,15 +79,6 @@ def trials_table(sweep: "SweepSummary", indent: str = "    ") -> str:
     return "\n".join(lines)
 
 
-def _sweep_dir_state(target: str) -> dict:
-    """The state file ``mjp sweep run`` wrote into a (local) sweep directory."""
-    path = Path(target) / STATE_FILE
-    try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        raise UserError(f"{target} is not a sweep directory (no readable {STATE_FILE}); pass a study name or a directory under ray_results/") from None
-
-
 def _study_name(target: str, uri: str) -> str:
     """``target`` as a study name: a study file's name, a shipped study or one recorded in the store."""
     from analysis.runs import recorded_studies
@@ -110,16 +96,17 @@ def _study_name(target: str, uri: str) -> str:
 
 def cmd_sweep_status(args: argparse.Namespace) -> int:
     from analysis.runs import sweep_summaries, sweep_summary
+    from sweep.sweep_state import read_state
     from trainables.tracking import check_store_readable, tracking_uri
 
     target = args.target or args.study
     if target and (Path(target).is_dir() or "/" in target and not Path(target).is_file()):
         if not Path(target).is_dir():
             raise UserError(f"sweep directory {target} does not exist (the path `mjp sweep run` printed, under ray_results/)")
-        state = _sweep_dir_state(target)
-        uri = tracking_uri(args.uri or state["uri"])
+        state = read_state(target)
+        uri = tracking_uri(args.uri or state.uri)
         check_store_readable(uri)
-        sweeps = [sweep_summary(uri, state["parent_run_id"])]
+        sweeps = [sweep_summary(uri, state.parent_run_id)]
     else:
         uri = tracking_uri(args.uri)
         check_store_readable(uri)

@@ -30,12 +30,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from mjp import keys
 from trainables.config import TrackingSection, TrainConfig, build_config, describe_validation_error, flat_params, known_keys
+from sweep.study_names import PROJECT_DIR, shipped_study, shipped_studies
 from trainables.errors import ConfigError
 from trainables.overrides import did_you_mean, did_you_mean_key, expand_presets, merge
 from trainables.yaml_files import read_yaml_mapping
 
-PROJECT_DIR = Path(__file__).resolve().parent.parent
-STUDIES_DIR = Path(__file__).resolve().parent / "studies"
 
 
 class _Strict(BaseModel):
@@ -337,11 +336,11 @@ def resolve_study_path(name_or_path: str) -> Path:
     path = Path(name_or_path).expanduser()
     if path.is_file():
         return path.absolute()
-    shipped = STUDIES_DIR / f"{name_or_path}.yaml"
-    if shipped.is_file():
+    shipped = shipped_study(name_or_path)
+    if shipped is not None:
         return shipped
-    names = ", ".join(sorted(p.stem for p in STUDIES_DIR.glob("*.yaml")))
-    hint = did_you_mean(name_or_path, [p.stem for p in STUDIES_DIR.glob("*.yaml")])
+    names = ", ".join(shipped_studies())
+    hint = did_you_mean(name_or_path, shipped_studies())
     raise ConfigError(f"study {name_or_path!r} is neither a file nor a shipped study{hint}; shipped: {names}")
 
 

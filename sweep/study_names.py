@@ -10,11 +10,19 @@ from pathlib import Path
 from trainables.errors import UserError
 from trainables.overrides import did_you_mean
 
-STUDIES_DIR = Path(__file__).resolve().parent / "studies"
+#: the checkout (the folder of pyproject.toml, whatever depth this module sits at) and its studies
+PROJECT_DIR = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
+STUDIES_DIR = PROJECT_DIR / "sweep" / "studies"
 
 
 def shipped_studies() -> list[str]:
     return sorted(p.stem for p in STUDIES_DIR.glob("*.yaml"))
+
+
+def shipped_study(name: str) -> Path | None:
+    """The file of shipped study ``name``, or None."""
+    path = STUDIES_DIR / f"{name}.yaml"
+    return path if name in shipped_studies() else None
 
 
 def check_study_name(name: str, recorded: Iterable[str], uri: str) -> None:

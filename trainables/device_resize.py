@@ -22,7 +22,6 @@ GPU, slower than a sparse per-image kernel on a CPU.
 
 from __future__ import annotations
 
-import math
 import warnings
 from typing import Sequence
 

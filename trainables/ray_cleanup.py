@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 
 PROC = Path("/proc")
+#: the checkout (the folder of pyproject.toml), where ``python -m`` finds this module
+PROJECT_DIR = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
 _watching: set[int] = set()
 
 
@@ -110,9 +112,9 @@ def watch_local_ray() -> None:
         return
     _watching.add(os.getpid())
     subprocess.Popen(
-        [sys.executable, "-m", "trainables.ray_cleanup", str(os.getpid())],
+        [sys.executable, "-m", __spec__.name, str(os.getpid())],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True, cwd=str(Path(__file__).resolve().parent.parent),
+        start_new_session=True, cwd=str(PROJECT_DIR),
     )
 
 

@@ -1,5 +1,6 @@
 """The CLI answers at once: help, listing, resolved configs and status read no torch and start no Ray."""
 
+import argparse
 import os
 import subprocess
 import sys
@@ -161,3 +162,24 @@ def test_a_full_disk_is_exit_1_like_any_failure_after_the_start(capsys, monkeypa
     assert main(["sweep", "status"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: a disk this command writes to is full") and err.count("\n") == 1
+
+
+def test_every_command_names_a_handler_that_exists():
+    """The parser names handlers as ``module:function`` strings (imported only when run, so no
+    import graph sees them): each one must import and be a function."""
+    import importlib
+
+    from sweep.cli import build_parser
+
+    def handlers(parser: argparse.ArgumentParser) -> list[str]:
+        found = [parser.get_default("handler")]
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                found += [h for sub in action.choices.values() for h in handlers(sub)]
+        return [h for h in found if h]
+
+    names = handlers(build_parser())
+    assert len(names) >= 20
+    for handler in names:
+        module, _, function = handler.partition(":")
+        assert callable(getattr(importlib.import_module(module), function)), handler

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from sweep.sweep_state import SweepState
 from sweep.signatures import MANIFEST, key_path, sign_files, sign_tree, verify_sweep_dir
 from trainables.errors import UserError
 
@@ -45,7 +46,8 @@ def signed_sweep(tmp: Path) -> Path:
     for rel, content in files.items():
         (staging / rel).write_bytes(content)
         (sweep / rel).write_bytes(content)
-    (sweep / "mjp_sweep.json").write_text(json.dumps({"name": "x", "extra": {"optim.epochs": 40}}))
+    state = SweepState(name="x", study="quickstart", uri="sqlite:///m.db", experiment="e", parent_run_id="p", extra={"optim.epochs": 40})
+    (sweep / "mjp_sweep.json").write_text(state.to_json())
     (sweep / "trial_1" / "result.json").write_text("{}")  # plain JSON in a trial folder: never unpickled
     sign_files(str(sweep), {"mjp_sweep.json": (sweep / "mjp_sweep.json").read_bytes()})  # as sweep.run.write_state does
     sign_tree(str(sweep), str(staging))
@@ -148,15 +150,17 @@ def test_an_edited_or_unsigned_state_file_is_refused(home, tmp_path):
 def test_a_study_file_edited_after_the_sweep_started_is_refused_by_the_resume(home, tmp_path):
     """The signed state names the study file; the resume reads it again and must train what the
     sweep started with: an edited study (epochs 30 -> 12) is one line before Ray starts."""
-    from sweep.run import resume_sweep, write_state
-    from sweep.study import STUDIES_DIR, load_study
+    from sweep.run import resume_sweep
+    from sweep.study import load_study
+    from sweep.study_names import STUDIES_DIR
+    from sweep.sweep_state import SweepState, write_state
 
     study_file = tmp_path / "mine.yaml"
     study_file.write_text((STUDIES_DIR / "quickstart.yaml").read_text())
     started = load_study(str(study_file), check=False)
     sweep = signed_sweep(tmp_path)
-    write_state(str(sweep), {"study": started.source, "study_digest": started.digest, "smoke": False, "extra": {}, "name": "mine-1",
-                             "uri": f"sqlite:///{tmp_path}/mlflow.db"})
+    write_state(str(sweep), SweepState(study=started.source, study_digest=started.digest, name="mine-1", uri=f"sqlite:///{tmp_path}/mlflow.db",
+                                       experiment="mjp-mine", parent_run_id="0" * 32))
     assert load_study(str(study_file), check=False).digest == started.digest  # the same files: the same digest
     study_file.write_text(study_file.read_text().replace("optim: {epochs: 30}", "optim: {epochs: 12}"))
     with pytest.raises(UserError, match=f"the study {study_file} or its base config changed since sweep mine-1 started"):

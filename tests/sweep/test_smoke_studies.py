@@ -13,7 +13,8 @@ from ray.tune.schedulers import ASHAScheduler
 
 from sweep.run import asha_rungs, make_scheduler, objectives_checked_at_the_end, run_sweep
 from sweep.space import sampled_params
-from sweep.study import STUDIES_DIR, load_study
+from sweep.study import load_study
+from sweep.study_names import STUDIES_DIR
 from trainables.config import ConfigError
 from trainables.tracking import TrackingError
 

@@ -13,7 +13,7 @@ from trainables.tracking import RunTracker
 @pytest.fixture
 def store(tmp_path):
     """One quickstart sweep: a finished, a failed and a stopped trial; its sweep directory."""
-    from sweep.run import write_state
+    from sweep.sweep_state import SweepState, write_state
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     sweep_dir = tmp_path / "ray_results" / "quickstart-20260101-000000"
@@ -21,7 +21,7 @@ def store(tmp_path):
         keys.TAG_KIND: "sweep", keys.TAG_STUDY: "quickstart", "mjp.experiment_dir": str(sweep_dir)})
     parent.log_params({"objectives": "val/top1:max", "trials": 3})
     parent.set_status("FINISHED")
-    write_state(str(sweep_dir), {"uri": uri, "parent_run_id": parent.run_id, "name": sweep_dir.name})
+    write_state(str(sweep_dir), SweepState(name=sweep_dir.name, study="quickstart", uri=uri, experiment="mjp-quickstart", parent_run_id=parent.run_id))
     cfg = load_config("trainables/configs/digits_vit_tiny.yaml", ["tracking.experiment=mjp-quickstart"])
     runs = {}
     for name, top1, status, tags in (("A-baseline-s0", 0.964, "FINISHED", {}),
@@ -65,10 +65,14 @@ def test_a_path_that_is_not_a_sweep_directory_is_bad_input(store, tmp_path, caps
     assert main(["sweep", "status", str(tmp_path / "nope")]) == 2
 
 
-def test_status_reads_the_state_file_sweep_run_writes():
-    from sweep import status, sweep_state
+def test_a_sweep_state_round_trips_and_an_older_one_reads_with_defaults():
+    from sweep.sweep_state import LAYOUT, SweepState
 
-    assert status.STATE_FILE == sweep_state.STATE_FILE
+    state = SweepState(name="q-1", study="/s.yaml", uri="sqlite:///m.db", experiment="e", parent_run_id="p", extra={"optim.epochs": 3})
+    assert SweepState.from_json(state.to_json()) == state
+    old = SweepState.from_json('{"name": "q-1", "study": "/s.yaml", "uri": "u", "experiment": "e", "parent_run_id": "p", "retired_key": 1}')
+    assert (old.layout, old.study_digest, old.optuna_storage, old.extra) == (1, None, None, {})
+    assert LAYOUT >= 1
 
 
 def test_no_sweep_of_a_study_names_its_smoke_size_when_that_one_ran():

@@ -8,7 +8,8 @@ import yaml
 from PIL import Image
 
 from sweep.space import define_by_run, make_sampler
-from sweep.study import STUDIES_DIR, load_study, resolve_study_path
+from sweep.study import load_study, resolve_study_path
+from sweep.study_names import STUDIES_DIR
 from trainables.config import ConfigError
 
 SHIPPED = sorted(p.stem for p in STUDIES_DIR.glob("*.yaml"))
@@ -152,15 +153,16 @@ def test_a_resume_finds_the_study_its_sweep_started_and_only_that_one(tmp_path):
     """study_of_state: a sweep from before the digest still resumes; a study recorded under a Ray
     job's working directory that is gone is found at its place in this copy of the project; the
     description is not what a study trains; YAML mappings with number keys still digest."""
-    from sweep.sweep_state import in_project, study_of_state
+    from dataclasses import replace
+
+    from sweep.sweep_state import SweepState, in_project, study_of_state
     from trainables.errors import UserError
 
     shipped = load_study("quickstart", check=False)
-    state = {"study": shipped.source, "smoke": False, "extra": {}, "name": "quickstart-1"}
+    state = SweepState(study=shipped.source, name="quickstart-1", uri="sqlite:///m.db", experiment="mjp-quickstart", parent_run_id="0" * 32)
     assert study_of_state(state, check=False).digest == shipped.digest  # no study_digest recorded: nothing to compare
-    moved = {**state, "study": "/gone/_ray_pkg_0123/sweep/studies/quickstart.yaml", "study_in_project": in_project(shipped.source),
-             "study_digest": shipped.digest}
-    assert moved["study_in_project"] == "sweep/studies/quickstart.yaml" and study_of_state(moved, check=False).source == shipped.source
+    moved = replace(state, study="/gone/_ray_pkg_0123/sweep/studies/quickstart.yaml", study_in_project=in_project(shipped.source), study_digest=shipped.digest)
+    assert moved.study_in_project == "sweep/studies/quickstart.yaml" and study_of_state(moved, check=False).source == shipped.source
     mine = tmp_path / "mine.yaml"
     mine.write_text((STUDIES_DIR / "quickstart.yaml").read_text())
     started = load_study(str(mine), check=False, overrides={"model.kwargs": {1: "x", "depth": 2}})
@@ -169,4 +171,4 @@ def test_a_resume_finds_the_study_its_sweep_started_and_only_that_one(tmp_path):
     assert load_study(str(mine), check=False, overrides={"model.kwargs": {1: "x", "depth": 2}}).digest == started.digest
     mine.write_text(mine.read_text().replace("max_concurrent: 2", "max_concurrent: 1"))
     with pytest.raises(UserError, match="changed since sweep mine-1 started"):
-        study_of_state({"study": str(mine), "smoke": False, "extra": {"model.kwargs": {1: "x", "depth": 2}}, "name": "mine-1", "study_digest": started.digest})
+        study_of_state(replace(state, study=str(mine), extra={"model.kwargs": {1: "x", "depth": 2}}, name="mine-1", study_digest=started.digest))
