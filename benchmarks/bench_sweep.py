@@ -25,8 +25,8 @@ import ray
 import torch
 from torch.utils.data import DataLoader
 
-from sweep.run import run_sweep
-from sweep.study import load_study
+from sweep.tuner.run import run_sweep
+from sweep.study.load import load_study
 from trainables.data import load_datasets
 from trainables.engine import build_model, build_state, evaluate, evaluate_shuffles, seed_everything, train_one_epoch
 from trainables.ray_runtime import ensure_ray

@@ -23,7 +23,7 @@ import ray
 import torch
 from torch.utils.data import DataLoader
 
-from sweep.training import run_training
+from sweep.tuner.training import run_training
 from trainables.config import load_config
 from trainables.data import FASHION_MNIST_DEFAULT, load_datasets
 from trainables.engine import build_model, build_state, seed_everything, train_one_epoch

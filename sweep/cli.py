@@ -16,7 +16,6 @@ import importlib
 import sys
 from typing import Sequence
 
-
 EXIT_STATUS = """exit status (every command):
   0    done
   1    failed: a training, a trial or a check failed, or a disk filled (or an unexpected error, with its traceback)
@@ -33,7 +32,7 @@ def package_version() -> str:
     except PackageNotFoundError:
         import tomllib
 
-        from sweep.study_names import PROJECT_DIR
+        from sweep.study.names import PROJECT_DIR
 
         with open(PROJECT_DIR / "pyproject.toml", "rb") as fh:
             return tomllib.load(fh)["project"]["version"]
@@ -75,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     _sets(train)
     train.add_argument("--address", help="Ray cluster address (default: $RAY_ADDRESS, else a private local Ray)")
     _verbose(train)
-    train.set_defaults(handler="sweep.commands:cmd_train")
+    train.set_defaults(handler="sweep.commands.train:cmd_train")
 
     sweep = sub.add_parser("sweep", help="run, resume, list and inspect sweeps").add_subparsers(dest="sweep_command", required=True, metavar="SWEEP_COMMAND", parser_class=Parser)
     run = sweep.add_parser("run", help="run a study (a YAML file or a shipped name; `mjp sweep list` shows them)")
@@ -86,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--storage", help="Tune storage: a directory or s3:// / gs:// URI (default ./ray_results, or $MJP_SWEEP_STORAGE)")
     run.add_argument("--address", help="Ray cluster address (default: $RAY_ADDRESS, else a private local Ray)")
     _verbose(run)
-    run.set_defaults(handler="sweep.commands:cmd_sweep_run")
+    run.set_defaults(handler="sweep.commands.sweeps:cmd_sweep_run")
 
     plan = sweep.add_parser("plan", help="what a study will cost: trials, epochs, resources, concurrency, wall time and GPU-hours")
     plan.add_argument("study", help="a study YAML file or a shipped study name (`mjp sweep list`)")
@@ -94,35 +93,35 @@ def build_parser() -> argparse.ArgumentParser:
     _sets(plan)
     plan.add_argument("--cluster", help="a `ray up` cluster file (e.g. cluster.yaml): plan for it at its largest (default: this machine)")
     plan.add_argument("--img-per-s", type=float, help="training throughput of one trial, images per second (default: measured here for CPU trials, BENCHMARKS.md for GPU ones)")
-    plan.set_defaults(handler="sweep.plan:cmd_sweep_plan")
+    plan.set_defaults(handler="sweep.commands.plan:cmd_sweep_plan")
 
     resume = sweep.add_parser("resume", help="continue an interrupted sweep from its experiment directory")
     resume.add_argument("experiment_dir", help="the sweep's directory that `mjp sweep run` printed (under ray_results/, or an s3:// / gs:// URI)")
     resume.add_argument("--address", help="Ray cluster address (default: $RAY_ADDRESS, else a private local Ray)")
     _verbose(resume)
-    resume.set_defaults(handler="sweep.commands:cmd_sweep_resume")
+    resume.set_defaults(handler="sweep.commands.sweeps:cmd_sweep_resume")
 
     status = sweep.add_parser("status", help="sweeps recorded in MLflow and each trial: state, metrics, MLflow run id")
     status.add_argument("target", nargs="?", metavar="STUDY_OR_SWEEP_DIR", help="a study name (its sweeps) or a sweep directory under ray_results/ (that sweep); default: every sweep")
     status.add_argument("--study", help="same as a study name for STUDY_OR_SWEEP_DIR")
     _uri(status)
     status.add_argument("--limit", type=int, default=10, help="show at most this many sweeps, newest first (default 10)")
-    status.set_defaults(handler="sweep.status:cmd_sweep_status")
+    status.set_defaults(handler="sweep.commands.status:cmd_sweep_status")
 
     listing = sweep.add_parser("list", help="the shipped studies: description, trials, epochs, smoke size")
-    listing.set_defaults(handler="sweep.listing:cmd_sweep_list")
+    listing.set_defaults(handler="sweep.commands.listing:cmd_sweep_list")
 
     config = sub.add_parser("config", help="inspect configs").add_subparsers(dest="config_command", required=True, metavar="CONFIG_COMMAND", parser_class=Parser)
     show = config.add_parser("show", help="print the fully resolved TrainConfig (defaults, variant, derived seeds)")
     show.add_argument("config", help="a TrainConfig YAML, or a study (file or shipped name) for its base config")
     _sets(show)
     show.add_argument("--smoke", action="store_true", help="with a study: its smoke-size base")
-    show.set_defaults(handler="sweep.listing:cmd_config_show")
+    show.set_defaults(handler="sweep.commands.listing:cmd_config_show")
 
     analyze = sub.add_parser("analyze", help="paper-shaped tables, figures and reports from MLflow").add_subparsers(dest="analyze_command", required=True, metavar="ANALYZE_COMMAND", parser_class=Parser)
     for name, helptext, handler in (
-        ("tables", "tables (Markdown, CSV, LaTeX) and figures of a study's latest sweep", "sweep.analyze:cmd_analyze_tables"),
-        ("report", "one self-contained HTML report of a study's latest sweep (tables, figures, paper, links)", "sweep.analyze:cmd_analyze_report"),
+        ("tables", "tables (Markdown, CSV, LaTeX) and figures of a study's latest sweep", "sweep.commands.analyze:cmd_analyze_tables"),
+        ("report", "one self-contained HTML report of a study's latest sweep (tables, figures, paper, links)", "sweep.commands.analyze:cmd_analyze_report"),
     ):
         p = analyze.add_parser(name, help=helptext)
         p.add_argument("--study", required=True, help="the study's name (its MLflow sweeps; `mjp sweep status` lists them)")
@@ -135,10 +134,10 @@ def build_parser() -> argparse.ArgumentParser:
     results.add_argument("--study", required=True, help="a study name (its newest sweep in MLflow is read)")
     results.add_argument("--command", help="the command that ran the sweep, as the results table should say (default: `mjp sweep run <study>`)")
     _uri(results)
-    results.set_defaults(handler="sweep.results_commands:cmd_analyze_results")
+    results.set_defaults(handler="sweep.commands.results:cmd_analyze_results")
     readme = analyze.add_parser("readme", help="render the results tables of README.md and docs/*.md from results/*.json")
     readme.add_argument("--check", action="store_true", help="change nothing; exit 1 when README.md or docs/ disagrees with results/")
-    readme.set_defaults(handler="sweep.results_commands:cmd_analyze_readme")
+    readme.set_defaults(handler="sweep.commands.results:cmd_analyze_readme")
 
     attack = sub.add_parser("attack", help="gradient-inversion attacks (Table 5 settings a/b/c) on a trained model")
     source = attack.add_mutually_exclusive_group(required=True)
@@ -153,7 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     attack.add_argument("--lpips-backbone", help="torchvision AlexNet state dict; LPIPS is absent without it")
     attack.add_argument("--seed", type=int, default=0, help="seed of the images' choice, the shuffles and the attack (default 0)")
     _uri(attack)
-    attack.set_defaults(handler="sweep.attack:cmd_attack")
+    attack.set_defaults(handler="sweep.commands.attack:cmd_attack")
 
     evaluate = sub.add_parser("evaluate", help="the paper's evaluations (robustness, PE analysis, shuffle, privacy) on an existing model")
     source = evaluate.add_mutually_exclusive_group(required=True)
@@ -165,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--what", default="robustness,pe,shuffle", help="comma-separated: robustness, pe, shuffle, privacy")
     _sets(evaluate)
     _uri(evaluate)
-    evaluate.set_defaults(handler="sweep.evaluate:cmd_evaluate")
+    evaluate.set_defaults(handler="sweep.commands.evaluate:cmd_evaluate")
 
     data = sub.add_parser("data", help="check or prepare image data").add_subparsers(dest="data_command", required=True, metavar="DATA_COMMAND", parser_class=Parser)
     check = data.add_parser("check", help="scan an ImageNet-style folder: unreadable, zero-byte and non-RGB images, class balance")
@@ -173,53 +172,53 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--workers", type=int, default=None, help="processes for the header scan (default: all cores)")
     check.add_argument("--manifest", action="store_true",
                        help="when every image reads, write ROOT/mjp_folder.json (classes, counts) for a sweep driver on a node without the images")
-    check.set_defaults(handler="sweep.data_commands:cmd_data_check")
+    check.set_defaults(handler="sweep.commands.data:cmd_data_check")
     prepare = data.add_parser("prepare", help="pack an ImageNet-style folder into Parquet shards for the Ray Data loader")
     prepare.add_argument("root", help="an ImageNet-style folder: ROOT/{train,val}/<class>/*")
     prepare.add_argument("out", help="the output folder for the Parquet shards (data.root for data.loader: ray_data)")
     prepare.add_argument("--images-per-shard", type=int, default=1000, help="images per Parquet file (default 1000)")
     prepare.add_argument("--workers", type=int, default=None, help="processes that read the images (default: all cores)")
-    prepare.set_defaults(handler="sweep.data_commands:cmd_data_prepare")
+    prepare.set_defaults(handler="sweep.commands.data:cmd_data_prepare")
 
     cluster = sub.add_parser("cluster", help="the Ray cluster launcher config").add_subparsers(dest="cluster_command", required=True, metavar="CLUSTER_COMMAND", parser_class=Parser)
     ccheck = cluster.add_parser("check", help="validate cluster.yaml offline against Ray's schema (as `ray up` will)")
     ccheck.add_argument("path", nargs="?", default="cluster.yaml", help="the cluster launcher YAML (default cluster.yaml)")
-    ccheck.set_defaults(handler="sweep.cluster:cmd_cluster_check")
+    ccheck.set_defaults(handler="sweep.commands.cluster:cmd_cluster_check")
     cup = cluster.add_parser("up", help="--local: a twin of cluster.yaml on this machine (autoscaling fake nodes, token auth, an MLflow server)")
     cup.add_argument("--local", action="store_true", help="the local twin (Ray's fake_multinode provider); a real cluster is `ray up cluster.yaml`")
     cup.add_argument("--session", default="/tmp/mjp-local-cluster", help="the twin's directory: Ray's session, the MLflow store, sweeps (default /tmp/mjp-local-cluster)")
     cup.add_argument("--gpu-workers", type=int, default=2, help="most \"GPU\" worker nodes (1-4, default 2)")
     cup.add_argument("--cpu-workers", type=int, default=1, help="most CPU-only worker nodes for Ray Data (0-4, default 1)")
     cup.add_argument("--bucket", help="the folder standing in for cluster.yaml's S3 bucket: sweeps, MLflow's artifacts, the store kept at `down` (default SESSION/bucket)")
-    cup.set_defaults(handler="sweep.local_cluster:cmd_cluster_up")
+    cup.set_defaults(handler="sweep.commands.cluster:cmd_cluster_up")
     cdown = cluster.add_parser("down", help="end every process of the local twin (those whose command line names its --session)")
     cdown.add_argument("--session", default="/tmp/mjp-local-cluster", help="the twin's directory (default /tmp/mjp-local-cluster)")
-    cdown.set_defaults(handler="sweep.local_cluster:cmd_cluster_down")
+    cdown.set_defaults(handler="sweep.commands.cluster:cmd_cluster_down")
     caws = cluster.add_parser("aws-setup", help="make what cluster.yaml needs in your AWS account before `ray up`: the nodes' instance profiles, the security group")
     caws.add_argument("path", nargs="?", default="cluster.yaml", help="the cluster launcher YAML (default cluster.yaml): its bucket, SSH address, profiles and region")
-    caws.set_defaults(handler="sweep.aws_setup:cmd_cluster_aws_setup")
+    caws.set_defaults(handler="sweep.commands.cluster:cmd_cluster_aws_setup")
     cprobe = cluster.add_parser("probe", help="on the cluster (a Ray job): a GPU node's driver and CUDA, a CPU node, the images and the bucket from each, before a full study")
     cprobe.add_argument("--data", default="/data/imagenet", help="the image folder every node holds (default /data/imagenet; none: a study of bundled data, no folder to check)")
     cprobe.add_argument("--gpu-resource", default="GPU", help="what a GPU node offers (default GPU; the local twin: mjp_gpu, where CUDA is not checked)")
     cprobe.add_argument("--cpu-resource", default="mjp_data", help="what a CPU-only node offers (default mjp_data)")
     cprobe.add_argument("--timeout", type=float, default=3600, help="seconds to wait for the nodes to start, copy the images and answer (default 3600)")
-    cprobe.set_defaults(handler="sweep.cluster_probe:cmd_cluster_probe")
+    cprobe.set_defaults(handler="sweep.commands.cluster:cmd_cluster_probe")
     store = cluster.add_parser("store", help="keep the MLflow store beyond the cluster: a consistent copy of its SQLite file in the bucket").add_subparsers(dest="store_command", required=True, metavar="STORE_COMMAND", parser_class=Parser)
     ssave = store.add_parser("save", help="copy the SQLite store DB to DEST (s3://... or a path), consistent while the server writes")
     ssave.add_argument("db", help="the MLflow server's SQLite file (on the head: /data/mjp/mlflow/mlflow.db)")
     ssave.add_argument("dest", help="where the copy is kept (on the head: $MJP_BUCKET/mlflow/mlflow.db)")
     ssave.add_argument("--every", type=float, default=None, metavar="SECONDS", help="keep saving, every SECONDS while the store changes (the head's loop)")
-    ssave.set_defaults(handler="sweep.store_copy:cmd_store_save")
+    ssave.set_defaults(handler="sweep.commands.cluster:cmd_store_save")
     srestore = store.add_parser("restore", help="a new head's store: copy SRC to DB unless DB exists (a kept disk holds the newer store)")
     srestore.add_argument("src", help="the kept copy (s3://... or a path)")
     srestore.add_argument("db", help="the MLflow server's SQLite file to make")
-    srestore.set_defaults(handler="sweep.store_copy:cmd_store_restore")
+    srestore.set_defaults(handler="sweep.commands.cluster:cmd_store_restore")
 
     demo = sub.add_parser("demo", help="the quickstart study on this machine, then its table and HTML report")
     demo.add_argument("--smoke", action="store_true", help="3 epochs instead of 30")
     _sets(demo)
     _verbose(demo)
-    demo.set_defaults(handler="sweep.commands:cmd_demo")
+    demo.set_defaults(handler="sweep.commands.sweeps:cmd_demo")
     return parser
 
 

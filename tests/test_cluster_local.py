@@ -24,7 +24,9 @@ import pytest
 import yaml
 
 from mjp import keys
-from sweep.local_cluster import DATA_NODE, GPU_STANDIN, down, kill_node, session_processes, up
+from sweep.cluster.processes import kill_node, session_processes
+from sweep.cluster.twin import down, up
+from sweep.cluster.twin_config import DATA_NODE, GPU_STANDIN
 from tests.twin_jobs import ENDED, SUBMITTED, job_call, job_logs, on_cluster, submit, wait_job
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]

@@ -12,7 +12,8 @@ from pathlib import Path
 import mlflow
 import pytest
 
-from sweep.local_cluster import down, session_processes, up
+from sweep.cluster.processes import session_processes
+from sweep.cluster.twin import down, up
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 

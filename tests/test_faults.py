@@ -175,7 +175,7 @@ def test_ctrl_c_on_train_exits_130_with_the_run_killed_and_no_results_table(tmp_
 def test_a_trial_lost_with_the_driver_is_adopted_when_proposed_again_not_duplicated(tmp_path):
     """Run creation is idempotent per trial: a restored trial finds its run by trial id; a trial
     the resume lost (proposed again under a new id) adopts its orphaned run by its params."""
-    from sweep.child_runs import reopen_children
+    from sweep.tuner.child_runs import reopen_children
     from trainables.driver import TrialSpec, _trial_run
     from trainables.tracking import RunTracker
 
@@ -204,8 +204,8 @@ def test_a_trial_lost_with_the_driver_is_adopted_when_proposed_again_not_duplica
 def test_a_lost_trial_that_no_searcher_proposes_again_ends_killed_saying_so(tmp_path):
     """A random or Bayesian searcher need not propose a lost trial's params again: at the end of
     the sweep its orphaned run stays KILLED, tagged with why, and `mjp sweep status` says so."""
-    from sweep.child_runs import LOST_NOT_PROPOSED, close_orphans, reopen_children
-    from sweep.status import trial_state
+    from sweep.tuner.child_runs import LOST_NOT_PROPOSED, close_orphans, reopen_children
+    from sweep.commands.status import trial_state
     from trainables.driver import TrialSpec, _trial_run
     from trainables.tracking import RunTracker
 
@@ -248,7 +248,7 @@ class KillAt:
 @pytest.mark.slow
 def test_a_trial_process_killed_mid_epoch_resumes_from_its_checkpoint_logging_nothing_twice(tmp_path, local_ray, capfd):
     """By default (no runtime.max_failures given): a lost worker is survived, quietly."""
-    from sweep.training import run_training
+    from sweep.tuner.training import run_training
     from trainables.config import build_config
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
@@ -338,7 +338,7 @@ def test_a_lost_worker_is_retried_by_default_and_an_error_that_would_recur_is_no
     memory error, even wrapped by Ray, would recur from the checkpoint and ends the trial."""
     import torch
 
-    from sweep.run import failure_config
+    from sweep.tuner.tuner import failure_config
     from trainables.config import build_config
     from trainables.driver import recurs
     from trainables.engine import NonFiniteLossError
@@ -361,7 +361,7 @@ def test_a_lost_worker_is_retried_by_default_and_an_error_that_would_recur_is_no
 
 
 def test_two_sweeps_started_in_the_same_second_get_their_own_names(tmp_path):
-    from sweep.run import claim_sweep_name
+    from sweep.tuner.storage import claim_sweep_name
 
     first, second = (claim_sweep_name(str(tmp_path / "ray"), "faults-20261124-031500") for _ in range(2))
     assert (first, second) == ("faults-20261124-031500", "faults-20261124-031500-2")
@@ -394,7 +394,7 @@ def test_sweeps_starting_together_on_a_fresh_store_all_create_their_runs(tmp_pat
 FULL_DISK = """
 import os, sys
 from pathlib import Path
-from sweep.run import run_closed_on_error
+from sweep.tuner.recorder import run_closed_on_error
 from trainables.errors import DiskFullError
 from trainables.tracking import RunTracker
 

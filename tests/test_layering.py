@@ -132,7 +132,7 @@ def test_only_the_tracking_adapter_and_analysis_import_mlflow():
 
 
 def test_optuna_only_in_the_search_and_its_analysis():
-    assert importers("optuna") <= {"sweep.space", "sweep.run", "sweep.optuna_mirror", "analysis.optuna_figures"}
+    assert importers("optuna") <= {"sweep.study.space", "sweep.tuner.tuner", "sweep.tuner.run", "sweep.tuner.optuna_mirror", "analysis.optuna_figures"}
 
 
 def test_mjp_imports_without_ray_mlflow_optuna():
@@ -158,7 +158,7 @@ def test_the_cli_and_config_validation_import_no_torch():
         "from sweep.cli import build_parser\n"
         "build_parser()\n"
         "from trainables.config import build_config\n"
-        "import sweep.listing, sweep.status, trainables.overrides\n"
+        "import sweep.commands.listing, sweep.commands.status, trainables.overrides\n"
         "heavy = sorted(m for m in ('torch', 'timm', 'ray', 'mlflow', 'pandas') if m in sys.modules)\n"
         "print(heavy)\n"
     )

@@ -70,7 +70,7 @@ def test_a_block_may_live_in_a_docs_page_once():
 
 def test_readme_md_and_docs_agree_with_the_committed_results_files():
     """Every results table in README.md and docs/*.md is what `mjp analyze readme` makes from results/*.json."""
-    from sweep.results_commands import documents
+    from sweep.commands.results import documents
 
     blocks = rendered_blocks(ROOT / "results", ROOT)
     assert "README.md" in documents(ROOT) and "docs/results.md" in documents(ROOT)

@@ -144,7 +144,7 @@ def test_bad_input_is_exit_2_with_one_error_line_in_every_command(argv, capsys, 
 def test_a_retried_trial_says_where_it_starts_again():
     from types import SimpleNamespace
 
-    from sweep.console import restart_point
+    from sweep.console.view import restart_point
 
     assert restart_point(SimpleNamespace(latest_checkpoint_result=SimpleNamespace(metrics={"epoch": 4}))) == "from its epoch-4 checkpoint"
     assert restart_point(SimpleNamespace(latest_checkpoint_result=None)) == "from the start (it had written no checkpoint yet)"
@@ -152,13 +152,13 @@ def test_a_retried_trial_says_where_it_starts_again():
 
 def test_a_full_disk_is_exit_1_like_any_failure_after_the_start(capsys, monkeypatch):
     """Not exit 2 (bad input, refused before anything started): the input was fine."""
-    import sweep.status
+    import sweep.commands.status
     from trainables.errors import DiskFullError
 
     def full(args):
         raise DiskFullError("a disk this command writes to is full (OSError: No space left on device); free some space, then run the command again")
 
-    monkeypatch.setattr(sweep.status, "cmd_sweep_status", full)
+    monkeypatch.setattr(sweep.commands.status, "cmd_sweep_status", full)
     assert main(["sweep", "status"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: a disk this command writes to is full") and err.count("\n") == 1

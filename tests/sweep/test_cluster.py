@@ -5,7 +5,7 @@ import pytest
 import ray
 import yaml
 
-from sweep.cluster import validate_cluster_config
+from sweep.cluster.check import validate_cluster_config
 from trainables.config import ConfigError
 
 CLUSTER = Path(__file__).resolve().parents[2] / "cluster.yaml"
@@ -38,7 +38,7 @@ def test_a_typo_is_reported_with_its_place(tmp_path):
 
 
 def test_the_local_twin_has_cluster_yamls_node_types_and_every_key_rays_monitor_reads():
-    from sweep.twin_config import GPU_STANDIN, twin_config
+    from sweep.cluster.twin_config import GPU_STANDIN, twin_config
 
     real = yaml.safe_load(CLUSTER.read_text())
     twin = twin_config(6379, gpu_workers=2, cpu_workers=1)
@@ -66,7 +66,7 @@ def test_the_twins_autoscaler_starts_a_cpu_only_node_for_a_decode_task_that_asks
     from ray.autoscaler._private.node_provider_availability_tracker import NodeAvailabilitySummary
     from ray.autoscaler._private.resource_demand_scheduler import _default_utilization_scorer, get_nodes_for
 
-    from sweep.twin_config import DATA_NODE, twin_config
+    from sweep.cluster.twin_config import DATA_NODE, twin_config
 
     twin = twin_config(6379, gpu_workers=2, cpu_workers=1)
     decode_task = {"CPU": 1.0, "memory": 24704.0, DATA_NODE: 1.0}  # a waiting task in that run's autoscaler log
@@ -80,7 +80,7 @@ def test_the_twins_provider_starts_nodes_without_the_memory_ray_refuses_as_a_cus
     the raylet among custom resources, which ``RayParams`` rejects."""
     from ray.autoscaler._private.fake_multi_node.node_provider import FakeMultiNodeProvider
 
-    from sweep.twin_provider import TwinNodeProvider
+    from sweep.cluster.twin_provider import TwinNodeProvider
 
     started = []
     monkeypatch.setattr(FakeMultiNodeProvider, "create_node_with_resources_and_labels", lambda self, *args: started.append(args))
@@ -100,7 +100,8 @@ def test_a_trial_asks_for_its_custom_resources_and_refuses_cpu_among_them():
 
 
 def test_cluster_down_of_an_empty_session_ends_nothing(tmp_path):
-    from sweep.local_cluster import down, raylet_pid
+    from sweep.cluster.processes import raylet_pid
+    from sweep.cluster.twin import down
 
     assert down(tmp_path, grace_s=0) == []
     with pytest.raises(ConfigError, match="no raylet of node abc"):
@@ -158,7 +159,7 @@ def test_a_data_section_with_a_placement_is_hashable_as_ray_data_tasks_need():
 
 
 def test_the_session_token_is_fresh_and_private_even_over_a_readable_file(tmp_path):
-    from sweep.local_cluster import write_token
+    from sweep.cluster.twin import write_token
 
     path = tmp_path / "auth_token"
     path.write_text("an old token")
@@ -198,7 +199,7 @@ def test_with_the_twins_exports_left_after_down_a_command_answers_in_one_line(ar
 
 def test_the_ui_hint_for_a_tracking_server_is_its_own_page(monkeypatch):
     import trainables.tracking
-    from sweep.commands import mlflow_ui_command
+    from sweep.commands.common import mlflow_ui_command
 
     monkeypatch.setattr(trainables.tracking, "experiment_runs_page", lambda uri, name, host="http://127.0.0.1:5000": f"{host}/#/experiments/7/runs")
     assert mlflow_ui_command("http://127.0.0.1:41234", "mjp").startswith("open http://127.0.0.1:41234/#/experiments/7/runs")
@@ -228,7 +229,7 @@ def test_cluster_check_refuses_what_a_real_account_would_stop_at(tmp_path, edit,
 
 def test_the_shipped_cluster_yaml_names_a_current_ami_and_a_profile_on_every_node_type(capsys):
     from sweep.cli import main
-    from sweep.cluster import DLAMI_SSM
+    from sweep.cluster.check import DLAMI_SSM
 
     for name, node_type in yaml.safe_load(CLUSTER.read_text())["available_node_types"].items():
         assert node_type["node_config"]["ImageId"] == DLAMI_SSM, name

@@ -61,7 +61,7 @@ def account(tmp_path, monkeypatch):
     from ray.autoscaler._private.aws import config
 
     monkeypatch.setattr(config, "time", type("NoWait", (), {"sleep": staticmethod(lambda seconds: None)}))  # its IAM waits 15 s twice for propagation
-    monkeypatch.setattr("sweep.aws_setup.PROPAGATION_S", 0)  # and so does aws-setup, after making a profile
+    monkeypatch.setattr("sweep.cluster.aws_setup.PROPAGATION_S", 0)  # and so does aws-setup, after making a profile
     boto3.client("s3", region_name=REGION).create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
     yield
     utils.resource_cache.cache_clear(), utils.client_cache.cache_clear()
@@ -150,7 +150,7 @@ def check_account(instances: dict[str, dict[str, Any]]) -> None:
     """What a real account checks, for every node type of cluster.yaml."""
     from ray.autoscaler._private.aws.config import DEFAULT_AMI
 
-    from sweep.cluster import DLAMI_SSM
+    from sweep.cluster.check import DLAMI_SSM
 
     shipped = yaml.safe_load((ROOT / "cluster.yaml").read_text())["available_node_types"]
     assert set(instances) == set(shipped), "one instance of every node type"

@@ -7,7 +7,7 @@ import numpy as np
 from PIL import Image
 
 from sweep.cli import main
-from sweep.cluster_probe import _bucket, _images, _tracking, probe_here
+from sweep.cluster.probe import _bucket, _images, _tracking, probe_here
 
 
 def image_folder(root):

@@ -8,7 +8,7 @@ from ray.tune.experiment import Trial
 from rich.console import Console
 
 from mjp import keys
-from sweep.console import ConsoleView
+from sweep.console.view import ConsoleView
 from trainables.progress import Progress
 
 LABELS = ["A baseline seed 0", "E jp seed 0", "G jp_unk seed 0", "J jp_unk_dal_mlp seed 0"]
@@ -27,7 +27,7 @@ def view_with_trials(progress: bool = True) -> ConsoleView:
 
 def rendered(view: ConsoleView, width: int) -> str:
     console = Console(file=io.StringIO(), width=width, color_system=None)
-    console.print(view._table(width))
+    console.print(view.table.rich(width))
     return console.file.getvalue()
 
 
@@ -51,7 +51,7 @@ def test_the_eta_is_the_trials_pace_not_the_sweeps_start_up():
     view.started -= 60  # a minute of Ray start-up before the trials
     for row in view.rows.values():
         row.progress, row.epoch, row.started = None, 10, row.started - 10  # 10 of 30 epochs in 10 s: 1 epoch/s each
-    assert view.eta() == pytest.approx(4 * 20 / 4, rel=0.05)  # 80 epochs left at 4 epochs/s
+    assert view.table.eta() == pytest.approx(4 * 20 / 4, rel=0.05)  # 80 epochs left at 4 epochs/s
 
 
 def test_at_80_columns_long_labels_wrap_and_two_objectives_stay_whole():

@@ -8,8 +8,8 @@ import pytest
 from ray.tune.experiment import Trial
 
 from mjp import keys
-from sweep.optuna_mirror import OptunaMirror
-from sweep.study import load_study
+from sweep.tuner.optuna_mirror import OptunaMirror
+from sweep.study.load import load_study
 from trainables.config import load_config
 from trainables.driver import start_run
 from trainables.tracking import RunTracker
@@ -49,8 +49,8 @@ def test_mirrored_trials_have_times_metric_names_and_their_mlflow_run(tmp_path):
 
 
 def test_an_unreadable_optuna_storage_is_one_line_naming_it(tmp_path):
-    from sweep.optuna_mirror import check_storage
-    from sweep.study import load_study
+    from sweep.tuner.optuna_mirror import check_storage
+    from sweep.study.load import load_study
     from trainables.errors import UserError
 
     config = load_study("quickstart").config

@@ -4,8 +4,8 @@ for this machine and for the shipped cluster.yaml, without data or Ray."""
 import pytest
 
 from sweep.cli import main
-from sweep.plan import cluster_machines, make_plan
-from sweep.study import load_study
+from sweep.cluster.plan import cluster_machines, make_plan
+from sweep.study.load import load_study
 
 
 def test_the_shipped_cluster_holds_four_8_gpu_trials():
@@ -39,7 +39,7 @@ def test_gpu_trials_without_a_figure_use_benchmarks_target_and_say_so():
 
 
 def test_a_local_cpu_plan_measures_and_runs_max_concurrent_at_once():
-    from sweep.plan import local_machines
+    from sweep.cluster.plan import local_machines
 
     study = load_study("quickstart", smoke=True, check=False)
     plan = make_plan(study, local_machines())

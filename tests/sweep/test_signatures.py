@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from sweep.sweep_state import SweepState
-from sweep.signatures import MANIFEST, key_path, sign_files, sign_tree, verify_sweep_dir
+from sweep.tuner.state import SweepState
+from sweep.security.signatures import MANIFEST, key_path, sign_files, sign_tree, verify_sweep_dir
 from trainables.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,7 +49,7 @@ def signed_sweep(tmp: Path) -> Path:
     state = SweepState(name="x", study="quickstart", uri="sqlite:///m.db", experiment="e", parent_run_id="p", extra={"optim.epochs": 40})
     (sweep / "mjp_sweep.json").write_text(state.to_json())
     (sweep / "trial_1" / "result.json").write_text("{}")  # plain JSON in a trial folder: never unpickled
-    sign_files(str(sweep), {"mjp_sweep.json": (sweep / "mjp_sweep.json").read_bytes()})  # as sweep.run.write_state does
+    sign_files(str(sweep), {"mjp_sweep.json": (sweep / "mjp_sweep.json").read_bytes()})  # as sweep.tuner.state.write_state does
     sign_tree(str(sweep), str(staging))
     (sweep / "tuner.pkl").write_bytes(pickle.dumps({"tuner": 1}))
     sign_files(str(sweep), {"tuner.pkl": (sweep / "tuner.pkl").read_bytes()})
@@ -150,10 +150,10 @@ def test_an_edited_or_unsigned_state_file_is_refused(home, tmp_path):
 def test_a_study_file_edited_after_the_sweep_started_is_refused_by_the_resume(home, tmp_path):
     """The signed state names the study file; the resume reads it again and must train what the
     sweep started with: an edited study (epochs 30 -> 12) is one line before Ray starts."""
-    from sweep.run import resume_sweep
-    from sweep.study import load_study
-    from sweep.study_names import STUDIES_DIR
-    from sweep.sweep_state import SweepState, write_state
+    from sweep.tuner.run import resume_sweep
+    from sweep.study.load import load_study
+    from sweep.study.names import STUDIES_DIR
+    from sweep.tuner.state import SweepState, write_state
 
     study_file = tmp_path / "mine.yaml"
     study_file.write_text((STUDIES_DIR / "quickstart.yaml").read_text())
@@ -165,3 +165,20 @@ def test_a_study_file_edited_after_the_sweep_started_is_refused_by_the_resume(ho
     study_file.write_text(study_file.read_text().replace("optim: {epochs: 30}", "optim: {epochs: 12}"))
     with pytest.raises(UserError, match=f"the study {study_file} or its base config changed since sweep mine-1 started"):
         resume_sweep(str(sweep))
+
+
+def test_a_sweep_started_under_the_flat_layout_is_refused_by_the_resume_in_one_line(home, tmp_path):
+    """Tune pickled that sweep's trainable and callbacks under module paths that moved: the resume
+    says so and names the commit to resume it from, before Ray or an unpickle."""
+    from sweep.tuner.state import LAST_FLAT_COMMIT
+
+    sweep = signed_sweep(tmp_path)
+    old = json.loads((sweep / "mjp_sweep.json").read_text())
+    del old["layout"]  # as every sweep started before the field existed
+    (sweep / "mjp_sweep.json").write_text(json.dumps(old))
+    sign_files(str(sweep), {"mjp_sweep.json": (sweep / "mjp_sweep.json").read_bytes()})
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "sweep.cli", "sweep", "resume", str(sweep)], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 2
+    err = done.stderr.strip()
+    assert err.count("\n") == 0 and "older layout" in err and f"git checkout {LAST_FLAT_COMMIT}" in err, err

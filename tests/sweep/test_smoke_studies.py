@@ -11,10 +11,11 @@ import torch
 import yaml
 from ray.tune.schedulers import ASHAScheduler
 
-from sweep.run import asha_rungs, make_scheduler, objectives_checked_at_the_end, run_sweep
-from sweep.space import sampled_params
-from sweep.study import load_study
-from sweep.study_names import STUDIES_DIR
+from sweep.tuner.tuner import asha_rungs, make_scheduler, objectives_checked_at_the_end
+from sweep.tuner.run import run_sweep
+from sweep.study.space import sampled_params
+from sweep.study.load import load_study
+from sweep.study.names import STUDIES_DIR
 from trainables.config import ConfigError
 from trainables.tracking import TrackingError
 
@@ -108,7 +109,7 @@ def test_a_smoke_size_may_not_name_its_own_experiment(tmp_path):
 def test_analyze_results_never_writes_a_smoke_sweep(tmp_path, capsys):
     from mjp import keys
     from sweep.cli import main
-    from sweep.results_commands import RESULTS
+    from sweep.commands.results import RESULTS
     from trainables.tracking import RunTracker
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
@@ -134,7 +135,7 @@ def test_the_quickstart_smoke_run_learns_and_leaves_the_full_study_alone(tmp_pat
     from analysis.runs import load_runs, load_sweeps
     from mjp import keys
     from sweep.cli import main
-    from sweep.results_commands import RESULTS
+    from sweep.commands.results import RESULTS
 
     def results_digest():
         return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in RESULTS.glob("*.json")}
@@ -166,13 +167,13 @@ def test_a_sweep_failing_after_its_parent_run_exists_closes_it_and_says_run_agai
 
     from mlflow.tracking import MlflowClient
 
-    import sweep.run
+    import sweep.tuner.run
     from trainables.errors import DiskFullError
 
     def full(*_: object, **__: object) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(sweep.run, "write_state", full)
+    monkeypatch.setattr(sweep.tuner.run, "write_state", full)
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     storage = tmp_path / "ray_results"
     with pytest.raises(DiskFullError, match="then run the command again$"):

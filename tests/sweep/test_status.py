@@ -13,7 +13,7 @@ from trainables.tracking import RunTracker
 @pytest.fixture
 def store(tmp_path):
     """One quickstart sweep: a finished, a failed and a stopped trial; its sweep directory."""
-    from sweep.sweep_state import SweepState, write_state
+    from sweep.tuner.state import SweepState, write_state
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     sweep_dir = tmp_path / "ray_results" / "quickstart-20260101-000000"
@@ -66,7 +66,7 @@ def test_a_path_that_is_not_a_sweep_directory_is_bad_input(store, tmp_path, caps
 
 
 def test_a_sweep_state_round_trips_and_an_older_one_reads_with_defaults():
-    from sweep.sweep_state import LAYOUT, SweepState
+    from sweep.tuner.state import LAYOUT, SweepState
 
     state = SweepState(name="q-1", study="/s.yaml", uri="sqlite:///m.db", experiment="e", parent_run_id="p", extra={"optim.epochs": 3})
     assert SweepState.from_json(state.to_json()) == state
@@ -76,7 +76,7 @@ def test_a_sweep_state_round_trips_and_an_older_one_reads_with_defaults():
 
 
 def test_no_sweep_of_a_study_names_its_smoke_size_when_that_one_ran():
-    from sweep.study_names import no_sweep_error
+    from sweep.study.names import no_sweep_error
 
     assert str(no_sweep_error("fashion", {"fashion-smoke"}, "sqlite:///m.db")) == (
         "no sweep of study 'fashion' in sqlite:///m.db (its smoke size has: `--study fashion-smoke`); run `mjp sweep run fashion` first")

@@ -6,7 +6,7 @@ import sqlite3
 import pytest
 
 from sweep.cli import main
-from sweep.store_copy import restore_store, save_store
+from sweep.cluster.store_copy import restore_store, save_store
 from trainables.errors import ConfigError
 
 

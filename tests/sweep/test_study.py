@@ -7,9 +7,9 @@ import pytest
 import yaml
 from PIL import Image
 
-from sweep.space import define_by_run, make_sampler
-from sweep.study import load_study, resolve_study_path
-from sweep.study_names import STUDIES_DIR
+from sweep.study.space import define_by_run, make_sampler
+from sweep.study.load import load_study, resolve_study_path
+from sweep.study.names import STUDIES_DIR
 from trainables.config import ConfigError
 
 SHIPPED = sorted(p.stem for p in STUDIES_DIR.glob("*.yaml"))
@@ -138,15 +138,15 @@ def test_a_study_and_data_root_given_relative_are_recorded_absolute(tmp_path, mo
     """The sweep's state records both: `mjp sweep resume` from another directory must find them."""
     import argparse
 
-    from sweep.commands import _overrides
+    from sweep.commands.common import set_overrides
 
     monkeypatch.chdir(STUDIES_DIR.parent.parent)
     study = load_study("sweep/studies/quickstart.yaml", check=False)
     assert study.source == str(STUDIES_DIR / "quickstart.yaml")
     monkeypatch.chdir(tmp_path)
     args = argparse.Namespace(set=[], data="digits-copy")
-    assert _overrides(args) == {"data.root": str(tmp_path / "digits-copy")}
-    assert _overrides(argparse.Namespace(set=["data.root=s3://bucket/imagenet"], data=None)) == {"data.root": "s3://bucket/imagenet"}
+    assert set_overrides(args) == {"data.root": str(tmp_path / "digits-copy")}
+    assert set_overrides(argparse.Namespace(set=["data.root=s3://bucket/imagenet"], data=None)) == {"data.root": "s3://bucket/imagenet"}
 
 
 def test_a_resume_finds_the_study_its_sweep_started_and_only_that_one(tmp_path):
@@ -155,7 +155,7 @@ def test_a_resume_finds_the_study_its_sweep_started_and_only_that_one(tmp_path):
     description is not what a study trains; YAML mappings with number keys still digest."""
     from dataclasses import replace
 
-    from sweep.sweep_state import SweepState, in_project, study_of_state
+    from sweep.tuner.state import SweepState, in_project, study_of_state
     from trainables.errors import UserError
 
     shipped = load_study("quickstart", check=False)

@@ -13,8 +13,8 @@ import yaml
 
 from analysis.runs import load_runs, load_sweeps
 from mjp import keys
-from sweep.run import resume_sweep, run_sweep
-from sweep.study import load_study
+from sweep.tuner.run import resume_sweep, run_sweep
+from sweep.study.load import load_study
 from trainables.errors import UserError
 from trainables.progress import Progress
 
@@ -106,7 +106,7 @@ def test_mlflow_shows_what_each_run_is(seeded_sweep):
 
 
 def test_the_report_of_a_real_sweep(seeded_sweep):
-    from sweep.analyze import publish_sweep_report
+    from sweep.commands.analyze import publish_sweep_report
 
     tmp, uri, study, outcome, _ = seeded_sweep
     published = publish_sweep_report(outcome.parent_run_id, study, str(tmp / "reports"), uri)
@@ -125,7 +125,7 @@ def test_the_report_renders_in_chromium(seeded_sweep):
     import shutil
     import subprocess
 
-    from sweep.analyze import build_report
+    from sweep.commands.analyze import build_report
 
     chromium = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
     if chromium is None:

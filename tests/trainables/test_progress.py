@@ -8,7 +8,7 @@ import torch
 from ray.tune.experiment import Trial
 
 from mjp import keys
-from sweep.console import ConsoleView
+from sweep.console.view import ConsoleView
 from trainables.config import build_config
 from trainables.driver import start_run
 from trainables.engine import build_model, build_state, seed_everything, train_one_epoch
@@ -96,13 +96,13 @@ def test_the_console_shows_a_running_trial_s_progress_from_its_mlflow_run(tmp_pa
     from rich.console import Console
 
     table = Console(file=io.StringIO(), width=250)
-    table.print(view._table())
+    table.print(view.table.rich())
     assert "step 30/120" in table.file.getvalue() and "this epoch" in table.file.getvalue()
     view.on_trial_result(0, [trial], trial, {"epoch": 2, keys.VAL_TOP1: 0.6})
     assert row.progress is None and row.epochs_done == 2  # the reported epoch ended: its progress is gone
     view.on_step(2, [trial])
     assert row.progress is None  # the tag still says epoch 2: stale, not shown again
-    assert "this epoch" not in view.plain_table()
+    assert "this epoch" not in view.table.plain()
 
 
 def test_system_metrics_are_logged_on_a_training_run_unless_switched_off(tmp_path):

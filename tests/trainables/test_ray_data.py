@@ -67,7 +67,7 @@ def test_prepared_shards_hold_the_encoded_bytes_and_labels(tmp_path):
 @pytest.mark.slow
 def test_training_reads_the_train_split_through_ray_data(tmp_path, local_ray):
     """In the trial's own process; the TorchTrainer path (2 workers, shards) is in test_ray_train."""
-    from sweep.training import run_training
+    from sweep.tuner.training import run_training
 
     outcome = run_training(config(tmp_path, folder(tmp_path / "img")), stream=io.StringIO())
     assert outcome.error is None and outcome.metrics["epoch"] == 2

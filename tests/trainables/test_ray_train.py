@@ -7,7 +7,7 @@ import mlflow
 import pytest
 
 from mjp import keys
-from sweep.training import run_training
+from sweep.tuner.training import run_training
 from trainables.config import build_config
 
 pytestmark = pytest.mark.slow

@@ -1,0 +1,213 @@
+"""``mjp sweep plan <study>``: what a study will cost before it starts.
+
+Trials, epochs, the resources each trial asks for, how many run at once on the machines described
+(this machine, or a ``ray up`` cluster file) and the wall time and GPU-hours that follow from a
+throughput figure. Where the figure comes from is always printed: a short measurement on this
+machine (CPU trials), BENCHMARKS.md (GPU trials: its DeiT-S target, which no run has measured yet),
+or ``--img-per-s``. Training images only: start-up and evaluation are not counted, and ASHA makes
+the real time shorter.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trainables.config import TrainConfig
+from trainables.errors import ConfigError
+
+#: vCPUs and GPUs of the instance types cluster.yaml names (AWS's published specifications),
+#: for node types whose ``resources`` leave them to Ray's detection
+INSTANCE_TYPES: dict[str, tuple[int, int]] = {
+    "p4d.24xlarge": (96, 8), "p4de.24xlarge": (96, 8), "p5.48xlarge": (192, 8),
+    "g5.xlarge": (4, 1), "g5.12xlarge": (48, 4), "g5.48xlarge": (192, 8),
+    "m6i.4xlarge": (16, 0), "c6i.16xlarge": (64, 0),
+}
+
+
+#: training images of the datasets whose files may be absent where the plan is made
+TRAIN_IMAGES = {"imagefolder": (1_281_167, "ImageNet-1K's"), "fashion_mnist": (60_000, "Fashion-MNIST's"),
+                "cifar10": (50_000, "CIFAR-10's"), "cifar100": (50_000, "CIFAR-100's")}
+
+
+#: BENCHMARKS.md, GPU rows: the 500-step DeiT-S + MJP run's target per GPU (bf16 + compile; not measured)
+DEIT_S_TARGET_IMG_PER_S_PER_GPU = 7_000.0
+
+
+@dataclass(frozen=True)
+class Machines:
+    """What trials can be placed on: the name, and the CPUs and GPUs of the nodes that train."""
+
+    name: str
+    cpus: float
+    gpus: int
+    local: bool = False
+
+
+@dataclass(frozen=True)
+class Plan:
+    trials: int
+    epochs: int
+    train_images: int
+    images_note: str
+    cpus_per_trial: float
+    gpus_per_trial: float
+    concurrent: int
+    img_per_s: float
+    img_per_s_source: str
+    capacity: int
+
+    @property
+    def trial_hours(self) -> float:
+        return self.epochs * self.train_images / self.img_per_s / 3600
+
+    @property
+    def wall_hours(self) -> float:
+        return math.ceil(self.trials / self.concurrent) * self.trial_hours if self.concurrent else math.inf
+
+    @property
+    def gpu_hours(self) -> float:
+        return self.trials * self.trial_hours * self.gpus_per_trial
+
+
+def local_machines() -> Machines:
+    import torch
+
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    return Machines(f"this machine ({os.cpu_count()} CPUs, {gpus} GPUs)", float(os.cpu_count() or 1), gpus, local=True)
+
+
+def cluster_machines(path: str | Path) -> Machines:
+    """The largest cluster ``path`` can scale to: every worker node type at ``max_workers``
+    (CPUs and GPUs from ``resources``, else from the instance type); the head node trains nothing."""
+    from sweep.cluster.check import validate_cluster_config
+
+    prepared = validate_cluster_config(path)
+    cpus, gpus = 0.0, 0
+    for name, node in prepared.get("available_node_types", {}).items():
+        if name == prepared.get("head_node_type"):
+            continue
+        resources = node.get("resources") or {}
+        instance = (node.get("node_config") or {}).get("InstanceType")
+        known = INSTANCE_TYPES.get(instance) if instance else None
+        if ("CPU" not in resources or "GPU" not in resources) and known is None:
+            raise ConfigError(f"{path}: available_node_types.{name}.resources: give CPU and GPU (instance type {instance!r} is not one the plan knows: {', '.join(INSTANCE_TYPES)})")
+        count = int(node.get("max_workers", 0))
+        cpus += count * float(resources.get("CPU", known[0] if known else 0))
+        gpus += count * int(resources.get("GPU", known[1] if known else 0))
+    return Machines(f"{path} at its largest ({cpus:.0f} CPUs, {gpus} GPUs on worker nodes)", cpus, gpus)
+
+
+def train_images(cfg: TrainConfig) -> tuple[int, str]:
+    """Training images per epoch (after ``data.train_limit``) and where the count comes from."""
+    from trainables.data import data_info
+    from trainables.errors import DataError
+
+    try:
+        n, note = data_info(cfg).train_size, f"{cfg.data.name} as found"
+    except DataError:
+        if cfg.data.name not in TRAIN_IMAGES:
+            raise
+        n, what = TRAIN_IMAGES[cfg.data.name]
+        note = f"{what} {n:,} (data.root is not readable here)"
+    if cfg.data.train_limit is not None and cfg.data.train_limit < n:
+        n, note = cfg.data.train_limit, f"data.train_limit={cfg.data.train_limit}"
+    return n, note  # repeated augmentation keeps an epoch at the dataset's size (timm's sampler)
+
+
+def data_shape(cfg: TrainConfig) -> Any:
+    """The data's ``DataShape``; where the files are absent here, the dataset's published shape."""
+    from trainables.data import DataShape, data_info
+    from trainables.errors import DataError
+
+    try:
+        return data_info(cfg).shape
+    except DataError:
+        defaults = {"imagefolder": (1000, 3, 224), "fashion_mnist": (10, 1, 28), "cifar10": (10, 3, 32), "cifar100": (100, 3, 32)}
+        if cfg.data.name not in defaults:
+            raise
+        classes, chans, size = defaults[cfg.data.name]
+        return DataShape(classes, chans, cfg.data.img_size or size)
+
+
+def measure_cpu_img_per_s(cfg: TrainConfig, image_size: int, in_chans: int, num_classes: int, threads: int, seconds: float = 2.0) -> float:
+    """Images per second of the plain model's forward + backward + AdamW on this machine's CPU,
+    with a synthetic batch of at most 32 images ([B, C, H, W]): two untimed steps, then steps
+    until ``seconds`` have passed (at least three), on ``threads`` threads (a trial's CPUs)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        return _steps_per_s(cfg, image_size, in_chans, num_classes, seconds)
+    finally:
+        torch.set_num_threads(before)
+
+
+def _steps_per_s(cfg: TrainConfig, image_size: int, in_chans: int, num_classes: int, seconds: float) -> float:
+    import torch
+
+    from trainables.data import DataShape
+    from trainables.engine import build_model
+
+    plain = cfg.model_copy(update={"mjp": None, "model": cfg.model.model_copy(update={"pretrained_file": None})})
+    model = build_model(plain, DataShape(num_classes, in_chans, image_size))  # MJP costs ~1.00x a timm step (BENCHMARKS.md, bench_mjp)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    batch = min(cfg.data.batch_size, 32)
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(batch, in_chans, image_size, image_size, generator=generator)
+    y = torch.randint(0, num_classes, (batch,), generator=generator)
+    timed, start = -2, 0.0
+    while timed < 3 or time.perf_counter() - start < seconds:
+        if timed == 0:
+            start = time.perf_counter()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        timed += 1
+    return timed * batch / (time.perf_counter() - start)
+
+
+def make_plan(study: Any, machines: Machines, img_per_s: float | None = None) -> Plan:
+    cfg = study.train_config({})
+    s = cfg.scaling
+    gpus = s.num_workers * s.gpus_per_worker if s.use_gpu else 0.0
+    cpus = s.cpus_per_worker if s.in_process else study.config.driver_cpus + s.num_workers * s.cpus_per_worker  # as Tune reserves it
+    capacity = math.floor(machines.gpus / gpus) if gpus else int(machines.cpus // cpus)
+    if machines.local and not gpus:
+        capacity = max(capacity, study.max_concurrent)  # a local Ray is started with CPUs enough for max_concurrent trials
+    concurrent = max(0, min(study.max_concurrent, study.num_trials, capacity))
+    shape = data_shape(cfg)
+    from trainables.preflight import check_attention
+
+    check_attention(cfg, shape)
+    images, note = train_images(cfg)
+    if img_per_s is not None:
+        rate, source = img_per_s, "--img-per-s"
+    elif gpus:
+        if cfg.model.name != "deit_small_patch16_224":
+            raise ConfigError(f"no GPU throughput of {cfg.model.name} is recorded in BENCHMARKS.md; measure one (benchmarks/bench_gpu_train.py) and pass --img-per-s")
+        rate = DEIT_S_TARGET_IMG_PER_S_PER_GPU * gpus
+        source = f"BENCHMARKS.md's DeiT-S target of {DEIT_S_TARGET_IMG_PER_S_PER_GPU:,.0f} img/s per GPU x {gpus:g} (a target: no GPU run has measured it)"
+    else:
+        threads = max(1, int(cpus))
+        share = min(1.0, machines.cpus / max(1, concurrent * threads)) if machines.local else 1.0
+        rate = measure_cpu_img_per_s(cfg, shape.img_size, shape.in_chans, shape.num_classes, threads) * share
+        shared = f", x {share:.2f}: {concurrent} trials share {machines.cpus:g} CPUs" if share < 1 else ""
+        source = f"measured now on this CPU (2 s of steps on {min(cfg.data.batch_size, 32)} synthetic images, {threads} thread(s)){shared}"
+    return Plan(study.num_trials, cfg.optim.epochs, images, note, cpus, gpus, concurrent, rate, source, capacity)
+
+
+def duration_text(hours: float) -> str:
+    if hours == math.inf:
+        return "never (no trial fits)"
+    if hours < 1:
+        return f"{hours * 60:.1f} min"
+    if hours < 48:
+        return f"{hours:.1f} h"
+    return f"{hours / 24:.1f} days"

@@ -1,0 +1,102 @@
+"""The MLflow store beyond the cluster: a consistent copy of the head's SQLite file kept in the bucket
+(``mjp cluster store save`` / ``restore``).
+
+``cluster.yaml``'s head runs ``mlflow server`` on a SQLite file on its own disk, which ``ray down``
+ends. The head saves a copy to ``$MJP_BUCKET/mlflow/mlflow.db`` every few minutes and a new head
+starts from it; the artifacts are in the bucket already. The local twin keeps its store the same
+way, in a folder that stands in for the bucket.
+
+A copy is made with SQLite's online backup (a consistent snapshot while the server writes, its
+write-ahead log included), then written to the destination whole: to a temporary name and moved
+over the old copy on a path; as one object on S3, which appears only once complete.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from trainables.errors import ConfigError
+
+
+def filesystem_of(where: str) -> tuple[Any, str]:
+    """pyarrow's file system for ``where`` (``s3://bucket/key`` or a local path) and the path in it."""
+    from pyarrow import fs
+
+    if "://" in where:
+        try:
+            return fs.FileSystem.from_uri(where)
+        except Exception as err:  # pyarrow's ArrowInvalid / OSError: an unknown scheme, no credentials
+            raise ConfigError(f"{where}: cannot open it ({str(err).splitlines()[0][:160]})") from None
+    return fs.LocalFileSystem(), str(Path(where).expanduser().absolute())
+
+
+def snapshot(db: Path, into: Path) -> None:
+    """A consistent copy of SQLite file ``db`` at ``into``, taken while others may write to it."""
+    source = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        target = sqlite3.connect(into)
+        try:
+            source.backup(target)
+        finally:
+            target.close()
+    finally:
+        source.close()
+
+
+def save_store(db: str | Path, dest: str) -> int:
+    """Copy the SQLite store ``db`` to ``dest`` (whole or not at all); the bytes written."""
+    db = Path(db)
+    if not db.is_file():
+        raise ConfigError(f"{db}: no MLflow store there to save (the server makes it on its first request)")
+    filesystem, path = filesystem_of(dest)
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / "mlflow.db"
+        try:
+            snapshot(db, copy)
+        except sqlite3.DatabaseError as err:
+            raise ConfigError(f"{db}: not a readable SQLite store ({err}); nothing was saved") from None
+        parent = path.rsplit("/", 1)[0]
+        filesystem.create_dir(parent, recursive=True)
+        local = filesystem.type_name == "local"
+        written = f"{path}.part" if local else path
+        with open(copy, "rb") as src, filesystem.open_output_stream(written) as out:
+            while chunk := src.read(1 << 22):
+                out.write(chunk)
+        if local:
+            filesystem.move(written, path)  # a rename: a reader sees the old copy or the new, never half
+        return copy.stat().st_size
+
+
+def restore_store(src: str, db: str | Path) -> str:
+    """Make ``db`` from the kept copy ``src`` unless ``db`` exists; what was done, in words.
+
+    A store already on the head's disk is never replaced: every copy was saved from it, so it is
+    at least as new as the kept one (a head restarted with its disk)."""
+    db = Path(db)
+    if db.exists():
+        return f"kept {db}: the store on this disk is at least as new as any saved copy"
+    filesystem, path = filesystem_of(src)
+    from pyarrow import fs
+
+    if filesystem.get_file_info(path).type != fs.FileType.File:
+        return f"no saved store at {src}: MLflow starts a new one at {db}"
+    db.parent.mkdir(parents=True, exist_ok=True)
+    part = db.with_name(db.name + ".part")
+    with filesystem.open_input_stream(path) as inp, open(part, "wb") as out:
+        while chunk := inp.read(1 << 22):
+            out.write(chunk)
+    try:
+        sqlite3.connect(f"file:{part}?mode=ro", uri=True).execute("PRAGMA quick_check").fetchone()
+    except sqlite3.DatabaseError as err:
+        part.unlink()
+        raise ConfigError(f"{src}: the saved store is not a readable SQLite file ({err}); {db} was not made") from None
+    part.rename(db)
+    return f"restored {db} from {src}"
+
+
+def fingerprint(db: Path) -> tuple:
+    """What changes when the server writes: the file's and its write-ahead log's size and time."""
+    return tuple((p.stat().st_size, p.stat().st_mtime_ns) if p.exists() else None for p in (db, db.with_name(db.name + "-wal")))

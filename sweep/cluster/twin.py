@@ -1,0 +1,234 @@
+"""A local twin of ``cluster.yaml`` on this machine (``mjp cluster up --local`` / ``mjp cluster down``).
+
+Ray 2.60's ``fake_multinode`` autoscaling provider starts worker "nodes" (real raylets with their
+own node ids and resources) on this machine when the autoscaler asks for them. The twin keeps
+``cluster.yaml``'s roles:
+
+- ``head``: runs the sweep drivers (Ray jobs' entrypoints, which ask for no resources), never
+  training or Ray Data tasks: it has no ``mjp_gpu`` and 0 CPUs.
+- ``gpu_worker``: stands in for the 8-GPU nodes: ``{CPU: 2, mjp_gpu: 1}``. A trial asks for it with
+  ``scaling.worker_resources: {mjp_gpu: 1}`` in place of ``scaling.use_gpu``. The second CPU is
+  the real node's spare cores: a multi-worker trial's driver (0.25 CPU) lands beside a worker, as
+  the head has no CPU for tasks.
+- ``cpu_worker``: CPU-only nodes for Ray Data's read and decode tasks: ``{CPU: 1, mjp_data: 1}``;
+  a study keeps its decoding there with ``data.ray_data_resources: {mjp_data: 1}`` (cluster.yaml's
+  CPU nodes declare ``mjp_data`` too).
+
+Every worker type has ``min_workers: 0``: the autoscaler starts them on demand. The head listens
+on 127.0.0.1 only (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``), with token authentication
+(``RAY_AUTH_MODE=token``; ``up`` writes a fresh token into the session directory and names it
+with ``RAY_AUTH_TOKEN_PATH``, so the twin needs no ``~/.ray/auth_token`` and never touches one),
+and an ``mlflow server`` on 127.0.0.1 is the tracking server, as ``cluster.yaml``'s head starts
+one. Everything lives in one session directory; ``down`` ends
+exactly the processes whose command lines name it (never ``ray stop``, which would end every Ray
+on the machine).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import yaml
+
+from sweep.cluster.processes import session_processes
+from sweep.cluster.twin_config import twin_config
+from sweep.study.names import PROJECT_DIR
+from trainables.errors import ConfigError
+
+#: the file in the session directory that ``up`` writes and ``down`` / the tests read
+STATE_FILE = "cluster.json"
+
+
+#: the session's Ray authentication token (``RAY_AUTH_TOKEN_PATH`` names it)
+TOKEN_FILE = "auth_token"
+
+
+DEFAULT_SESSION = "/tmp/mjp-local-cluster"
+
+
+@dataclass(frozen=True)
+class LocalCluster:
+    """What ``up`` started: the Ray address (GCS), the dashboard (jobs API), the tracking URI."""
+
+    session_dir: str
+    address: str
+    dashboard: str
+    tracking_uri: str
+    storage: str
+    bucket: str = ""  # the folder standing in for cluster.yaml's S3 bucket (empty in a state written before it)
+
+    @property
+    def kept_store(self) -> Path:
+        """Where ``down`` keeps the MLflow store and ``up`` takes it from (``$MJP_BUCKET/mlflow/mlflow.db`` on AWS)."""
+        return Path(self.bucket) / "mlflow" / "mlflow.db"
+
+    @property
+    def token_path(self) -> str:
+        """The session's Ray token: every node, job and client of the twin authenticates with it."""
+        return str(Path(self.session_dir) / TOKEN_FILE)
+
+    def environment(self) -> dict[str, str]:
+        """The variables a shell needs to use this cluster (``mjp cluster up`` prints them)."""
+        return {"RAY_ADDRESS": self.address, "RAY_API_SERVER_ADDRESS": self.dashboard, "MLFLOW_TRACKING_URI": self.tracking_uri,
+                "MJP_SWEEP_STORAGE": self.storage, "MJP_REPORTS_DIR": str(Path(self.session_dir) / "reports"), "RAY_AUTH_MODE": "token",
+                "RAY_AUTH_TOKEN_PATH": self.token_path, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _environment() -> dict[str, str]:
+    from trainables.ray_runtime import prepare_environment
+
+    prepare_environment()  # what every Ray process of the project needs (the head's and its nodes' inherit it)
+    env = {**os.environ, "RAY_FAKE_CLUSTER": "1", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token"}
+    here = str(PROJECT_DIR)
+    env["PYTHONPATH"] = os.pathsep.join([here, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != here]])
+    return env
+
+
+def _wait_http(url: str, what: str, seconds: float, log: Path, process: subprocess.Popen) -> None:
+    """Until ``url`` answers; ``ConfigError`` with the log's last line when ``process`` ends first or time runs out."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            urllib.request.urlopen(url, timeout=2).close()
+            return
+        except OSError:
+            time.sleep(0.5)
+    tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
+    how = f"ended ({process.returncode})" if process.poll() is not None else f"did not answer within {seconds:.0f} s"
+    raise ConfigError(f"{what} at {url} {how} ({tail[0] if tail else 'no log'}); see {log}")
+
+
+def write_token(path: Path) -> Path:
+    """Write a fresh Ray token (Ray's own format: 64 hex digits) to ``path``, readable by this user only."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # also when a file was there before, with a wider mode
+    with os.fdopen(fd, "w") as out:
+        out.write(secrets.token_hex(32))
+    return path
+
+
+def up(session_dir: str | Path = DEFAULT_SESSION, *, gpu_workers: int = 2, cpu_workers: int = 1, bucket: str | Path | None = None) -> LocalCluster:
+    """Start the twin: a ``fake_multinode`` Ray head with its autoscaler, and an MLflow server.
+
+    ``bucket`` (default ``SESSION/bucket``) stands in for cluster.yaml's S3 bucket: the sweeps,
+    MLflow's artifacts, and the copy of MLflow's store that ``down`` saves and a new twin's ``up``
+    starts from, as a new head on AWS does."""
+    from sweep.cluster.store_copy import restore_store
+
+    session = Path(session_dir).resolve()
+    if (session / STATE_FILE).exists():
+        raise ConfigError(f"{session} already holds a local cluster ({STATE_FILE}); `mjp cluster down --session {session}` first")
+    if not 1 <= gpu_workers <= 4 or not 0 <= cpu_workers <= 4:
+        raise ConfigError(f"gpu_workers={gpu_workers}, cpu_workers={cpu_workers}: allowed 1-4 and 0-4 on one machine")
+    session.mkdir(parents=True, exist_ok=True)
+    env = _environment()
+    token = write_token(session / TOKEN_FILE)
+    env.pop("RAY_AUTH_TOKEN", None)  # a token in the caller's environment would win over the session's
+    env["RAY_AUTH_TOKEN_PATH"] = str(token)
+    gcs, dash, mlflow_port = free_port(), free_port(), free_port()
+    config = session / "autoscaler.yaml"
+    config.write_text(yaml.safe_dump(twin_config(gcs, gpu_workers=gpu_workers, cpu_workers=cpu_workers)))
+    kept = Path(bucket or session / "bucket").expanduser().resolve()
+    storage = kept / "mjp-sweeps"
+    storage.mkdir(parents=True, exist_ok=True)
+    (session / "mlflow").mkdir(exist_ok=True)
+    restore_store(str(kept / "mlflow" / "mlflow.db"), session / "mlflow" / "mlflow.db")
+    mlflow_log = session / "mlflow" / "server.log"
+    with open(mlflow_log, "w") as log:  # its own process group: `down` ends its uvicorn workers with it
+        server = subprocess.Popen(
+            [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(mlflow_port), "--workers", "1",
+             "--backend-store-uri", f"sqlite:///{session}/mlflow/mlflow.db", "--artifacts-destination", str(kept / "mlflow-artifacts")],
+            stdout=log, stderr=subprocess.STDOUT, env={**env, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}, start_new_session=True, cwd=session)
+    (session / "mlflow" / "server.pgid").write_text(str(server.pid))
+    try:
+        # listening before Ray starts: Ray's processes bind ports of their own choosing, and one took
+        # the server's port while it was still importing (uvicorn then ends: address already in use)
+        _wait_http(f"http://127.0.0.1:{mlflow_port}/health", "the MLflow server", 120, mlflow_log, server)
+        return _start_head(session, config, kept, env, gcs, dash, mlflow_port)
+    except BaseException:  # whatever stops the start (a missing `ray`, Ctrl-C): nothing left running
+        down(session)
+        raise
+
+
+def _start_head(session: Path, config: Path, bucket: Path, env: dict[str, str], gcs: int, dash: int, mlflow_port: int) -> LocalCluster:
+    """``ray start --head`` with the autoscaler, in a process group of its own, which ``down``
+    ends (Ray's client proxy names no path of the session)."""
+    ray_cli = Path(sys.executable).with_name("ray")
+    if not ray_cli.exists():
+        raise ConfigError(f"no `ray` command beside this Python ({ray_cli}); run from the project's environment (.venv/bin/mjp)")
+    ports = {"--dashboard-agent-listen-port": free_port(), "--dashboard-agent-grpc-port": free_port(), "--metrics-export-port": free_port(),
+             "--runtime-env-agent-port": free_port(), "--ray-client-server-port": free_port()}
+    command = [str(ray_cli), "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(gcs), "--temp-dir", str(session / "ray"),
+               "--num-cpus", "0", "--autoscaling-config", str(config),
+               "--include-dashboard", "true", "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dash),
+               *[f"{k}={v}" for k, v in ports.items()], "--disable-usage-stats"]
+    # as cluster.yaml's head: the jobs submitted to it inherit the tracking URI and the sweep storage
+    cluster = LocalCluster(str(session), f"127.0.0.1:{gcs}", f"http://127.0.0.1:{dash}", f"http://127.0.0.1:{mlflow_port}", str(bucket / "mjp-sweeps"), str(bucket))
+    env.update({k: v for k, v in cluster.environment().items() if k in ("MLFLOW_TRACKING_URI", "MJP_SWEEP_STORAGE", "MJP_REPORTS_DIR")})
+    with open(session / "ray-start.log", "w") as log:
+        start = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=session, start_new_session=True)
+        (session / "ray-head.pgid").write_text(str(start.pid))
+        returncode = start.wait()
+    (session / STATE_FILE).write_text(json.dumps(asdict(cluster), indent=1))
+    if returncode != 0:
+        raise ConfigError(f"`ray start --head` failed ({returncode}); see {session / 'ray-start.log'}")
+    return cluster
+
+
+def read_state(session_dir: str | Path) -> LocalCluster:
+    path = Path(session_dir).resolve() / STATE_FILE
+    if not path.is_file():
+        raise ConfigError(f"no local cluster in {path.parent} (no {STATE_FILE}); `mjp cluster up --local --session DIR` makes one")
+    return LocalCluster(**json.loads(path.read_text()))
+
+
+def down(session_dir: str | Path = DEFAULT_SESSION, *, grace_s: float = 10.0) -> list[int]:
+    """Save the twin's MLflow store to its bucket, then end every process of the twin in
+    ``session_dir`` (SIGTERM, then SIGKILL after ``grace_s``).
+
+    Returns the PIDs ended. The session directory stays (logs, the MLflow store) but loses its
+    state file, so ``up`` can use it again.
+    """
+    from sweep.cluster.store_copy import save_store
+
+    session = Path(session_dir).resolve()
+    unsaved = None
+    if (session / STATE_FILE).is_file() and (session / "mlflow" / "mlflow.db").is_file():
+        state = read_state(session)
+        try:
+            if state.bucket:
+                save_store(session / "mlflow" / "mlflow.db", str(state.kept_store))
+        except ConfigError as err:  # the twin still goes down; the store stays in the session directory
+            unsaved = err
+    ended: set[int] = set()
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+        pids = session_processes(session)
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+                ended.add(pid)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + wait
+        while session_processes(session) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    (session / STATE_FILE).unlink(missing_ok=True)
+    if unsaved is not None:
+        raise ConfigError(f"the twin is down, but its MLflow store was not saved to its bucket: {unsaved}")
+    return sorted(ended)

@@ -1,0 +1,121 @@
+"""``mjp cluster ...``: check cluster.yaml, set up the AWS account for it, probe its nodes, keep its
+MLflow store in the bucket, and start or end the local twin (the work is in ``sweep/cluster/``)."""
+
+
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+from sweep.cluster.aws_setup import prepare_account, read_plan
+from sweep.cluster.check import placeholders_left, validate_cluster_config
+from sweep.cluster.probe import probe_here
+from sweep.cluster.processes import session_processes
+from sweep.cluster.store_copy import fingerprint, restore_store, save_store
+from sweep.cluster.twin import down, up
+from trainables.errors import ConfigError
+from trainables.yaml_files import read_yaml_mapping
+
+
+def cmd_cluster_check(args: argparse.Namespace) -> int:
+    prepared = validate_cluster_config(args.path)
+    workers = {name: t.get("max_workers", 0) for name, t in prepared.get("available_node_types", {}).items()}
+    print(f"{args.path}: valid for `ray up` (provider {prepared['provider']['type']}, node types {workers})")
+    left = placeholders_left(Path(args.path))
+    if left:
+        print("set before `mjp cluster aws-setup` and `ray up`: " + "; ".join(left))
+    return 0
+
+
+def cmd_cluster_up(args: argparse.Namespace) -> int:
+    if not args.local:
+        raise ConfigError("`mjp cluster up` starts only the local twin (--local); a real cluster: `ray up cluster.yaml`")
+    cluster = up(args.session, gpu_workers=args.gpu_workers, cpu_workers=args.cpu_workers, bucket=args.bucket)
+    print(f"local cluster up in {cluster.session_dir}: Ray at {cluster.address}, jobs at {cluster.dashboard}, MLflow at {cluster.tracking_uri} "
+          f"(its store kept in {cluster.kept_store} at `down`)")
+    print("use it from this shell:")
+    for key, value in cluster.environment().items():
+        print(f"  export {key}={value}")
+    return 0
+
+
+def cmd_cluster_down(args: argparse.Namespace) -> int:
+    ended = down(args.session)
+    left = session_processes(args.session)
+    print(f"local cluster in {Path(args.session).resolve()} down: {len(ended)} processes ended" + (f"; still running: {left}" if left else ""))
+    return 1 if left else 0
+
+
+def cmd_cluster_aws_setup(args: argparse.Namespace) -> int:
+    plan = read_plan(args.path)
+    try:
+        import boto3  # noqa: F401
+    except ImportError:
+        raise ConfigError("boto3 is not installed: `uv sync --group aws` (Ray's AWS launcher needs it too)") from None
+    for line in prepare_account(plan, read_yaml_mapping(Path(args.path), "cluster config")):
+        print(line)
+    return 0
+
+
+def cmd_cluster_probe(args: argparse.Namespace) -> int:
+    address = os.environ.get("RAY_ADDRESS")
+    if not address:
+        raise ConfigError("`mjp cluster probe` runs on a cluster: submit it as a Ray job (docs/cluster-aws.md, step 7), or set RAY_ADDRESS "
+                          "(the local twin's exports)")
+    if args.timeout <= 0:
+        raise ConfigError(f"--timeout {args.timeout:g}: allowed more than 0 seconds")
+    from trainables.ray_runtime import ensure_ray
+
+    ensure_ray(address)
+    import ray
+
+    storage, tracking = os.environ.get("MJP_SWEEP_STORAGE"), os.environ.get("MLFLOW_TRACKING_URI")
+    probe = ray.remote(probe_here)
+    gpu = {"num_gpus": 1} if args.gpu_resource == "GPU" else {"resources": {args.gpu_resource: 1}}
+    asks = {f"GPU node ({args.gpu_resource}: 1)": (gpu, args.gpu_resource == "GPU"),
+            f"CPU node ({args.cpu_resource}: 1)": ({"resources": {args.cpu_resource: 1}}, False)}
+    refs = {what: probe.options(num_cpus=1, max_retries=0, **options).remote(args.data, storage, tracking, cuda)
+            for what, (options, cuda) in asks.items()}
+    print(f"probing {', '.join(refs)}: the autoscaler starts them if none is up (up to {args.timeout:.0f} s)", flush=True)
+    ready, _ = ray.wait(list(refs.values()), num_returns=len(refs), timeout=args.timeout)
+    failed = 0
+    for what, ref in refs.items():
+        if ref not in ready:
+            print(f"{what}: did not start within {args.timeout:.0f} s (`ray status` shows what the autoscaler waits for: an instance quota, a capacity error)")
+            failed += 1
+            continue
+        node, checks = ray.get(ref)
+        print(f"{what} on {node}:")
+        for check in checks:
+            print(f"  {check.name:<7} {'ok' if check.ok else 'FAILED':<7} {check.detail}")
+            failed += not check.ok
+    print("probe: every check held" if not failed else f"probe: {failed} check(s) failed")
+    return 1 if failed else 0
+
+
+def cmd_store_save(args: argparse.Namespace) -> int:
+    if args.every is None:
+        size = save_store(args.db, args.dest)
+        print(f"saved {args.db} to {args.dest} ({size:,} bytes)")
+        return 0
+    if args.every < 10:
+        raise ConfigError(f"--every {args.every:g}: allowed 10 seconds or more")
+    last = None
+    while True:  # the head's loop: ended with the head (or `pkill`), never by an error
+        now = fingerprint(Path(args.db))
+        if now != last:
+            try:
+                size = save_store(args.db, args.dest)
+                print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} saved {args.db} to {args.dest} ({size:,} bytes)", flush=True)
+                last = now
+            except Exception as err:  # noqa: BLE001 - a failed save is retried next time, and said
+                print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} could not save {args.db} to {args.dest}: {str(err).splitlines()[0][:200]}", flush=True)
+        time.sleep(args.every)
+
+
+def cmd_store_restore(args: argparse.Namespace) -> int:
+    print(restore_store(args.src, args.db))
+    return 0

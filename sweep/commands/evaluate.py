@@ -1,0 +1,169 @@
+"""``mjp evaluate``: the paper's evaluations on a model that already exists.
+
+Sources: a logged MLflow run (its config and ``checkpoint/model.pt``; results are logged into
+that run), a checkpoint file with its config, or a timm model with local weights (a new
+evaluation run). The evaluations: ``shuffle`` (consistency, Diff. Norm, top-1 under test-time
+shuffles), ``robustness``, ``pe`` and ``privacy``; a section the config does not set runs with
+its defaults (``--set eval.robustness.images=5000`` changes one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from trainables.errors import UserError
+
+WHAT = ("shuffle", "robustness", "pe", "privacy")
+#: the config a timm model is evaluated with when no --config is given (its data section matters)
+TIMM_DEFAULT_CONFIG = "trainables/configs/imagenet_deit_small.yaml"
+
+
+def parse_what(text: str) -> tuple[str, ...]:
+    chosen = tuple(w.strip() for w in text.split(",") if w.strip())
+    unknown = [w for w in chosen if w not in WHAT]
+    if unknown or not chosen:
+        raise UserError(f"--what {text!r}: unknown {', '.join(map(repr, unknown)) or 'nothing given'}; allowed: a comma-separated subset of {', '.join(WHAT)}")
+    return chosen
+
+
+def _with_sections(cfg, what: tuple[str, ...]):
+    """``cfg`` with every chosen evaluation configured (its defaults where the config has none)."""
+    from trainables.config import PEAnalysisSection, PrivacySection, RobustnessSection
+
+    update = {}
+    if "robustness" in what and cfg.eval.robustness is not None and cfg.eval.robustness.workers is None:
+        update["robustness"] = cfg.eval.robustness.model_copy(update={"workers": os.cpu_count() or 1})  # this process has the machine
+    for name, field, section in (("robustness", "robustness", RobustnessSection), ("pe", "pe_analysis", PEAnalysisSection), ("privacy", "privacy", PrivacySection)):
+        if name in what and getattr(cfg.eval, field) is None:
+            update[field] = section(workers=os.cpu_count() or 1) if field == "robustness" else section()
+    return cfg.model_copy(update={"eval": cfg.eval.model_copy(update=update)}) if update else cfg
+
+
+def _timm_config(args: argparse.Namespace):
+    """The config of ``--timm NAME``: its data from --config, the model as timm builds it (row A)."""
+    from mjp.models.factory import timm_class
+    from trainables.config import load_config
+
+    try:
+        timm_class(args.timm)
+    except ValueError as err:
+        raise UserError(f"--timm: {err}") from None
+    if args.pretrained_file is None:
+        print(f"note: no --pretrained-file: {args.timm} is evaluated with random weights (nothing is downloaded)")
+    own_kwargs = any(item.split("=", 1)[0].strip().startswith("model.kwargs") for item in args.set)
+    overrides = [f"model.name={args.timm}", *([] if own_kwargs else ["model.kwargs={}"]), "mjp.variant=A", *args.set]
+    if args.pretrained_file:
+        overrides.append(f"model.pretrained_file={args.pretrained_file}")
+    return load_config(args.config or TIMM_DEFAULT_CONFIG, overrides)
+
+
+def _model(args: argparse.Namespace, what: tuple[str, ...]):
+    """(config, model in eval mode, the MLflow run to log into or None, tracking URI)."""
+    from sweep.trained import load_trained
+    from trainables.preflight import preflight
+
+    if args.timm:
+        cfg = _with_sections(_timm_config(args), what)
+        preflight(cfg)
+        from trainables.data import data_info
+        from trainables.engine import build_model
+
+        return cfg, build_model(cfg, data_info(cfg).shape).eval(), None, None
+    trained = load_trained(run=args.run, checkpoint=args.checkpoint, config=args.config, uri=args.uri, overrides=args.set)
+    cfg = _with_sections(trained.cfg, what)
+    preflight(cfg)
+    return cfg, trained.model, trained.run_id, trained.uri
+
+
+def _tracker(cfg, args: argparse.Namespace, run_id: str | None, uri: str | None):
+    from mjp import keys
+    from trainables.config import flat_params
+    from trainables.tracking import RunTracker, check_store_writable, tracking_uri
+
+    uri = uri or tracking_uri(args.uri or cfg.tracking.uri)
+    check_store_writable(uri)
+    if run_id is not None:
+        return RunTracker(uri, run_id)
+    source = args.timm or args.checkpoint
+    tracker = RunTracker.create(uri, cfg.tracking.experiment, run_name=f"evaluate {source}", tags={
+        keys.TAG_KIND: "evaluation", keys.TAG_VARIANT: cfg.variant, "mjp.model": cfg.model.name, "mjp.dataset": cfg.data.name,
+        "mjp.source": f"timm:{args.timm}" + (f" weights {args.pretrained_file}" if args.pretrained_file else " (random weights)") if args.timm else f"checkpoint {args.checkpoint}",
+    })
+    tracker.log_params(flat_params(cfg))
+    return tracker
+
+
+def evaluate_model(cfg, model, what: tuple[str, ...]) -> tuple[dict[str, float], list, dict[str, list[str]], list[tuple[str, str]]]:
+    """Run the chosen evaluations on one process, one line each on the console: metrics, figures,
+    notes, text artifacts."""
+    import time
+
+    import torch
+
+    from trainables.data import load_datasets
+    from trainables.final_eval import extra_evaluations, run_title
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = model.to(device)
+    bundle = load_datasets(cfg)
+    metrics: dict[str, float] = {}
+    figures: list = []
+    notes: dict[str, list[str]] = {}
+    texts: list[tuple[str, str]] = []
+    for name in what:
+        start = time.perf_counter()
+        print(f"  {name} ...", end="", flush=True)
+        if name == "shuffle":
+            from torch.utils.data import DataLoader
+
+            from trainables.engine import evaluate, evaluate_shuffles
+            from trainables.figures import shuffle_accuracy_figure
+
+            loader = DataLoader(bundle.val, batch_size=cfg.data.batch_size, shuffle=False, num_workers=cfg.data.loader_workers)
+            metrics.update(evaluate(model, loader, device))
+            metrics.update(evaluate_shuffles(cfg, model, loader, device))
+            figures.append((shuffle_accuracy_figure(metrics, cfg.eval.shuffle_ratios, run_title(cfg)), "top1_vs_shuffle_ratio.png"))
+        else:
+            more, found, text = extra_evaluations(cfg, model, bundle, device, metrics, (name,))
+            figures += more
+            notes.update(found)
+            texts += text
+        print(f" {time.perf_counter() - start:.1f} s")
+    return metrics, figures, notes, texts
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    what = parse_what(args.what)
+    if args.pretrained_file and not args.timm:
+        raise UserError("--pretrained-file goes with --timm; a run or checkpoint brings its own weights")
+    if args.pretrained_file:
+        from trainables.weights_file import check_weights_file
+
+        check_weights_file("--pretrained-file", args.pretrained_file)
+    import trainables.tracking  # noqa: F401 - imports mlflow, which installs a console handler, replaced next
+    from trainables.ray_runtime import library_logs_to
+
+    library_logs_to(None)
+    cfg, model, run_id, uri = _model(args, what)
+    tracker = _tracker(cfg, args, run_id, uri)
+    print(f"evaluating {cfg.model.name} / {cfg.variant} on {cfg.data.name}: {', '.join(what)}")
+    metrics, figures, notes, texts = evaluate_model(cfg, model, what)
+
+    from analysis.markdown import markdown_table
+    from mjp import keys
+
+    tracker.log_new_metrics(metrics)
+    tracker.set_tags({keys.notes_tag(name): "; ".join(lines) for name, lines in notes.items() if lines})
+    for text, name in texts:
+        tracker.log_text(text, name)
+    for figure, name in figures:
+        tracker.log_figure(figure, name)
+    print(markdown_table(["metric", "value"], [[k, keys.format_value(k, v)] for k, v in sorted(metrics.items())]))
+    for name, lines in notes.items():
+        for line in lines:
+            print(f"note ({name}): {line}")
+    from sweep.commands.common import mlflow_ui_command
+
+    print(f"logged into MLflow run {tracker.run_id} ({tracker.uri}); see it with: {mlflow_ui_command(tracker.uri, cfg.tracking.experiment)}")
+    return 0

@@ -1,0 +1,65 @@
+"""``mjp sweep list`` (the shipped studies and their size) and ``mjp config show`` (a resolved config).
+
+Both read YAML and validate it with pydantic only: no torch, no timm, no Ray.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import yaml
+
+
+def _summary(text: str, width: int = 110) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1].rsplit(" ", 1)[0] + " …"
+
+
+def study_size(name: str, smoke: bool) -> tuple[int, int]:
+    """(trials, epochs per trial) of a shipped study at full or smoke size."""
+    from sweep.study.load import load_study
+
+    study = load_study(name, smoke=smoke, check=False)
+    return study.num_trials, study.train_config({}).optim.epochs
+
+
+def cmd_sweep_list(args: argparse.Namespace) -> int:
+    from analysis.markdown import markdown_table
+    from sweep.study.load import load_study
+    from sweep.study.names import STUDIES_DIR
+
+    rows = []
+    for path in sorted(STUDIES_DIR.glob("*.yaml")):
+        study = load_study(path.stem, check=False)
+        trials, epochs = study_size(path.stem, smoke=False)
+        s_trials, s_epochs = study_size(path.stem, smoke=True)
+        base = study.train_config({})
+        rows.append([path.stem, _summary(study.config.description), f"{trials} x {epochs} ep", base.data.name, f"{s_trials} x {s_epochs} ep"])
+    print(markdown_table(["study", "what it measures", "trials x epochs", "data", "--smoke"], rows))
+    print("\nrun one: mjp sweep run <study> [--smoke]; its files: sweep/studies/<study>.yaml")
+    return 0
+
+
+def cmd_config_show(args: argparse.Namespace) -> int:
+    """The fully resolved TrainConfig: defaults filled in, the Table 4 row expanded, seeds derived."""
+    from trainables.config import build_config, load_config
+    from trainables.overrides import parse_overrides
+    from trainables.yaml_files import read_yaml_mapping
+
+    target = Path(args.config)
+    is_study = not target.is_file() or "objective" in read_yaml_mapping(target, "config file")
+    if not is_study:
+        cfg = load_config(target, args.set)
+        source = str(target)
+    else:
+        from sweep.study.load import load_study
+
+        study = load_study(args.config, smoke=args.smoke, check=False)
+        cfg = build_config(study.base_tree, parse_overrides(args.set), source=f"study {study.name}")
+        source = f"study {study.name}{' (smoke)' if args.smoke else ''}, before sampling"
+    from trainables.labels import variant_words
+
+    print(f"# {source}: Table 4 row {' '.join(variant_words(cfg.variant))}")
+    print(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False, default_flow_style=None).rstrip())
+    return 0

@@ -1,0 +1,124 @@
+"""``mjp sweep status [STUDY | SWEEP_DIR]``: the sweeps in an MLflow store and each of their trials
+(name, state, key metrics, MLflow run id: what ``mjp evaluate --run`` and ``mjp attack --run`` take).
+
+Reads MLflow only (no torch, no Ray) and never creates a store. A sweep whose parent run says
+RUNNING but whose driver process is gone (killed with SIGKILL, a lost machine) is shown as such,
+with the command that resumes it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mjp import keys
+from trainables.errors import UserError
+
+if TYPE_CHECKING:
+    from analysis.runs import SweepSummary, TrialSummary
+
+def driver_alive(driver: str | None) -> bool | None:
+    """Whether ``host:pid`` is a living process (None when it ran on another host or is unknown)."""
+    if not driver or ":" not in driver:
+        return None
+    host, _, pid = driver.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return None
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_state(status: str, tags: dict[str, str]) -> str:
+    """The sweep's state in words: finished, failed, interrupted (resumable), running or dead."""
+    resume = f"; resume: mjp sweep resume {tags.get('mjp.experiment_dir', '<dir>')}"
+    if status == "KILLED":
+        return f"interrupted ({tags.get(keys.TAG_INTERRUPTED, 'killed')})" if keys.TAG_INTERRUPTED in tags else f"killed{resume}"
+    if status == "RUNNING" and driver_alive(tags.get("mjp.driver")) is False:
+        return f"driver gone (killed?), trials stopped{resume}"
+    return status.lower()
+
+
+def trial_state(trial: "TrialSummary") -> str:
+    """A trial's state in words (a finished run the scheduler stopped says so)."""
+    status = trial.status.lower()
+    if status == "finished" and keys.TAG_STOPPED in trial.tags:
+        return "stopped early"
+    if status == "killed" and keys.TAG_ORPHAN in trial.tags:
+        return "lost with a driver"
+    if status == "killed" and keys.TAG_INTERRUPTED in trial.tags:
+        return "interrupted"
+    return status
+
+
+def _metric_columns(sweep: "SweepSummary") -> list[str]:
+    """The sweep's objectives, then val/top1 and val/consistency where a trial has them."""
+    columns = [o.split(":")[0] for o in sweep.params.get("objectives", "").split(",") if o]
+    for key in (keys.VAL_TOP1, keys.VAL_CONSISTENCY):
+        if key not in columns and any(key in t.metrics for t in sweep.trials):
+            columns.append(key)
+    return columns
+
+
+def trials_table(sweep: "SweepSummary", indent: str = "    ") -> str:
+    """Each trial of ``sweep``: name, state, key metrics, MLflow run id (for ``--run``); the
+    reasons of failed trials below."""
+    columns = _metric_columns(sweep)
+    rows = [["trial", "state", *columns, "MLflow run id"]]
+    rows += [[t.name, trial_state(t), *(keys.format_value(c, t.metrics.get(c)) for c in columns), t.run_id] for t in sweep.trials]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = [indent + "  ".join(c.ljust(w) if i < 2 or i == len(r) - 1 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip() for r in rows]
+    lines += [f"{indent}{t.name}: {t.tags[keys.TAG_ERROR][:200]}" for t in sweep.trials if t.status == "FAILED" and keys.TAG_ERROR in t.tags]
+    return "\n".join(lines)
+
+
+def _study_name(target: str, uri: str) -> str:
+    """``target`` as a study name: a study file's name, a shipped study or one recorded in the store."""
+    from analysis.runs import recorded_studies
+
+    path = Path(target)
+    if path.is_file():
+        import yaml
+
+        return str((yaml.safe_load(path.read_text()) or {}).get("name", path.stem))
+    from sweep.study.names import check_study_name
+
+    check_study_name(target, recorded_studies(uri), uri)
+    return target
+
+
+def cmd_sweep_status(args: argparse.Namespace) -> int:
+    from analysis.runs import sweep_summaries, sweep_summary
+    from sweep.tuner.state import read_state
+    from trainables.tracking import check_store_readable, tracking_uri
+
+    target = args.target or args.study
+    if target and (Path(target).is_dir() or "/" in target and not Path(target).is_file()):
+        if not Path(target).is_dir():
+            raise UserError(f"sweep directory {target} does not exist (the path `mjp sweep run` printed, under ray_results/)")
+        state = read_state(target)
+        uri = tracking_uri(args.uri or state.uri)
+        check_store_readable(uri)
+        sweeps = [sweep_summary(uri, state.parent_run_id)]
+    else:
+        uri = tracking_uri(args.uri)
+        check_store_readable(uri)
+        study = _study_name(target, uri) if target else None
+        sweeps = sweep_summaries(uri, study, args.limit)
+        if not sweeps:
+            print(f"no sweeps{' of study ' + repr(study) if study else ''} recorded in {uri}")
+            return 0
+    print(f"sweeps in {uri} (newest first):")
+    for s in sweeps:
+        shown = ", ".join(f"{n} {k}" for k, n in sorted(s.trial_states.items())) or "no trials yet"
+        print(f"  {s.run_name}  [{sweep_state(s.status, s.tags)}]  {shown} of {s.params.get('trials', '?')} trials  parent={s.run_id}")
+        if s.trials:
+            print(trials_table(s))
+    return 0

@@ -1,0 +1,75 @@
+"""``mjp sweep run STUDY``, ``mjp sweep resume DIR`` and ``mjp demo``: a sweep started or continued
+(``sweep/tuner/run.py``), then its table, its report and where to look next."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from sweep.commands.common import mlflow_ui_command, set_overrides, tool
+
+
+def after_sweep(outcome: Any, study: Any) -> int:
+    """The end of a sweep: failures, the table, the report, where to look next; the exit status."""
+    from sweep.commands.analyze import publish_sweep_report, reports_dir
+    from trainables.tracking import optuna_storage_url
+
+    for t in outcome.failed:
+        print(f"failed: {t.label}: {t.error}", file=sys.stderr)
+    done = outcome.finished
+    print(f"\nsweep {study.name}: {done} of {outcome.expected_trials} trials finished, {len(outcome.failed)} failed · MLflow parent run {outcome.parent_run_id}")
+    uri = outcome.uri  # the sweep's store, wherever the command is typed
+    report = publish_sweep_report(outcome.parent_run_id, study, reports_dir(), uri)
+    if report is not None:
+        print(report.table)
+        for text in report.paper.values():
+            print(f"\n{text}")
+        print(f"\nreport: {report.html}")
+    if outcome.best is not None:
+        print(f"best trial: {outcome.best.label}")
+    if outcome.pareto:
+        print("Pareto front: " + "; ".join(t.label for t in outcome.pareto))
+    from trainables.tracking import tracking_uri
+
+    resolved = tracking_uri(uri)
+    print(f"MLflow UI: {mlflow_ui_command(resolved, study.train_config({}).tracking.experiment)}")
+    optuna_url = optuna_storage_url(resolved)
+    if optuna_url:
+        print(f"Optuna dashboard: {tool('optuna-dashboard')} {optuna_url}   (then open http://127.0.0.1:8080)")
+    print(f"logs: {outcome.log_file}")
+    if outcome.interrupted:
+        print(f"\ninterrupted: the parent run is marked KILLED; continue with `mjp sweep resume {outcome.experiment_dir}`", file=sys.stderr)
+        return 130
+    return 1 if outcome.failed or not outcome.trials else 0
+
+
+def cmd_sweep_run(args: argparse.Namespace) -> int:
+    from sweep.study.load import load_study
+
+    study = load_study(args.study, smoke=args.smoke, overrides=set_overrides(args))
+    from sweep.tuner.run import run_sweep
+
+    outcome = run_sweep(study, storage=args.storage, address=args.address, verbose=args.verbose)
+    return after_sweep(outcome, study)
+
+
+def cmd_sweep_resume(args: argparse.Namespace) -> int:
+    from sweep.tuner.state import load_resumable
+
+    state, study = load_resumable(args.experiment_dir)  # refused in one line before Ray is imported
+    from sweep.tuner.run import resume_sweep
+
+    outcome = resume_sweep(args.experiment_dir, (state, study), address=args.address, verbose=args.verbose)
+    return after_sweep(outcome, study)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """The quickstart study on this machine, then its table and report."""
+    from sweep.study.load import load_study
+
+    study = load_study("quickstart", smoke=args.smoke, overrides=set_overrides(args))
+    from sweep.tuner.run import run_sweep
+
+    outcome = run_sweep(study, verbose=args.verbose)
+    return after_sweep(outcome, study)

@@ -1,0 +1,103 @@
+"""What the sweep's driver records in MLflow as trials end: ``SweepRecorder`` (a Tune callback)
+closes each child run FINISHED, FAILED or KILLED with its reason; ``run_closed_on_error`` closes
+the parent run when the sweep itself fails or is interrupted, never leaving it RUNNING."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ray import tune
+
+from mjp import keys
+from sweep.console.view import failure_reason
+from trainables.driver import find_child_run
+from trainables.errors import DiskFullError, disk_full_reason
+from trainables.tracking import RunTracker
+
+
+class SweepRecorder(tune.Callback):
+    """Gives every child run a final status (also trials the driver never finished itself: ASHA
+    stops them by ending the trial function) and notes whether the run was interrupted."""
+
+    def __init__(self, uri: str, experiment: str, parent_run_id: str | None, expected: int, time_budget_s: float | None):
+        self.uri, self.experiment, self.parent_run_id = uri, experiment, parent_run_id
+        self.expected, self.time_budget_s = expected, time_budget_s
+        self.started = time.monotonic()
+        self.interrupted = False
+        self.trials_started = 0
+        #: the trials' epochs: a trial the scheduler ends at its last epoch finished, it was not stopped early
+        self.epochs: int | None = None
+        self.finished_ids: set[str] | None = None  # the trials that ran to their end, once Tune has ended
+        self._completed: set[str] = set()  # on_trial_complete: ran to the end or stopped by the scheduler
+
+    def _mark(self, trial: Any, status: str, tags: dict[str, str]) -> None:
+        tracker = find_child_run(self.uri, self.experiment, self.parent_run_id, trial.trial_id)
+        if tracker is None or tracker.status != "RUNNING":
+            return
+        tracker.set_tags(tags)
+        tracker.set_status(status)
+
+    def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self.trials_started += 1
+
+    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self._completed.add(trial.trial_id)
+        # ASHA also ends a trial at its last report (epoch == max_t), before the driver closes its run
+        epoch = int((trial.last_result or {}).get("epoch", 0))
+        if self.epochs is not None and epoch >= self.epochs:
+            self._mark(trial, "FINISHED", {})
+        else:
+            self._mark(trial, "FINISHED", {keys.TAG_STOPPED: f"stopped early by the scheduler at epoch {epoch}" + (f"/{self.epochs}" if self.epochs else "")})
+
+    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self._mark(trial, "FAILED", {keys.TAG_ERROR: failure_reason(trial)})
+
+    def on_experiment_end(self, trials: list, **info: Any) -> None:
+        unfinished = [t for t in trials if t.status not in ("TERMINATED", "ERROR")]
+        # Ctrl-C leaves the running trials TERMINATED too, without on_trial_complete; a trial that
+        # finished in an earlier run of a resumed sweep has its final result marked done
+        self.finished_ids = {t.trial_id for t in trials if t.status == "TERMINATED" and (t.trial_id in self._completed or (t.last_result or {}).get("done"))}
+        # a trial Ctrl-C stopped is TERMINATED without having ended: the run was interrupted (the
+        # last trial of a sweep, or the one trial of `mjp train`)
+        stopped = [t for t in trials if t.status == "TERMINATED" and t.trial_id not in self.finished_ids]
+        out_of_time = self.time_budget_s is not None and time.monotonic() - self.started >= self.time_budget_s
+        self.interrupted = bool(unfinished) or (bool(stopped) and not out_of_time) or (len(trials) < self.expected and not out_of_time)
+        if out_of_time:
+            for trial in stopped:
+                self._mark(trial, "KILLED", {keys.TAG_STOPPED: f"stopped by the sweep's time budget (budget.time_budget_s={self.time_budget_s:g})"})
+            stopped = []
+        for trial in unfinished + stopped:
+            self._mark(trial, "KILLED", {keys.TAG_INTERRUPTED: "the sweep was interrupted; `mjp sweep resume` continues it"})
+
+
+class run_closed_on_error:
+    """A sweep (or a training) that crashes leaves its (parent) run FAILED (Ctrl-C during set-up:
+    KILLED), never RUNNING. A full disk becomes one ``DiskFullError`` line saying what to do
+    (``then``); the run is closed if the store can still be written, else by the resume."""
+
+    def __init__(self, parent: RunTracker, then: str | Callable[[], str] = "run the command again"):
+        self.parent, self.then = parent, then
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type | None, err: BaseException | None, tb: Any) -> bool:
+        if kind is None:
+            return False
+        full = disk_full_reason(err) if err is not None else None
+        try:
+            if issubclass(kind, KeyboardInterrupt):
+                self.parent.set_tags({keys.TAG_INTERRUPTED: "interrupted before the trials started"})
+                self.parent.set_status("KILLED")
+            else:
+                self.parent.set_tags({keys.TAG_ERROR: f"{type(err).__name__}: {err}"[:2000]})
+                self.parent.set_status("FAILED")
+        except Exception as closing:
+            if full is None and disk_full_reason(closing) is None:
+                raise
+            full = full or disk_full_reason(closing)
+        if full is not None:
+            raise DiskFullError(f"a disk this command writes to is full ({full}); free some space (the MLflow store {self.parent.uri}, the run's storage), then {self.then() if callable(self.then) else self.then}") from None
+        return False

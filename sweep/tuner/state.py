@@ -1,0 +1,124 @@
+"""A sweep's state file, ``<experiment dir>/mjp_sweep.json``: what ``mjp sweep resume`` follows
+(the study, its digest, the overrides, the tracking URI, the parent run, the Optuna storage).
+Plain JSON, signed with the sweep's pickles (``sweep.security.signatures``): an edited copy is refused,
+and so is a study whose files changed since the sweep started."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sweep.security.signatures import STATE_FILE, sign_files, verify_sweep_dir
+from sweep.study.load import Study, check_study, load_study
+from sweep.study.names import PROJECT_DIR
+from trainables.errors import UserError
+
+
+def filesystem(path: str) -> tuple[Any, str]:
+    """``pyarrow.fs.FileSystem`` and path for a local path or a URI (imported here: ``mjp sweep
+    status`` reads a state without pyarrow's import cost)."""
+    import pyarrow.fs
+
+    if "://" in path:
+        return pyarrow.fs.FileSystem.from_uri(path)
+    return pyarrow.fs.LocalFileSystem(), str(Path(path).resolve())
+
+
+#: The code's layout of modules, as Tune pickles them (the trainable, the callbacks, the searcher):
+#: a sweep saved under another layout names modules this code does not have. 1: the flat
+#: trainables/ and sweep/ folders, up to commit LAST_FLAT_COMMIT; 2: the rooms (docs/layout.md).
+LAYOUT = 2
+LAST_FLAT_COMMIT = "ca4b2b3"
+
+
+@dataclass(frozen=True)
+class SweepState:
+    """What ``mjp sweep resume`` follows; the one reader and writer of ``mjp_sweep.json``.
+    ``study_in_project``/``study_digest`` are None in sweeps older than them; ``layout`` is 1 in
+    sweeps started before the field existed."""
+
+    name: str
+    study: str
+    uri: str
+    experiment: str
+    parent_run_id: str
+    smoke: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+    study_in_project: str | None = None
+    study_digest: str | None = None
+    optuna_storage: str | None = None
+    layout: int = LAYOUT
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), indent=2)
+
+    @classmethod
+    def from_json(cls, text: str) -> "SweepState":
+        raw = json.loads(text)
+        if not isinstance(raw, dict):
+            raise ValueError("not a JSON object")
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{"layout": 1, **{k: v for k, v in raw.items() if k in known}})
+
+    def check_resumable(self) -> None:
+        """Refuse, in one line, a sweep Tune saved under another layout of the code's modules."""
+        if self.layout != LAYOUT:
+            raise UserError(f"sweep {self.name} was started under an older layout of this code (modules moved since); Tune's saved "
+                            f"state names the old modules: resume it from commit {LAST_FLAT_COMMIT} (`git checkout {LAST_FLAT_COMMIT}`, then "
+                            "`mjp sweep resume` again), or start it anew with `mjp sweep run`")
+
+
+def write_state(experiment_dir: str, state: SweepState) -> None:
+    fs, path = filesystem(experiment_dir)
+    fs.create_dir(path, recursive=True)
+    content = state.to_json().encode()
+    with fs.open_output_stream(f"{path}/{STATE_FILE}") as fh:
+        fh.write(content)
+    sign_files(experiment_dir, {STATE_FILE: content})  # a resume follows this file: an edit is refused
+
+
+def read_state(experiment_dir: str) -> SweepState:
+    fs, path = filesystem(experiment_dir)
+    try:
+        with fs.open_input_stream(f"{path}/{STATE_FILE}") as fh:
+            return SweepState.from_json(fh.read().decode())
+    except (FileNotFoundError, OSError, ValueError, TypeError):
+        raise UserError(f"{experiment_dir} is not a sweep directory (no readable {STATE_FILE}); pass the directory `mjp sweep run` printed") from None
+
+
+def in_project(path: str) -> str | None:
+    """``path`` relative to the project, when it lies inside it (a shipped study, or a study file
+    of a Ray job's working directory, which a later job unpacks elsewhere); else None."""
+    try:
+        return str(Path(path).resolve().relative_to(PROJECT_DIR))
+    except ValueError:
+        return None
+
+
+def study_of_state(state: SweepState, *, check: bool = True) -> Study:
+    """The study a sweep's state names, as the sweep started it: found at its recorded path, or
+    at the same place in this copy of the project; refused in one line when its files changed
+    since (before the pre-flight, which ``check`` runs)."""
+    path = state.study
+    if not Path(path).is_file() and state.study_in_project and (PROJECT_DIR / state.study_in_project).is_file():
+        path = str(PROJECT_DIR / state.study_in_project)
+    study = load_study(path, smoke=state.smoke, overrides=state.extra, check=False)
+    if state.study_digest not in (None, study.digest):  # a sweep from before the digest: nothing to compare
+        raise UserError(f"the study {path} or its base config changed since sweep {state.name} started; a resume trains what "
+                        "the sweep started with: put the files back as they were, or start a new sweep with `mjp sweep run`")
+    if check:
+        check_study(study)
+    return study
+
+
+def load_resumable(experiment_dir: str) -> tuple[SweepState, Study]:
+    """A sweep directory's state and study, each refused in one line before anything of the
+    directory is unpickled: not a sweep, signatures that do not match, another layout of the
+    code, changed study files. The study's pre-flight is the resume's to run."""
+    state = read_state(experiment_dir)  # plain JSON: is this a sweep directory at all?
+    verify_sweep_dir(experiment_dir)
+    state.check_resumable()
+    return state, study_of_state(state, check=False)

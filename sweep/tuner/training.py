@@ -1,0 +1,81 @@
+"""One training (``mjp train``) as a Tune run of one trial: the same trial function, checkpoints,
+retries (``runtime.max_failures``), console and MLflow run as a sweep's trials."""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from ray import tune
+
+from mjp import keys
+from sweep.console.view import ConsoleView
+from sweep.tuner.recorder import SweepRecorder, run_closed_on_error
+from sweep.tuner.storage import announce, start_logging, storage_root
+from sweep.tuner.tuner import failure_config
+from trainables.config import TrainConfig
+from trainables.driver import TrialResources, TrialSpec, start_run, tune_trial
+from trainables.labels import run_label
+from trainables.ray_runtime import check_local_resources, ensure_ray, require_cluster
+from trainables.tracking import MlflowProgress, check_store_writable, tracking_uri
+
+
+@dataclass
+class TrainingOutcome:
+    run_id: str
+    metrics: dict[str, Any]
+    error: str | None
+    interrupted: bool = False
+    log_file: str | None = None
+
+
+def run_training(cfg: TrainConfig, *, address: str | None = None, verbose: bool = False, stream: TextIO | None = None) -> TrainingOutcome:
+    """One training run (``mjp train``), as a Tune run of one trial: the same trial function,
+    checkpoints, retries (``runtime.max_failures``) and console as a sweep's trials."""
+    from trainables.preflight import check_disk_space, preflight
+
+    checked = preflight(cfg)
+    check_local_resources(cfg, address)
+    require_cluster(address)
+    for warning in cfg.warnings():
+        announce(stream, f"warning: {warning}")
+    uri = tracking_uri(cfg.tracking.uri)
+    check_store_writable(uri)
+    label = run_label(cfg)
+    name = cfg.tracking.run_name or label.run_name
+    storage = storage_root(cfg.tracking.storage_path or os.environ.get("MJP_SWEEP_STORAGE") or "runs")  # a cluster's bucket (cluster.yaml), else ./runs
+    check_disk_space(storage, checked.checkpoint_bytes, f"{cfg.model.name} ({checked.parameters / 1e6:.1f}M parameters)")
+    stamp = f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    log = start_logging(f"{storage}/{stamp}", stamp, verbose, file_name="train.log")
+    announce(stream, f"train {label.display}: {cfg.optim.epochs} epochs on {cfg.data.name} · logs: {log}")
+    s = cfg.scaling
+    ensure_ray(address, num_cpus=None if address else max(os.cpu_count() or 1, math.ceil(s.cpus_per_worker * s.num_workers + 0.25)), verbose=verbose, dashboard=not s.in_process)
+    tracker = start_run(cfg, uri, run_name=name, tags={keys.TAG_LABEL: label.display})
+    spec = TrialSpec(name=stamp, base_tree=cfg.model_dump(mode="json"), uri=uri, experiment=cfg.tracking.experiment, storage=f"{storage}/{stamp}-train", run_id=tracker.run_id)
+    view = ConsoleView(f"train {label.display}", lambda p: label.display, lambda p: cfg.optim.epochs, [(keys.VAL_TOP1, "max")], 1, per_epoch_lines=True, stream=stream,
+                       progress_of=MlflowProgress(uri, cfg.tracking.experiment, run_id=tracker.run_id))
+    recorder = SweepRecorder(uri, cfg.tracking.experiment, None, 1, None)
+    tuner = tune.Tuner(
+        tune.with_resources(tune.with_parameters(tune_trial, spec=spec), TrialResources(spec)),
+        tune_config=tune.TuneConfig(num_samples=1),
+        run_config=tune.RunConfig(
+            name=stamp, storage_path=storage, callbacks=[recorder, view], verbose=2 if verbose else 0,
+            failure_config=failure_config(cfg),
+        ),
+    )
+    with run_closed_on_error(tracker):
+        result = tuner.fit()[0]
+    if recorder.interrupted and tracker.status == "RUNNING":
+        tracker.set_tags({keys.TAG_INTERRUPTED: "interrupted"})
+        tracker.set_status("KILLED")
+    error = failure_reason_of(result.error) if result.error else None
+    return TrainingOutcome(tracker.run_id, dict(result.metrics or {}), error, recorder.interrupted, str(log))
+
+
+def failure_reason_of(error: BaseException) -> str:
+    from trainables.driver import one_line_reason
+
+    return one_line_reason(error).removeprefix("trainables.driver.TrialFailed: ").removeprefix("TrialFailed: ")
