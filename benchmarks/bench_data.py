@@ -6,7 +6,7 @@ resized to 500x375, ImageNet's typical size), made on the fly; DeiT's training t
 
 1. Stages, one process, one thread, img/s: read the file's bytes; ``data.decode: cpu`` (PIL decode,
    timm's transforms); ``data.decode: gpu`` (one batched ``torchvision.io.decode_jpeg``, then
-   ``trainables.device_augment``) on the CPU and, with ``--device cuda``, on the GPU with the
+   ``trainables.data.gpu.augment``) on the CPU and, with ``--device cuda``, on the GPU with the
    host-to-device copy of the encoded bytes (and, for comparison, of the float batch the CPU path
    ships).
 2. Host budget of ``data.decode: gpu`` per batch, on the CPU: aten ops and main-thread CPU ms of
@@ -42,13 +42,14 @@ from PIL import Image
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.data import DataLoader
 
-from trainables.config import build_config
-from trainables.data import image_transforms, load_datasets
-from trainables.data_gpu import SeededSampler, collate_encoded, decode_on_device
-from trainables.data_ray import DECODE_BATCH, decode_and_augment, train_dataset
-from trainables.device_augment import DeviceRecipe, augment_batch, draw_sample
-from trainables.image_folder import IMAGE_EXTENSIONS
-from trainables.ray_runtime import console_logs_to, ensure_ray
+from trainables.config.build import build_config
+from trainables.data.transforms import image_transforms
+from trainables.data.datasets import load_datasets
+from trainables.data.gpu.decode import SeededSampler, collate_encoded, decode_on_device
+from trainables.data.ray_data import DECODE_BATCH, decode_and_augment, train_dataset
+from trainables.data.gpu.augment import DeviceRecipe, augment_batch, draw_sample
+from trainables.data.folder.image_folder import IMAGE_EXTENSIONS
+from trainables.launch.ray_runtime import console_logs_to, ensure_ray
 
 CLASSES = 8
 BATCH = 64

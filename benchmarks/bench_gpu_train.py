@@ -26,7 +26,7 @@ from common import append, environment
 import ray
 import torch
 
-from trainables.ray_runtime import console_logs_to, ensure_ray
+from trainables.launch.ray_runtime import console_logs_to, ensure_ray
 
 PROJECT = Path(__file__).resolve().parent.parent
 
@@ -48,9 +48,9 @@ def train_loop(params: dict[str, Any]) -> None:
     import ray.train
     import ray.train.torch
 
-    from trainables.config import load_config
-    from trainables.data import DataShape
-    from trainables.engine import build_algorithm, build_model, build_state, seed_everything, train_one_epoch
+    from trainables.config.build import load_config
+    from trainables.data.info import DataShape
+    from trainables.train.engine import build_algorithm, build_model, build_state, seed_everything, train_one_epoch
 
     cfg = load_config(PROJECT / "trainables" / "configs" / "imagenet_deit_small.yaml", params["overrides"])
     device = ray.train.torch.get_device()

@@ -3,7 +3,7 @@ ImageNet-C folder).
 
 1. The whole suite (15 corruptions x 5 severities) on the first N Fashion-MNIST validation images
    (28x28, real, Debian's dataset-fashion-mnist), through the same code a run uses
-   (``trainables.robustness_eval.corrupted_sets``), with 1 process and with one per core. The
+   (``trainables.evaluation.robustness.corrupted_sets``), with 1 process and with one per core. The
    first process count pays numba's compile of glass_blur; both pay their processes' start.
 2. Per-image time of each corruption at 224x224 (scikit-image's sample photographs, severity 3),
    single core, after one warm-up call: from it, on paper, what 50,000 ImageNet validation images
@@ -24,9 +24,9 @@ from common import append, environment
 
 from mjp.keys import CORRUPTIONS
 from mjp.robustness import corrupt
-from trainables.config import build_config
-from trainables.data import fixed_images, load_datasets
-from trainables.robustness_eval import corrupted_sets
+from trainables.config.build import build_config
+from trainables.data.datasets import fixed_images, load_datasets
+from trainables.evaluation.robustness import corrupted_sets
 
 IMAGENET_VAL = 50_000
 SETTINGS = 75

@@ -27,9 +27,10 @@ from torch.utils.data import DataLoader
 
 from sweep.tuner.run import run_sweep
 from sweep.study.load import load_study
-from trainables.data import load_datasets
-from trainables.engine import build_model, build_state, evaluate, evaluate_shuffles, seed_everything, train_one_epoch
-from trainables.ray_runtime import ensure_ray
+from trainables.data.datasets import load_datasets
+from trainables.train.engine import build_model, build_state, seed_everything, train_one_epoch
+from trainables.evaluation.accuracy import evaluate, evaluate_shuffles
+from trainables.launch.ray_runtime import ensure_ray
 
 PROJECT = Path(__file__).resolve().parent.parent
 TINY = {

@@ -2,7 +2,7 @@
 in the Tune trial's own process (``scaling.trainer=auto``, the default for one worker) and
 through Ray Train's TorchTrainer with one worker (``scaling.trainer=ray_train``).
 
-All run the same engine epoch (``trainables.engine.train_one_epoch``) on the same config with the
+All run the same engine epoch (``trainables.train.engine.train_one_epoch``) on the same config with the
 same thread count; the steady-state throughput of the last epoch is compared (the orchestration
 overhead ratio; target <= 1.05). Wall time includes Ray's start and the run's set-up.
 
@@ -24,9 +24,10 @@ import torch
 from torch.utils.data import DataLoader
 
 from sweep.tuner.training import run_training
-from trainables.config import load_config
-from trainables.data import FASHION_MNIST_DEFAULT, load_datasets
-from trainables.engine import build_model, build_state, seed_everything, train_one_epoch
+from trainables.config.build import load_config
+from trainables.data.idx import FASHION_MNIST_DEFAULT
+from trainables.data.datasets import load_datasets
+from trainables.train.engine import build_model, build_state, seed_everything, train_one_epoch
 
 PROJECT = Path(__file__).resolve().parent.parent
 

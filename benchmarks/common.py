@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import platform
 
-from trainables.ray_runtime import prepare_environment
+from trainables.launch.ray_runtime import prepare_environment
 
 prepare_environment()  # before ray is imported (benchmarks run under `uv run`)
 

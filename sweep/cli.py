@@ -225,7 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from trainables.errors import UserError
-    from trainables.ray_runtime import prepare_environment
+    from trainables.launch.ray_runtime import prepare_environment
 
     prepare_environment()
     module, _, name = args.handler.partition(":")

@@ -29,7 +29,7 @@ def local_ray():
     """One private local Ray for every test that needs it (4 logical CPUs on any machine)."""
     import ray
 
-    from trainables.ray_runtime import ensure_ray
+    from trainables.launch.ray_runtime import ensure_ray
 
     ensure_ray(num_cpus=4)
     yield

@@ -90,7 +90,7 @@ def test_ctrl_c_then_sigkill_then_resume_runs_every_trial_exactly_once(tmp_path)
     """The driver is interrupted (Ctrl-C), resumed, killed (SIGKILL) during the resume, and
     resumed again: each time the sweep says what happened, the killed driver's processes go
     away, and at the end every trial ran exactly once and the summary was logged once."""
-    from trainables.ray_cleanup import descendants, is_running
+    from trainables.launch.ray_cleanup import descendants, is_running
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     first = mjp(tmp_path, "sweep", "run", study(tmp_path))
@@ -176,8 +176,8 @@ def test_a_trial_lost_with_the_driver_is_adopted_when_proposed_again_not_duplica
     """Run creation is idempotent per trial: a restored trial finds its run by trial id; a trial
     the resume lost (proposed again under a new id) adopts its orphaned run by its params."""
     from sweep.tuner.child_runs import reopen_children
-    from trainables.driver import TrialSpec, _trial_run
-    from trainables.tracking import RunTracker
+    from trainables.launch.trial import TrialSpec, _trial_run
+    from trainables.tracking.runs import RunTracker
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     parent = RunTracker.create(uri, "faults", run_name="sweep", tags={keys.TAG_KIND: "sweep"})
@@ -206,8 +206,8 @@ def test_a_lost_trial_that_no_searcher_proposes_again_ends_killed_saying_so(tmp_
     the sweep its orphaned run stays KILLED, tagged with why, and `mjp sweep status` says so."""
     from sweep.tuner.child_runs import LOST_NOT_PROPOSED, close_orphans, reopen_children
     from sweep.commands.status import trial_state
-    from trainables.driver import TrialSpec, _trial_run
-    from trainables.tracking import RunTracker
+    from trainables.launch.trial import TrialSpec, _trial_run
+    from trainables.tracking.runs import RunTracker
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     parent = RunTracker.create(uri, "faults", run_name="sweep", tags={keys.TAG_KIND: "sweep"})
@@ -249,7 +249,7 @@ class KillAt:
 def test_a_trial_process_killed_mid_epoch_resumes_from_its_checkpoint_logging_nothing_twice(tmp_path, local_ray, capfd):
     """By default (no runtime.max_failures given): a lost worker is survived, quietly."""
     from sweep.tuner.training import run_training
-    from trainables.config import build_config
+    from trainables.config.build import build_config
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     cfg = build_config({**TINY, "optim": {"epochs": 4}}, {
@@ -272,7 +272,7 @@ def test_a_trial_process_killed_mid_epoch_resumes_from_its_checkpoint_logging_no
 def test_a_full_disk_under_a_checkpoint_is_one_line_naming_the_file(tmp_path):
     import torch
 
-    from trainables.train_state import CheckpointWriteError, TrainState
+    from trainables.train.state import CheckpointWriteError, TrainState
     from mjp import MJPConfig, create_model
 
     model = create_model("vit_tiny_patch16_224", mjp=MJPConfig(), num_classes=3, img_size=16, patch_size=4, embed_dim=32, depth=1, num_heads=2)
@@ -285,7 +285,7 @@ def test_a_full_disk_under_a_checkpoint_is_one_line_naming_the_file(tmp_path):
 
 
 def test_one_line_reason_finds_the_cause_in_ray_s_wrapping():
-    from trainables.driver import one_line_reason
+    from trainables.launch.trial import one_line_reason
 
     class Wrapped(RuntimeError):
         pass
@@ -293,9 +293,9 @@ def test_one_line_reason_finds_the_cause_in_ray_s_wrapping():
     text = (
         "Training failed due to worker errors:\n[Rank 0 Error Snippet]:\nTraceback (most recent call last):\n"
         '  File "/x/worker.py", line 95, in train_loop\n    raise NonFiniteLossError(msg)\n'
-        "trainables.engine.NonFiniteLossError: train/loss is nan in epoch 3\n"
+        "trainables.train.engine.NonFiniteLossError: train/loss is nan in epoch 3\n"
     )
-    assert one_line_reason(Wrapped(text)) == "trainables.engine.NonFiniteLossError: train/loss is nan in epoch 3"
+    assert one_line_reason(Wrapped(text)) == "trainables.train.engine.NonFiniteLossError: train/loss is nan in epoch 3"
     try:
         try:
             raise ValueError("inner cause")
@@ -308,7 +308,7 @@ def test_one_line_reason_finds_the_cause_in_ray_s_wrapping():
 def test_a_zombie_counts_as_ended():
     """A killed driver's orphans are ended, then wait for a new parent to read their status: as
     zombies they still have a /proc entry, but they no longer run."""
-    from trainables.ray_cleanup import is_running
+    from trainables.launch.ray_cleanup import is_running
 
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     deadline = time.monotonic() + 30
@@ -323,7 +323,7 @@ def test_raylet_messages_go_to_the_log_not_the_console(capsys, caplog):
     """Ray's driver prints the raylet's "A worker died" block from a thread of its own."""
     from ray._private import worker
 
-    from trainables.ray_runtime import raylet_messages_to_log
+    from trainables.launch.ray_runtime import raylet_messages_to_log
 
     raylet_messages_to_log()
     worker.print_to_stdstream({"lines": ["A worker died or was killed while executing a task by an unexpected system error."], "pid": "raylet", "is_err": False}, ignore_prefix=False)
@@ -339,9 +339,9 @@ def test_a_lost_worker_is_retried_by_default_and_an_error_that_would_recur_is_no
     import torch
 
     from sweep.tuner.tuner import failure_config
-    from trainables.config import build_config
-    from trainables.driver import recurs
-    from trainables.engine import NonFiniteLossError
+    from trainables.config.build import build_config
+    from trainables.launch.trial import recurs
+    from trainables.train.engine import NonFiniteLossError
 
     for scaling in ({}, {"scaling.num_workers": 2}):
         cfg = build_config({}, scaling)
@@ -370,7 +370,7 @@ def test_two_sweeps_started_in_the_same_second_get_their_own_names(tmp_path):
 
 RACE = """
 import sys, time
-from trainables.tracking import RunTracker
+from trainables.tracking.runs import RunTracker
 while time.time() < float(sys.argv[2]):
     pass
 RunTracker.create(sys.argv[1], "race", run_name="sweep")
@@ -396,9 +396,9 @@ import os, sys
 from pathlib import Path
 from sweep.tuner.recorder import run_closed_on_error
 from trainables.errors import DiskFullError
-from trainables.tracking import RunTracker
+from trainables.tracking.runs import RunTracker
 
-from trainables.ray_runtime import library_logs_to
+from trainables.launch.ray_runtime import library_logs_to
 
 disk = Path(sys.argv[1])
 library_logs_to(Path(sys.argv[2]))  # as the commands do: the libraries' records to the log file

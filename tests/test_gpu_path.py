@@ -12,8 +12,8 @@ from mjp.algorithm import MJPAlgorithm
 ROOT = Path(__file__).resolve().parents[1]
 #: ``.numpy()`` calls on tensors that are on the CPU by construction, with why
 CPU_BY_CONSTRUCTION = {
-    ("trainables/train_state.py", "state['keys'].numpy()"): "read from a checkpoint with map_location='cpu'",
-    ("trainables/data_ray.py", "transform(picture).numpy()"): "timm's transforms run on the CPU, in a Ray Data task",
+    ("trainables/train/state.py", "state['keys'].numpy()"): "read from a checkpoint with map_location='cpu'",
+    ("trainables/data/ray_data.py", "transform(picture).numpy()"): "timm's transforms run on the CPU, in a Ray Data task",
 }
 
 
@@ -41,7 +41,7 @@ def test_every_numpy_call_copies_to_the_host_first():
 
 def test_the_privacy_grid_takes_tensors_from_a_device():
     from mjp.privacy import AttackResult
-    from trainables.privacy_eval import reconstruction_grid
+    from trainables.evaluation.privacy import reconstruction_grid
 
     images = torch.rand(2, 1, 8, 8).as_subclass(FakeCuda)
     result = AttackResult("a", "april", images, images.clone(), {"psnr": 1.0})

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainables.config import TrainConfig
+from trainables.config.schema import TrainConfig
 from trainables.errors import ConfigError
 
 #: vCPUs and GPUs of the instance types cluster.yaml names (AWS's published specifications),
@@ -104,7 +104,7 @@ def cluster_machines(path: str | Path) -> Machines:
 
 def train_images(cfg: TrainConfig) -> tuple[int, str]:
     """Training images per epoch (after ``data.train_limit``) and where the count comes from."""
-    from trainables.data import data_info
+    from trainables.data.info import data_info
     from trainables.errors import DataError
 
     try:
@@ -121,7 +121,7 @@ def train_images(cfg: TrainConfig) -> tuple[int, str]:
 
 def data_shape(cfg: TrainConfig) -> Any:
     """The data's ``DataShape``; where the files are absent here, the dataset's published shape."""
-    from trainables.data import DataShape, data_info
+    from trainables.data.info import DataShape, data_info
     from trainables.errors import DataError
 
     try:
@@ -151,8 +151,8 @@ def measure_cpu_img_per_s(cfg: TrainConfig, image_size: int, in_chans: int, num_
 def _steps_per_s(cfg: TrainConfig, image_size: int, in_chans: int, num_classes: int, seconds: float) -> float:
     import torch
 
-    from trainables.data import DataShape
-    from trainables.engine import build_model
+    from trainables.data.info import DataShape
+    from trainables.train.engine import build_model
 
     plain = cfg.model_copy(update={"mjp": None, "model": cfg.model.model_copy(update={"pretrained_file": None})})
     model = build_model(plain, DataShape(num_classes, in_chans, image_size))  # MJP costs ~1.00x a timm step (BENCHMARKS.md, bench_mjp)
@@ -183,7 +183,7 @@ def make_plan(study: Any, machines: Machines, img_per_s: float | None = None) ->
         capacity = max(capacity, study.max_concurrent)  # a local Ray is started with CPUs enough for max_concurrent trials
     concurrent = max(0, min(study.max_concurrent, study.num_trials, capacity))
     shape = data_shape(cfg)
-    from trainables.preflight import check_attention
+    from trainables.launch.preflight import check_attention
 
     check_attention(cfg, shape)
     images, note = train_images(cfg)

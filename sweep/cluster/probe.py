@@ -83,7 +83,7 @@ def _bucket(storage: str | None) -> Check:
 
 
 def _tracking(uri: str | None) -> Check:
-    from trainables.tracking import is_tracking_server, server_silence
+    from trainables.tracking.store import is_tracking_server, server_silence
 
     if not uri or not is_tracking_server(uri):
         return Check("mlflow", False, f"$MLFLOW_TRACKING_URI is {uri!r}, not the head's MLflow server")

@@ -91,7 +91,7 @@ def free_port() -> int:
 
 
 def _environment() -> dict[str, str]:
-    from trainables.ray_runtime import prepare_environment
+    from trainables.launch.ray_runtime import prepare_environment
 
     prepare_environment()  # what every Ray process of the project needs (the head's and its nodes' inherit it)
     env = {**os.environ, "RAY_FAKE_CLUSTER": "1", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token"}

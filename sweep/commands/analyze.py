@@ -23,7 +23,7 @@ class PublishedReport:
 
 def _sweeps(uri: str, study: str) -> Any:
     from analysis.runs import load_sweeps
-    from trainables.tracking import check_store_readable
+    from trainables.tracking.store import check_store_readable
 
     check_store_readable(uri)
     from analysis.runs import recorded_studies
@@ -44,7 +44,7 @@ def _context(uri: str, parents: list[str], runs: Any, title: str) -> Any:
     from analysis.report import ReportContext
     from analysis.runs import load_histories, sweep_record
     from mjp import keys
-    from trainables.tracking import optuna_storage_url
+    from trainables.tracking.store import optuna_storage_url
 
     newest = sweep_record(uri, parents[0])
     params = newest.params
@@ -133,7 +133,7 @@ def _print(files: Any, paper: bool) -> None:
 
 
 def cmd_analyze_tables(args: argparse.Namespace) -> int:
-    from trainables.tracking import tracking_uri
+    from trainables.tracking.store import tracking_uri
 
     files = build_report(tracking_uri(args.uri), args.study, args.out or reports_dir(), pool=args.all)
     _print(files, args.paper)
@@ -142,7 +142,7 @@ def cmd_analyze_tables(args: argparse.Namespace) -> int:
 
 
 def cmd_analyze_report(args: argparse.Namespace) -> int:
-    from trainables.tracking import tracking_uri
+    from trainables.tracking.store import tracking_uri
 
     files = build_report(tracking_uri(args.uri), args.study, args.out or reports_dir(), pool=args.all)
     _print(files, args.paper)
@@ -155,7 +155,8 @@ def publish_sweep_report(parent_run_id: str, study: Any, out_dir: str, uri: str 
     parent run; the parent's description gets the study's description and table. None when
     no trial finished."""
     from analysis.tables import to_markdown
-    from trainables.tracking import RunTracker, tracking_uri
+    from trainables.tracking.runs import RunTracker
+    from trainables.tracking.store import tracking_uri
 
     uri = tracking_uri(uri)
     files = build_report(uri, study.name, out_dir, parent_run_id=parent_run_id)

@@ -6,8 +6,8 @@ import argparse
 
 
 def cmd_attack(args: argparse.Namespace) -> int:
-    from sweep.trained import load_trained
-    from trainables.config import PrivacySection
+    from trainables.train.trained import load_trained
+    from trainables.config.schema import PrivacySection
     from trainables.errors import UserError
 
     if args.images < 1:
@@ -15,7 +15,7 @@ def cmd_attack(args: argparse.Namespace) -> int:
     if not 0 <= args.ratio <= 1:
         raise UserError(f"--ratio {args.ratio}: allowed is 0..1")
     if args.lpips_backbone:
-        from trainables.weights_file import check_weights_file
+        from trainables.launch.weights_file import check_weights_file
 
         check_weights_file("--lpips-backbone", args.lpips_backbone)
     settings = tuple(args.setting or ("a", "b", "c"))
@@ -24,8 +24,8 @@ def cmd_attack(args: argparse.Namespace) -> int:
     from analysis.markdown import markdown_table
     from mjp.keys import privacy_key
     from mjp.privacy import NotAttackable
-    from trainables.data import fixed_images, load_datasets
-    from trainables.privacy_eval import run_privacy_eval
+    from trainables.data.datasets import fixed_images, load_datasets
+    from trainables.evaluation.privacy import run_privacy_eval
 
     cfg = trained.cfg
     images, labels = fixed_images(load_datasets(cfg).val, args.images)

@@ -17,7 +17,7 @@ from sweep.cluster.processes import session_processes
 from sweep.cluster.store_copy import fingerprint, restore_store, save_store
 from sweep.cluster.twin import down, up
 from trainables.errors import ConfigError
-from trainables.yaml_files import read_yaml_mapping
+from trainables.config.yaml_files import read_yaml_mapping
 
 
 def cmd_cluster_check(args: argparse.Namespace) -> int:
@@ -67,7 +67,7 @@ def cmd_cluster_probe(args: argparse.Namespace) -> int:
                           "(the local twin's exports)")
     if args.timeout <= 0:
         raise ConfigError(f"--timeout {args.timeout:g}: allowed more than 0 seconds")
-    from trainables.ray_runtime import ensure_ray
+    from trainables.launch.ray_runtime import ensure_ray
 
     ensure_ray(address)
     import ray

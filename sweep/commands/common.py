@@ -12,7 +12,7 @@ from trainables.errors import UserError
 
 
 def set_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    from trainables.overrides import parse_overrides
+    from trainables.config.overrides import parse_overrides
 
     over = parse_overrides(args.set)
     if getattr(args, "data", None):
@@ -41,7 +41,7 @@ def tool(name: str) -> str:
 def mlflow_ui_command(uri: str, experiment: str) -> str:
     """How to see ``experiment`` in the MLflow UI: a tracking server serves its own (open it; MLflow
     refuses ``mlflow ui`` on an http store), a database store needs ``mlflow ui`` started on it."""
-    from trainables.tracking import experiment_runs_page, is_tracking_server
+    from trainables.tracking.store import experiment_runs_page, is_tracking_server
 
     if is_tracking_server(uri):
         return f"open {experiment_runs_page(uri, experiment, host=uri.rstrip('/'))}   (the tracking server's own UI)"

@@ -29,7 +29,7 @@ def parse_what(text: str) -> tuple[str, ...]:
 
 def _with_sections(cfg, what: tuple[str, ...]):
     """``cfg`` with every chosen evaluation configured (its defaults where the config has none)."""
-    from trainables.config import PEAnalysisSection, PrivacySection, RobustnessSection
+    from trainables.config.schema import PEAnalysisSection, PrivacySection, RobustnessSection
 
     update = {}
     if "robustness" in what and cfg.eval.robustness is not None and cfg.eval.robustness.workers is None:
@@ -43,7 +43,7 @@ def _with_sections(cfg, what: tuple[str, ...]):
 def _timm_config(args: argparse.Namespace):
     """The config of ``--timm NAME``: its data from --config, the model as timm builds it (row A)."""
     from mjp.models.factory import timm_class
-    from trainables.config import load_config
+    from trainables.config.build import load_config
 
     try:
         timm_class(args.timm)
@@ -60,14 +60,14 @@ def _timm_config(args: argparse.Namespace):
 
 def _model(args: argparse.Namespace, what: tuple[str, ...]):
     """(config, model in eval mode, the MLflow run to log into or None, tracking URI)."""
-    from sweep.trained import load_trained
-    from trainables.preflight import preflight
+    from trainables.train.trained import load_trained
+    from trainables.launch.preflight import preflight
 
     if args.timm:
         cfg = _with_sections(_timm_config(args), what)
         preflight(cfg)
-        from trainables.data import data_info
-        from trainables.engine import build_model
+        from trainables.data.info import data_info
+        from trainables.train.engine import build_model
 
         return cfg, build_model(cfg, data_info(cfg).shape).eval(), None, None
     trained = load_trained(run=args.run, checkpoint=args.checkpoint, config=args.config, uri=args.uri, overrides=args.set)
@@ -78,8 +78,9 @@ def _model(args: argparse.Namespace, what: tuple[str, ...]):
 
 def _tracker(cfg, args: argparse.Namespace, run_id: str | None, uri: str | None):
     from mjp import keys
-    from trainables.config import flat_params
-    from trainables.tracking import RunTracker, check_store_writable, tracking_uri
+    from trainables.config.build import flat_params
+    from trainables.tracking.runs import RunTracker
+    from trainables.tracking.store import check_store_writable, tracking_uri
 
     uri = uri or tracking_uri(args.uri or cfg.tracking.uri)
     check_store_writable(uri)
@@ -101,8 +102,8 @@ def evaluate_model(cfg, model, what: tuple[str, ...]) -> tuple[dict[str, float],
 
     import torch
 
-    from trainables.data import load_datasets
-    from trainables.final_eval import extra_evaluations, run_title
+    from trainables.data.datasets import load_datasets
+    from trainables.evaluation.suite import extra_evaluations, run_title
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model = model.to(device)
@@ -117,8 +118,8 @@ def evaluate_model(cfg, model, what: tuple[str, ...]) -> tuple[dict[str, float],
         if name == "shuffle":
             from torch.utils.data import DataLoader
 
-            from trainables.engine import evaluate, evaluate_shuffles
-            from trainables.figures import shuffle_accuracy_figure
+            from trainables.evaluation.accuracy import evaluate, evaluate_shuffles
+            from trainables.evaluation.figures import shuffle_accuracy_figure
 
             loader = DataLoader(bundle.val, batch_size=cfg.data.batch_size, shuffle=False, num_workers=cfg.data.loader_workers)
             metrics.update(evaluate(model, loader, device))
@@ -138,11 +139,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.pretrained_file and not args.timm:
         raise UserError("--pretrained-file goes with --timm; a run or checkpoint brings its own weights")
     if args.pretrained_file:
-        from trainables.weights_file import check_weights_file
+        from trainables.launch.weights_file import check_weights_file
 
         check_weights_file("--pretrained-file", args.pretrained_file)
-    import trainables.tracking  # noqa: F401 - imports mlflow, which installs a console handler, replaced next
-    from trainables.ray_runtime import library_logs_to
+    import trainables.tracking.runs  # noqa: F401 - imports mlflow, which installs a console handler, replaced next
+    from trainables.launch.ray_runtime import library_logs_to
 
     library_logs_to(None)
     cfg, model, run_id, uri = _model(args, what)

@@ -43,9 +43,9 @@ def cmd_sweep_list(args: argparse.Namespace) -> int:
 
 def cmd_config_show(args: argparse.Namespace) -> int:
     """The fully resolved TrainConfig: defaults filled in, the Table 4 row expanded, seeds derived."""
-    from trainables.config import build_config, load_config
-    from trainables.overrides import parse_overrides
-    from trainables.yaml_files import read_yaml_mapping
+    from trainables.config.build import build_config, load_config
+    from trainables.config.overrides import parse_overrides
+    from trainables.config.yaml_files import read_yaml_mapping
 
     target = Path(args.config)
     is_study = not target.is_file() or "objective" in read_yaml_mapping(target, "config file")
@@ -58,7 +58,7 @@ def cmd_config_show(args: argparse.Namespace) -> int:
         study = load_study(args.config, smoke=args.smoke, check=False)
         cfg = build_config(study.base_tree, parse_overrides(args.set), source=f"study {study.name}")
         source = f"study {study.name}{' (smoke)' if args.smoke else ''}, before sampling"
-    from trainables.labels import variant_words
+    from trainables.tracking.labels import variant_words
 
     print(f"# {source}: Table 4 row {' '.join(variant_words(cfg.variant))}")
     print(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False, default_flow_style=None).rstrip())

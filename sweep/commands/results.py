@@ -52,7 +52,7 @@ def cmd_analyze_results(args: argparse.Namespace) -> int:
 
     from analysis.results import from_runs, save
     from analysis.runs import load_runs, load_sweeps, sweep_record
-    from trainables.tracking import check_store_readable, tracking_uri
+    from trainables.tracking.store import check_store_readable, tracking_uri
 
     uri = tracking_uri(args.uri)
     check_store_readable(uri)

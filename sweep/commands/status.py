@@ -97,7 +97,7 @@ def _study_name(target: str, uri: str) -> str:
 def cmd_sweep_status(args: argparse.Namespace) -> int:
     from analysis.runs import sweep_summaries, sweep_summary
     from sweep.tuner.state import read_state
-    from trainables.tracking import check_store_readable, tracking_uri
+    from trainables.tracking.store import check_store_readable, tracking_uri
 
     target = args.target or args.study
     if target and (Path(target).is_dir() or "/" in target and not Path(target).is_file()):

@@ -13,7 +13,7 @@ from sweep.commands.common import mlflow_ui_command, set_overrides, tool
 def after_sweep(outcome: Any, study: Any) -> int:
     """The end of a sweep: failures, the table, the report, where to look next; the exit status."""
     from sweep.commands.analyze import publish_sweep_report, reports_dir
-    from trainables.tracking import optuna_storage_url
+    from trainables.tracking.store import optuna_storage_url
 
     for t in outcome.failed:
         print(f"failed: {t.label}: {t.error}", file=sys.stderr)
@@ -30,7 +30,7 @@ def after_sweep(outcome: Any, study: Any) -> int:
         print(f"best trial: {outcome.best.label}")
     if outcome.pareto:
         print("Pareto front: " + "; ".join(t.label for t in outcome.pareto))
-    from trainables.tracking import tracking_uri
+    from trainables.tracking.store import tracking_uri
 
     resolved = tracking_uri(uri)
     print(f"MLflow UI: {mlflow_ui_command(resolved, study.train_config({}).tracking.experiment)}")

@@ -12,11 +12,11 @@ from sweep.commands.common import mlflow_ui_command
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from trainables.config import load_config
+    from trainables.config.build import load_config
 
     cfg = load_config(args.config, args.set)
     from sweep.tuner.training import run_training
-    from trainables.tracking import tracking_uri
+    from trainables.tracking.store import tracking_uri
 
     outcome = run_training(cfg, address=args.address, verbose=args.verbose)
     print(f"logs: {outcome.log_file}")

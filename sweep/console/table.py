@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mjp.keys import format_value
-from trainables.progress import Progress, describe
+from trainables.tracking.progress import Progress, describe
 
 FINAL_STATES = ("done", "failed", "stopped")
 

@@ -2,7 +2,7 @@
 
 In a terminal: a table that redraws in place, a row per trial labelled by what it is, with its
 state, a progress bar over its epochs, where its current epoch is (step, img/s, share of time
-waiting for data, the epoch's ETA: ``trainables.progress``, read from the trial's MLflow run
+waiting for data, the epoch's ETA: ``trainables.tracking.progress``, read from the trial's MLflow run
 every few seconds), the objective (latest and best), its time, and the run's elapsed time and
 ETA. Not in a terminal (CI, a pipe, a file): plain lines, no ANSI codes: one when a trial starts,
 one when it ends (``mjp train``: one per epoch), a progress line per running trial once a
@@ -20,7 +20,7 @@ from ray import tune
 
 from mjp.keys import format_value
 from sweep.console.table import ConsoleTable, Row, clock
-from trainables.progress import Progress, describe
+from trainables.tracking.progress import Progress, describe
 
 
 def restart_point(trial: Any) -> str:
@@ -185,11 +185,11 @@ def error_file(trial: Any) -> str:
 
 def failure_reason(trial: Any) -> str:
     """The last line of a trial's error (the ``TrialFailed`` message), without Ray's wrapping."""
-    from trainables.driver import one_line_reason
+    from trainables.launch.trial import one_line_reason
 
     error = getattr(trial, "get_pickled_error", lambda: None)()
     if error is not None:
-        return one_line_reason(error).removeprefix("trainables.driver.TrialFailed: ").removeprefix("TrialFailed: ")
+        return one_line_reason(error).removeprefix("trainables.launch.trial.TrialFailed: ").removeprefix("TrialFailed: ")
     try:
         with open(error_file(trial)) as fh:
             text = fh.read()

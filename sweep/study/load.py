@@ -14,10 +14,11 @@ from pydantic import ValidationError
 from mjp import keys
 from sweep.study.names import PROJECT_DIR, shipped_studies, shipped_study
 from sweep.study.schema import Choice, Fixed, Grid, IntRange, Objective, StudyConfig, is_active
-from trainables.config import TrackingSection, TrainConfig, build_config, describe_validation_error, flat_params, known_keys
+from trainables.config.schema import TrackingSection, TrainConfig
+from trainables.config.build import build_config, describe_validation_error, flat_params, known_keys
 from trainables.errors import ConfigError
-from trainables.overrides import did_you_mean, did_you_mean_key, expand_presets, merge
-from trainables.yaml_files import read_yaml_mapping
+from trainables.config.overrides import did_you_mean, did_you_mean_key, expand_presets, merge
+from trainables.config.yaml_files import read_yaml_mapping
 
 
 def reported_metrics(cfg: TrainConfig) -> set[str]:
@@ -214,7 +215,7 @@ def _validate_space(study: Study, path: Path) -> None:
     for obj in study.config.objectives + ([Objective(metric=study.config.scheduler.metric)] if study.config.scheduler.metric else []):
         if obj.metric not in available:
             raise ConfigError(f"{path}: objective metric {obj.metric!r} is not reported by the trainable; allowed: {', '.join(sorted(available))}")
-    from trainables.preflight import preflight
+    from trainables.launch.preflight import preflight
 
     checked: set[str] = set()
     for params in study.combinations():

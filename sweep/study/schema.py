@@ -26,7 +26,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from trainables.overrides import did_you_mean
+from trainables.config.overrides import did_you_mean
 
 
 class _Strict(BaseModel):

@@ -5,14 +5,14 @@ an orphan for the re-proposed trial to adopt, and one no trial adopted says why 
 from __future__ import annotations
 
 from mjp import keys
-from trainables.tracking import RunTracker
+from trainables.tracking.runs import RunTracker
 
 
 def reopen_children(parent: RunTracker, restored: set[str]) -> None:
     """Before a resume starts any trial: no child run is still RUNNING (its driver is gone: it
     becomes KILLED, "interrupted"), and a child whose trial the resume does not restore (it started
     after Tune's last save) is tagged an orphan, so the trial Tune proposes again with the same
-    params adopts it instead of making a second run (``trainables.driver.adopt_orphan``). A
+    params adopts it instead of making a second run (``trainables.launch.trial.adopt_orphan``). A
     failure marked final for the last run's retries is retried once more by the resume."""
     experiment = parent.client.get_run(parent.run_id).info.experiment_id
     query = f"tags.`{keys.TAG_PARENT}` = '{parent.run_id}'"

@@ -63,7 +63,7 @@ def check_storage(url: str, name: str, study: StudyConfig) -> None:
     from pathlib import Path
 
     from trainables.errors import UserError
-    from trainables.tracking import store_lock
+    from trainables.tracking.store import store_lock
 
     path = Path(url[len("sqlite:///"):]) if url.startswith("sqlite:///") else None
     try:
@@ -106,7 +106,7 @@ class OptunaMirror(tune.Callback):
         """User attributes naming the trial's MLflow run, and the run's start."""
         if self.tracking is None:
             return {}, None
-        from trainables.driver import find_child_run
+        from trainables.launch.trial import find_child_run
 
         uri, experiment, parent = self.tracking
         tracker = find_child_run(uri, experiment, parent, trial.trial_id)

@@ -12,8 +12,8 @@ from mjp import keys
 from sweep.study.load import Study
 from sweep.tuner.child_runs import close_orphans, close_running_children
 from sweep.tuner.recorder import SweepRecorder
-from trainables.driver import TrialSpec
-from trainables.tracking import RunTracker
+from trainables.launch.trial import TrialSpec
+from trainables.tracking.runs import RunTracker
 
 
 @dataclass

@@ -12,9 +12,9 @@ from ray import tune
 
 from mjp import keys
 from sweep.console.view import failure_reason
-from trainables.driver import find_child_run
+from trainables.launch.trial import find_child_run
 from trainables.errors import DiskFullError, disk_full_reason
-from trainables.tracking import RunTracker
+from trainables.tracking.runs import RunTracker
 
 
 class SweepRecorder(tune.Callback):

@@ -1,6 +1,6 @@
 """Run and resume a sweep over a study as a Tune experiment (one training: ``sweep.tuner.training``).
 
-Each trial is ``trainables.driver.tune_trial`` and an MLflow run (a child of the sweep's parent
+Each trial is ``trainables.launch.trial.tune_trial`` and an MLflow run (a child of the sweep's parent
 run). The sweep's state (parent run id, study, overrides, Optuna storage) is kept in
 ``<experiment dir>/mjp_sweep.json`` so ``mjp sweep resume <dir>`` re-attaches to the same parent,
 children and Optuna study; Tune restores the searcher with the rest of the experiment.
@@ -47,8 +47,9 @@ from sweep.tuner.tuner import (
     uses_ray_train,
 )
 from trainables.errors import UserError
-from trainables.ray_runtime import ensure_ray, require_cluster
-from trainables.tracking import RunTracker, check_store_writable, optuna_storage_url, require_server, tracking_uri
+from trainables.launch.ray_runtime import ensure_ray, require_cluster
+from trainables.tracking.runs import RunTracker
+from trainables.tracking.store import check_store_writable, optuna_storage_url, require_server, tracking_uri
 
 
 def run_sweep(study: Study, *, storage: str | None = None, address: str | None = None, uri: str | None = None, verbose: bool = False, stream: TextIO | None = None) -> SweepOutcome:
@@ -64,7 +65,7 @@ def run_sweep(study: Study, *, storage: str | None = None, address: str | None =
     experiment = base.tracking.experiment
     storage = storage_root(storage)
     if study.max_parameters:
-        from trainables.preflight import check_disk_space
+        from trainables.launch.preflight import check_disk_space
 
         check_disk_space(storage, 12 * study.max_parameters, f"the study's largest model ({study.max_parameters / 1e6:.1f}M parameters)")
     run_name = claim_sweep_name(storage, f"{study.name}-{time.strftime('%Y%m%d-%H%M%S')}")  # a smoke study's name ends in -smoke
@@ -99,7 +100,7 @@ def _launch(study: Study, storage: str, address: str | None, uri: str, verbose: 
             "space": ",".join(c.space), "experiment_dir": experiment_dir, "paper_tables": ",".join(map(str, c.paper)),
         })
         parent.log_artifact(study.source, "study")
-        from trainables.tracking import set_experiment_note
+        from trainables.tracking.store import set_experiment_note
 
         description = " ".join(study.config.description.split())
         parent.set_note(f"{description}\n\n(the table and the report appear here when the sweep ends)")

@@ -13,7 +13,7 @@ from typing import TextIO
 import pyarrow.fs
 
 from sweep.tuner.state import filesystem
-from trainables.ray_runtime import console_logs_to, ray_session_logs
+from trainables.launch.ray_runtime import console_logs_to, ray_session_logs
 
 LOG_FILE = "sweep.log"
 

@@ -16,11 +16,12 @@ from sweep.console.view import ConsoleView
 from sweep.tuner.recorder import SweepRecorder, run_closed_on_error
 from sweep.tuner.storage import announce, start_logging, storage_root
 from sweep.tuner.tuner import failure_config
-from trainables.config import TrainConfig
-from trainables.driver import TrialResources, TrialSpec, start_run, tune_trial
-from trainables.labels import run_label
-from trainables.ray_runtime import check_local_resources, ensure_ray, require_cluster
-from trainables.tracking import MlflowProgress, check_store_writable, tracking_uri
+from trainables.config.schema import TrainConfig
+from trainables.launch.trial import TrialResources, TrialSpec, start_run, tune_trial
+from trainables.tracking.labels import run_label
+from trainables.launch.ray_runtime import check_local_resources, ensure_ray, require_cluster
+from trainables.tracking.runs import MlflowProgress
+from trainables.tracking.store import check_store_writable, tracking_uri
 
 
 @dataclass
@@ -35,7 +36,7 @@ class TrainingOutcome:
 def run_training(cfg: TrainConfig, *, address: str | None = None, verbose: bool = False, stream: TextIO | None = None) -> TrainingOutcome:
     """One training run (``mjp train``), as a Tune run of one trial: the same trial function,
     checkpoints, retries (``runtime.max_failures``) and console as a sweep's trials."""
-    from trainables.preflight import check_disk_space, preflight
+    from trainables.launch.preflight import check_disk_space, preflight
 
     checked = preflight(cfg)
     check_local_resources(cfg, address)
@@ -76,6 +77,6 @@ def run_training(cfg: TrainConfig, *, address: str | None = None, verbose: bool 
 
 
 def failure_reason_of(error: BaseException) -> str:
-    from trainables.driver import one_line_reason
+    from trainables.launch.trial import one_line_reason
 
-    return one_line_reason(error).removeprefix("trainables.driver.TrialFailed: ").removeprefix("TrialFailed: ")
+    return one_line_reason(error).removeprefix("trainables.launch.trial.TrialFailed: ").removeprefix("TrialFailed: ")

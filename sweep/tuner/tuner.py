@@ -21,11 +21,11 @@ from sweep.study.load import Study
 from sweep.study.space import define_by_run, make_sampler
 from sweep.tuner.recorder import SweepRecorder
 from sweep.tuner.state import SweepState
-from trainables.config import TrainConfig
-from trainables.driver import TrialResources, TrialSpec, tune_trial
+from trainables.config.schema import TrainConfig
+from trainables.launch.trial import TrialResources, TrialSpec, tune_trial
 from trainables.errors import UserError
-from trainables.ray_runtime import check_local_resources, require_cluster
-from trainables.tracking import MlflowProgress
+from trainables.launch.ray_runtime import check_local_resources, require_cluster
+from trainables.tracking.runs import MlflowProgress
 
 
 def asha_rungs(study: Study) -> tuple[int, ...]:
@@ -139,7 +139,7 @@ def failure_config(cfg: TrainConfig) -> tune.FailureConfig:
     checkpoint; a multi-worker trial's ``TorchTrainer`` also retries its own workers, and its
     restarted trial process re-attaches to the Ray Train run of the same name. An error in the
     input (``UserError``) or one that would recur from the checkpoint (a non-finite loss, out of
-    memory) is not retried (``trainables.driver.tune_trial``); other errors are, up to
+    memory) is not retried (``trainables.launch.trial.tune_trial``); other errors are, up to
     ``runtime.max_failures`` times."""
     return tune.FailureConfig(max_failures=cfg.runtime.max_failures)
 

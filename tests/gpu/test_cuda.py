@@ -80,10 +80,10 @@ def test_privacy_attack_is_exact_on_the_device(device):
 
 def test_robustness_and_pe_analysis_on_the_device(device):
     from mjp import keys
-    from trainables.config import load_config
-    from trainables.data import load_datasets
-    from trainables.engine import build_model
-    from trainables.final_eval import extra_evaluations
+    from trainables.config.build import load_config
+    from trainables.data.datasets import load_datasets
+    from trainables.train.engine import build_model
+    from trainables.evaluation.suite import extra_evaluations
 
     cfg = load_config("trainables/configs/digits_vit_tiny.yaml", [
         "model.kwargs={patch_size: 2, embed_dim: 32, depth: 2, num_heads: 2}",
@@ -101,9 +101,10 @@ def test_the_engine_evaluates_shuffles_on_the_device(device):
     from torch.utils.data import DataLoader
 
     from mjp import keys
-    from trainables.config import build_config
-    from trainables.data import load_datasets
-    from trainables.engine import build_model, evaluate_shuffles
+    from trainables.config.build import build_config
+    from trainables.data.datasets import load_datasets
+    from trainables.train.engine import build_model
+    from trainables.evaluation.accuracy import evaluate_shuffles
 
     cfg = build_config({"model": {"kwargs": {"patch_size": 2, "embed_dim": 16, "depth": 1, "num_heads": 2}}})
     bundle = load_datasets(cfg)

@@ -17,8 +17,8 @@ from torch.utils.data import DataLoader, SequentialSampler
 from mjp import MJPConfig, create_model
 from mjp.algorithm import MJPAlgorithm
 from tests.conftest import TINY_VIT
-from trainables.data_gpu import DeviceAugmentLoader, EncodedImages, SeededSampler, collate_encoded, decode_on_device
-from trainables.device_augment import DeviceRecipe, augment_batch
+from trainables.data.gpu.decode import DeviceAugmentLoader, EncodedImages, SeededSampler, collate_encoded, decode_on_device
+from trainables.data.gpu.augment import DeviceRecipe, augment_batch
 
 pytestmark = pytest.mark.gpu
 
@@ -51,8 +51,8 @@ def jpegs(tmp_path_factory) -> list:
 
 def cpu_path(paths) -> torch.Tensor:
     """``data.decode: cpu``'s evaluation transform (PIL decode, timm's resize + centre crop, normalise)."""
-    from trainables.config import build_config
-    from trainables.data import image_transforms
+    from trainables.config.build import build_config
+    from trainables.data.transforms import image_transforms
 
     transform = image_transforms(build_config({"data": {"augment": "none"}}).data, SIZE, train=False)
     return torch.stack([transform(Image.open(p).convert("RGB")) for p in paths])

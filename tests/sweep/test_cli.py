@@ -50,7 +50,7 @@ def test_config_show_prints_the_resolved_config(capsys):
     assert out.startswith("# trainables/configs/digits_vit_tiny.yaml: Table 4 row J jp_unk_dal_mlp")
     cfg = yaml.safe_load(out)
     assert cfg["optim"]["epochs"] == 3 and cfg["optim"]["base_lr"] == 0.04  # the mapping merged
-    from trainables.seeds import derive_seed
+    from trainables.config.seeds import derive_seed
 
     assert cfg["mjp"]["seed"] == derive_seed(2, "jigsaw") and cfg["eval"]["seed"] == derive_seed(2, "eval")
 
@@ -63,7 +63,7 @@ def test_config_show_of_a_study_gives_its_base(capsys):
 
 def test_status_names_a_sweep_whose_driver_is_gone(tmp_path, capsys):
     from mjp import keys
-    from trainables.tracking import RunTracker
+    from trainables.tracking.runs import RunTracker
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     dead = subprocess.Popen([sys.executable, "-c", "pass"])

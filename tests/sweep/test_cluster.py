@@ -6,7 +6,7 @@ import ray
 import yaml
 
 from sweep.cluster.check import validate_cluster_config
-from trainables.config import ConfigError
+from trainables.errors import ConfigError
 
 CLUSTER = Path(__file__).resolve().parents[2] / "cluster.yaml"
 
@@ -89,8 +89,8 @@ def test_the_twins_provider_starts_nodes_without_the_memory_ray_refuses_as_a_cus
 
 
 def test_a_trial_asks_for_its_custom_resources_and_refuses_cpu_among_them():
-    from trainables.config import build_config
-    from trainables.driver import worker_resources
+    from trainables.config.build import build_config
+    from trainables.launch.trial import worker_resources
 
     base = {"model": {"name": "vit_tiny_patch16_224"}, "data": {"name": "digits"}}
     cfg = build_config(base, {"scaling.worker_resources": {"mjp_gpu": 1}}, source="test")
@@ -130,9 +130,9 @@ def test_the_bucket_is_set_in_one_place_and_nodes_install_the_locked_versions():
 
 
 def test_ray_data_resources_place_the_decode_tasks_and_are_refused_where_no_node_has_them(tmp_path, monkeypatch):
-    from trainables.config import build_config
-    from trainables.data_ray import _placement
-    from trainables.ray_runtime import check_local_resources
+    from trainables.config.build import build_config
+    from trainables.data.ray_data import _placement
+    from trainables.launch.ray_runtime import check_local_resources
 
     base = {"model": {"name": "vit_tiny_patch16_224"}, "data": {"name": "digits"}}
     cfg = build_config(base, {"data.ray_data_resources": {"mjp_data": 1}, "data.loader": "ray_data"}, source="test")
@@ -151,8 +151,8 @@ def test_ray_data_resources_place_the_decode_tasks_and_are_refused_where_no_node
 
 
 def test_a_data_section_with_a_placement_is_hashable_as_ray_data_tasks_need():
-    from trainables.config import build_config
-    from trainables.data_ray import _transform
+    from trainables.config.build import build_config
+    from trainables.data.ray_data import _transform
 
     make = lambda: build_config({"data": {"name": "digits"}}, {"data.ray_data_resources": {"mjp_data": 1}, "data.img_size": 16}, source="test").data  # noqa: E731
     assert hash(make()) == hash(make()) and _transform(make()) is _transform(make())  # one transform per section
@@ -198,10 +198,10 @@ def test_with_the_twins_exports_left_after_down_a_command_answers_in_one_line(ar
 
 
 def test_the_ui_hint_for_a_tracking_server_is_its_own_page(monkeypatch):
-    import trainables.tracking
+    import trainables.tracking.store
     from sweep.commands.common import mlflow_ui_command
 
-    monkeypatch.setattr(trainables.tracking, "experiment_runs_page", lambda uri, name, host="http://127.0.0.1:5000": f"{host}/#/experiments/7/runs")
+    monkeypatch.setattr(trainables.tracking.store, "experiment_runs_page", lambda uri, name, host="http://127.0.0.1:5000": f"{host}/#/experiments/7/runs")
     assert mlflow_ui_command("http://127.0.0.1:41234", "mjp").startswith("open http://127.0.0.1:41234/#/experiments/7/runs")
     assert "mlflow ui --backend-store-uri sqlite:////x/mlflow.db" in mlflow_ui_command("sqlite:////x/mlflow.db", "mjp")
 

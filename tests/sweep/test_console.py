@@ -9,7 +9,7 @@ from rich.console import Console
 
 from mjp import keys
 from sweep.console.view import ConsoleView
-from trainables.progress import Progress
+from trainables.tracking.progress import Progress
 
 LABELS = ["A baseline seed 0", "E jp seed 0", "G jp_unk seed 0", "J jp_unk_dal_mlp seed 0"]
 

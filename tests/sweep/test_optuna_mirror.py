@@ -10,9 +10,9 @@ from ray.tune.experiment import Trial
 from mjp import keys
 from sweep.tuner.optuna_mirror import OptunaMirror
 from sweep.study.load import load_study
-from trainables.config import load_config
-from trainables.driver import start_run
-from trainables.tracking import RunTracker
+from trainables.config.build import load_config
+from trainables.launch.trial import start_run
+from trainables.tracking.runs import RunTracker
 
 
 def test_mirrored_trials_have_times_metric_names_and_their_mlflow_run(tmp_path):

@@ -16,8 +16,8 @@ from sweep.tuner.run import run_sweep
 from sweep.study.space import sampled_params
 from sweep.study.load import load_study
 from sweep.study.names import STUDIES_DIR
-from trainables.config import ConfigError
-from trainables.tracking import TrackingError
+from trainables.errors import ConfigError
+from trainables.tracking.store import TrackingError
 
 SHIPPED = sorted(p.stem for p in STUDIES_DIR.glob("*.yaml"))
 
@@ -110,7 +110,7 @@ def test_analyze_results_never_writes_a_smoke_sweep(tmp_path, capsys):
     from mjp import keys
     from sweep.cli import main
     from sweep.commands.results import RESULTS
-    from trainables.tracking import RunTracker
+    from trainables.tracking.runs import RunTracker
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     parent = RunTracker.create(uri, "mjp-quickstart-smoke", run_name="quickstart-smoke-20260101-000000", tags={
@@ -239,8 +239,8 @@ def test_the_smoke_trials_of_their_own_learn(name, params, least):
     that trial's config: its row of the smoke table is not at chance. Where ASHA may stop a trial,
     top-1 is checked at that epoch too."""
     from mjp import keys
-    from trainables.data import FASHION_MNIST_DEFAULT
-    from trainables.worker import train_loop
+    from trainables.data.idx import FASHION_MNIST_DEFAULT
+    from trainables.train.loop import train_loop
 
     if name == "fashion" and not Path(FASHION_MNIST_DEFAULT).is_dir():
         pytest.skip(f"no Fashion-MNIST at {FASHION_MNIST_DEFAULT} (Debian's dataset-fashion-mnist)")

@@ -5,9 +5,9 @@ import pytest
 
 from mjp import keys
 from sweep.cli import main
-from trainables.config import load_config
-from trainables.driver import start_run
-from trainables.tracking import RunTracker
+from trainables.config.build import load_config
+from trainables.launch.trial import start_run
+from trainables.tracking.runs import RunTracker
 
 
 @pytest.fixture

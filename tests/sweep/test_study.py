@@ -10,7 +10,7 @@ from PIL import Image
 from sweep.study.space import define_by_run, make_sampler
 from sweep.study.load import load_study, resolve_study_path
 from sweep.study.names import STUDIES_DIR
-from trainables.config import ConfigError
+from trainables.errors import ConfigError
 
 SHIPPED = sorted(p.stem for p in STUDIES_DIR.glob("*.yaml"))
 BASE = {"base": "trainables/configs/digits_vit_tiny.yaml", "objective": {"metric": "val/top1"}, "budget": {"trials": 1}}

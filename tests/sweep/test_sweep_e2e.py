@@ -16,7 +16,7 @@ from mjp import keys
 from sweep.tuner.run import resume_sweep, run_sweep
 from sweep.study.load import load_study
 from trainables.errors import UserError
-from trainables.progress import Progress
+from trainables.tracking.progress import Progress
 
 pytestmark = pytest.mark.slow
 
@@ -164,7 +164,7 @@ def test_interrupted_sweep_resumes_every_trial_once(tmp_path, local_ray, monkeyp
 
     # the local Ray this test session started (every process of it) listens on loopback only
     from tests.listeners import tcp_listeners
-    from trainables.ray_cleanup import descendants
+    from trainables.launch.ray_cleanup import descendants
 
     import ray
 

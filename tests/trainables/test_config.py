@@ -2,10 +2,11 @@ from pathlib import Path
 
 import pytest
 
-from trainables.config import TrainConfig, build_config, flat_params, known_keys, load_config
+from trainables.config.schema import TrainConfig
+from trainables.config.build import build_config, flat_params, known_keys, load_config
 from trainables.errors import ConfigError
-from trainables.overrides import expand_presets, flatten, parse_override, parse_overrides, set_dotted, unflatten
-from trainables.seeds import derive_seed
+from trainables.config.overrides import expand_presets, flatten, parse_override, parse_overrides, set_dotted, unflatten
+from trainables.config.seeds import derive_seed
 
 CONFIGS = Path(__file__).resolve().parents[2] / "trainables" / "configs"
 

@@ -6,8 +6,11 @@ import pytest
 import torch
 from PIL import Image
 
-from trainables.config import build_config
-from trainables.data import DataError, _read_idx, check_data, load_datasets
+from trainables.config.build import build_config
+from trainables.errors import DataError
+from trainables.data.idx import read_idx
+from trainables.data.info import check_data
+from trainables.data.datasets import load_datasets
 
 
 def test_digits_split_is_fixed_and_complete():
@@ -33,7 +36,7 @@ def write_idx(path, array):
 def test_idx_round_trip(tmp_path):
     arr = np.random.default_rng(0).integers(0, 255, (5, 28, 28))
     write_idx(tmp_path / "x.gz", arr)
-    assert np.array_equal(_read_idx(tmp_path / "x.gz"), arr)
+    assert np.array_equal(read_idx(tmp_path / "x.gz"), arr)
 
 
 def test_fashion_mnist_from_a_directory(tmp_path):
@@ -96,7 +99,7 @@ def test_deit_augmentation_never_posterizes_to_zero_bits():
     (a crash in about 1 of 300 images); the cap keeps every op valid."""
     import random
 
-    from trainables.data import image_transforms
+    from trainables.data.transforms import image_transforms
 
     transform = image_transforms(build_config({"data": {"augment": "deit"}}).data, 32, True)
     picture = Image.fromarray(np.random.default_rng(0).integers(0, 255, (40, 40, 3), dtype=np.uint8))
@@ -112,7 +115,7 @@ def test_the_cpu_deit_recipe_erases_with_per_pixel_noise_like_deit():
     """DeiT (and ``data.decode: gpu``) erase with per-pixel normal noise, not timm's default constant."""
     from timm.data.random_erasing import RandomErasing
 
-    from trainables.data import image_transforms
+    from trainables.data.transforms import image_transforms
 
     transform = image_transforms(build_config({"data": {"augment": "deit"}}).data, 32, True)
     erasing = [t for t in transform.transforms if isinstance(t, RandomErasing)]
@@ -126,7 +129,7 @@ def test_a_node_without_the_images_reads_the_folders_manifest(tmp_path, capsys):
     import shutil
 
     from sweep.cli import main
-    from trainables.data import data_info
+    from trainables.data.info import data_info
 
     images, head = tmp_path / "images", tmp_path / "head"
     make_imagefolder(images)
@@ -156,7 +159,7 @@ def test_a_manifest_is_refused_in_one_line_for_a_flat_folder_or_a_root_it_cannot
     from pathlib import Path
 
     from sweep.cli import main
-    from trainables.folder_manifest import write_manifest
+    from trainables.data.folder.manifest import write_manifest
 
     flat = tmp_path / "flat"
     make_imagefolder(flat)

@@ -9,12 +9,14 @@ import torch
 from PIL import Image
 from torch.utils.data import DataLoader, SequentialSampler
 
-from trainables.config import build_config
-from trainables.data import DataError, check_data, load_datasets
-from trainables.data_gpu import DeviceAugmentLoader, EncodedImages, SeededSampler, collate_encoded, decode_on_device
-from trainables.device_augment import DeviceRecipe, augment_batch, hash_normal
-from trainables.device_randaugment import OPS, apply_op, level_arg
-from trainables.image_folder import UnreadableImage
+from trainables.config.build import build_config
+from trainables.errors import DataError
+from trainables.data.info import check_data
+from trainables.data.datasets import load_datasets
+from trainables.data.gpu.decode import DeviceAugmentLoader, EncodedImages, SeededSampler, collate_encoded, decode_on_device
+from trainables.data.gpu.augment import DeviceRecipe, augment_batch, hash_normal
+from trainables.data.gpu.randaugment import OPS, apply_op, level_arg
+from trainables.data.folder.image_folder import UnreadableImage
 
 CPU = torch.device("cpu")
 
@@ -164,9 +166,9 @@ def test_decode_gpu_is_refused_for_in_memory_data_and_ray_data(tmp_path):
 
 
 def test_one_epoch_of_training_from_a_jpeg_folder_with_decode_gpu(tmp_path):
-    from trainables.engine import build_model, build_state, train_one_epoch
-    from trainables.session import TuneSession
-    from trainables.worker import make_loaders
+    from trainables.train.engine import build_model, build_state, train_one_epoch
+    from trainables.train.session import TuneSession
+    from trainables.data.loaders import make_loaders
 
     root = jpeg_folder(tmp_path, per_class=8)
     cfg = build_config({
@@ -180,7 +182,7 @@ def test_one_epoch_of_training_from_a_jpeg_folder_with_decode_gpu(tmp_path):
     sampler, train, val = make_loaders(cfg, bundle, TuneSession(), len(bundle.train))
     sampler.set_epoch(0)
     model = build_model(cfg, bundle.shape)
-    from trainables.engine import make_mixup
+    from trainables.train.engine import make_mixup
 
     out = train_one_epoch(cfg, build_state(cfg, model, len(train), 1), train, CPU, make_mixup(cfg, bundle.shape.num_classes))
     assert len(train) == 4 and math.isfinite(out["train/loss"]) and out["perf/img_per_s"] > 0
@@ -189,7 +191,7 @@ def test_one_epoch_of_training_from_a_jpeg_folder_with_decode_gpu(tmp_path):
 def test_random_choices_follow_timm_s_deit_recipe():
     """Over many seeds: each of the 15 ops drawn alike, applied half the time at magnitude N(9, 0.5)
     (capped below 10), flips half the time, erasing a quarter of the time, crops inside the image."""
-    from trainables.device_augment import draw_sample
+    from trainables.data.gpu.augment import draw_sample
 
     recipe = DeviceRecipe(224)
     draws = [draw_sample(seed, 375, 500, recipe) for seed in range(3000)]
@@ -229,7 +231,7 @@ def test_grayscale_and_cmyk_jpegs_decode_to_rgb_as_pil_does(tmp_path):
     Image.fromarray(img[:, :, 0]).save(tmp_path / "gray.jpg")
     Image.fromarray(img).convert("CMYK").save(tmp_path / "cmyk.jpg")
     paths = [tmp_path / "gray.jpg", tmp_path / "cmyk.jpg"]
-    from trainables.data_gpu import read_encoded
+    from trainables.data.gpu.decode import read_encoded
 
     for path, image in zip(paths, decode_on_device([read_encoded(str(p)) for p in paths], CPU)):
         reference = np.array(Image.open(path).convert("RGB")).astype(int)
@@ -248,7 +250,7 @@ def test_small_and_none_recipes(tmp_path):
 def test_jpegs_the_device_decoder_may_refuse_are_decoded_by_the_loader(tmp_path):
     """CMYK and progressive JPEGs leave the batched device decode (PIL decodes them in the loader
     worker, as the CPU path does); baseline RGB and greyscale ones stay encoded."""
-    from trainables.data_gpu import jpeg_needs_cpu, read_encoded
+    from trainables.data.gpu.decode import jpeg_needs_cpu, read_encoded
 
     img = photo(np.random.default_rng(7), 20, 30)
     Image.fromarray(img).save(tmp_path / "rgb.jpg")
@@ -269,7 +271,7 @@ def test_a_refused_file_leaves_the_batched_decode_alone(tmp_path, monkeypatch):
     calls (halves around the bad file), not 16 single ones; the bad one is None."""
     import torchvision.io
 
-    from trainables.data_gpu import read_encoded
+    from trainables.data.gpu.decode import read_encoded
 
     root = jpeg_folder(tmp_path, per_class=8)
     files = sorted((root / "train").rglob("*.jpg"))
@@ -291,7 +293,7 @@ def test_a_refused_file_leaves_the_batched_decode_alone(tmp_path, monkeypatch):
 
 
 def test_a_batch_crosses_from_the_workers_as_one_buffer_and_a_header(tmp_path):
-    from trainables.data_gpu import EncodedBatch
+    from trainables.data.gpu.decode import EncodedBatch
 
     (tmp_path / "c").mkdir()
     Image.fromarray(photo(np.random.default_rng(8), 30, 20)).save(tmp_path / "c" / "a.png")

@@ -17,10 +17,10 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from mjp import sample_shuffle
-from trainables.config import build_config
+from trainables.config.build import build_config
 from mjp.algorithm import MJPAlgorithm
-from trainables.engine import build_algorithm, build_model, build_state, seed_everything, train_one_epoch
-from trainables.data import DataShape
+from trainables.train.engine import build_algorithm, build_model, build_state, seed_everything, train_one_epoch
+from trainables.data.info import DataShape
 
 STEPS, PER_RANK, WORLD = 3, 8, 2
 TINY = {"model": {"kwargs": {"patch_size": 2, "embed_dim": 32, "depth": 2, "num_heads": 2}},

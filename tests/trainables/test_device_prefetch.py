@@ -5,7 +5,7 @@ import threading
 import pytest
 import torch
 
-from trainables.device_prefetch import prefetched
+from trainables.data.gpu.prefetch import prefetched
 
 CPU = torch.device("cpu")
 

@@ -9,8 +9,8 @@ import torch
 import torchvision.transforms.v2.functional as TF
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from trainables.device_augment import DeviceRecipe, augment_batch, draw_sample
-from trainables.device_resize import flat_images, resize_crops, resize_table
+from trainables.data.gpu.augment import DeviceRecipe, augment_batch, draw_sample
+from trainables.data.gpu.resize import flat_images, resize_crops, resize_table
 
 BICUBIC = TF.InterpolationMode.BICUBIC
 

@@ -5,9 +5,10 @@ import torch
 from torch.utils.data import DataLoader
 
 from mjp import keys
-from trainables.config import build_config
-from trainables.data import load_datasets
-from trainables.engine import build_model, build_state, evaluate, evaluate_shuffles, lr_factor, seed_everything, train_one_epoch
+from trainables.config.build import build_config
+from trainables.data.datasets import load_datasets
+from trainables.train.engine import build_model, build_state, lr_factor, seed_everything, train_one_epoch
+from trainables.evaluation.accuracy import evaluate, evaluate_shuffles
 
 CPU = torch.device("cpu")
 TINY = {"model": {"kwargs": {"patch_size": 2, "embed_dim": 32, "depth": 2, "num_heads": 4}}, "optim": {"epochs": 2, "base_lr": 0.08}}
@@ -85,7 +86,7 @@ def test_jigsaw_warmup_turns_the_shuffle_off():
 def test_a_nan_loss_stops_the_run_with_its_epoch():
     import pytest
 
-    from trainables.engine import NonFiniteLossError
+    from trainables.train.engine import NonFiniteLossError
 
     cfg, model, state, train, _ = setup({"runtime.log_every": 2})
     with torch.no_grad():
@@ -112,7 +113,7 @@ def test_masks_do_not_depend_on_the_loader_worker_count():
 def test_checkpoints_come_by_epoch_and_by_time():
     """Long epochs: a checkpoint at the end of any epoch that ends checkpoint_minutes after the last,
     so a lost worker restarts from there, not from epoch 1."""
-    from trainables.worker import checkpoint_due, checkpoint_epochs
+    from trainables.train.loop import checkpoint_due, checkpoint_epochs
 
     cfg = build_config(TINY, {"optim.epochs": 30, "runtime.checkpoint_every": 10, "runtime.checkpoint_minutes": 5})
     saves = checkpoint_epochs(cfg)

@@ -51,7 +51,7 @@ def test_every_error_survives_pickling_with_its_message(cls):
 
 
 def test_an_unreadable_image_names_its_file_after_crossing_a_process():
-    from trainables.image_folder import UnreadableImage
+    from trainables.data.folder.image_folder import UnreadableImage
 
     back = pickle.loads(pickle.dumps(UnreadableImage("/data/cats/broken.jpg", "cannot identify image file")))
     assert back.path == "/data/cats/broken.jpg"

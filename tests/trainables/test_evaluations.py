@@ -8,10 +8,10 @@ import torch
 from mlflow.tracking import MlflowClient
 
 from mjp import keys
-from trainables.config import load_config
-from trainables.data import load_datasets
-from trainables.engine import build_model
-from trainables.final_eval import extra_evaluations
+from trainables.config.build import load_config
+from trainables.data.datasets import load_datasets
+from trainables.train.engine import build_model
+from trainables.evaluation.suite import extra_evaluations
 
 CONFIG = "trainables/configs/digits_vit_tiny.yaml"
 SMALL = "model.kwargs={patch_size: 2, embed_dim: 32, depth: 2, num_heads: 2}"

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from trainables.image_folder import UnreadableImage, readable_loader
+from trainables.data.folder.image_folder import UnreadableImage, readable_loader
 
 
 def test_a_16_bit_png_keeps_its_values(tmp_path):

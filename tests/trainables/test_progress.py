@@ -9,11 +9,12 @@ from ray.tune.experiment import Trial
 
 from mjp import keys
 from sweep.console.view import ConsoleView
-from trainables.config import build_config
-from trainables.driver import start_run
-from trainables.engine import build_model, build_state, seed_everything, train_one_epoch
-from trainables.progress import PERF_DATA_WAIT_FRAC, Progress, pace
-from trainables.tracking import EpochLogger, MlflowProgress, RunTracker
+from trainables.config.build import build_config
+from trainables.launch.trial import start_run
+from trainables.train.engine import build_model, build_state, seed_everything, train_one_epoch
+from trainables.tracking.progress import PERF_DATA_WAIT_FRAC, Progress, pace
+from trainables.tracking.epochs import EpochLogger
+from trainables.tracking.runs import MlflowProgress, RunTracker
 
 TINY = {"model": {"kwargs": {"patch_size": 2, "embed_dim": 16, "depth": 1, "num_heads": 2}}, "optim": {"epochs": 3},
         "runtime": {"log_every": 1}, "tracking": {"experiment": "progress"}}
@@ -46,7 +47,7 @@ class TimedLoader:
 
 
 def _state(cfg, batches):
-    from trainables.data import DataShape
+    from trainables.data.info import DataShape
 
     seed_everything(0)
     model = build_model(cfg, DataShape(num_classes=10, in_chans=1, img_size=8))
@@ -55,7 +56,7 @@ def _state(cfg, batches):
 
 def test_an_epoch_reports_its_progress_and_the_share_of_time_spent_waiting_for_data(monkeypatch):
     clock = Clock()
-    monkeypatch.setattr("trainables.engine.time", clock)
+    monkeypatch.setattr("trainables.train.engine.time", clock)
     cfg = build_config(TINY)
     state = _state(cfg, 4)
     reports = []

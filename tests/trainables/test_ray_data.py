@@ -8,10 +8,10 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from trainables.config import build_config
-from trainables.data_prepare import prepare_shards
-from trainables.shards import shard_metadata
-from trainables.data_ray import decode_and_augment
+from trainables.config.build import build_config
+from trainables.data.folder.prepare import prepare_shards
+from trainables.data.folder.shards import shard_metadata
+from trainables.data.ray_data import decode_and_augment
 
 CLASSES = ("cat", "dog")
 
@@ -45,7 +45,7 @@ def test_decode_and_augment_gives_the_dataloader_s_tensors(tmp_path):
 def test_a_broken_image_is_named_or_skipped(tmp_path):
     cfg = config(tmp_path, folder(tmp_path / "img"))
     batch = {"bytes": np.array([b"not an image"], dtype=object), "path": np.array(["/x/cat/bad.jpg"])}
-    from trainables.image_folder import UnreadableImage
+    from trainables.data.folder.image_folder import UnreadableImage
 
     with pytest.raises(UnreadableImage, match="cannot read image /x/cat/bad.jpg"):
         decode_and_augment(batch, cfg.data, {"cat": 0})

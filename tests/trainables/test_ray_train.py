@@ -8,7 +8,7 @@ import pytest
 
 from mjp import keys
 from sweep.tuner.training import run_training
-from trainables.config import build_config
+from trainables.config.build import build_config
 
 pytestmark = pytest.mark.slow
 

@@ -4,12 +4,12 @@ data order; the same seed twice gives the same ones (what error bars over seeds 
 import torch
 
 from mjp.metrics import sample_eval_shuffle
-from trainables.config import build_config
-from trainables.data import DataShape
-from trainables.engine import build_algorithm, build_model
-from trainables.samplers import train_sampler
+from trainables.config.build import build_config
+from trainables.data.info import DataShape
+from trainables.train.engine import build_algorithm, build_model
+from trainables.data.samplers import train_sampler
 from mjp.config import SEED_BOUND
-from trainables.seeds import derive_seed
+from trainables.config.seeds import derive_seed
 
 TINY = {"model": {"kwargs": {"patch_size": 2, "embed_dim": 16, "depth": 1, "num_heads": 2}}}
 X = torch.zeros(16, 1, 8, 8)
@@ -71,7 +71,7 @@ def test_the_platform_pins_cpu_kernels_before_torch_loads():
     import subprocess
     import sys
 
-    code = "from trainables.ray_runtime import prepare_environment; prepare_environment(); import os, torch; print(torch.backends.cpu.get_cpu_capability(), os.environ['MKL_CBWR'], os.environ['ONEDNN_MAX_CPU_ISA'])"
+    code = "from trainables.launch.ray_runtime import prepare_environment; prepare_environment(); import os, torch; print(torch.backends.cpu.get_cpu_capability(), os.environ['MKL_CBWR'], os.environ['ONEDNN_MAX_CPU_ISA'])"
     env = {k: v for k, v in __import__("os").environ.items() if k not in ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout.split()
     assert out == ["AVX2", "AVX2", "AVX2"]

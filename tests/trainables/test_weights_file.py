@@ -7,7 +7,7 @@ import torch
 from safetensors.torch import save_file
 
 from trainables.errors import ConfigError
-from trainables.weights_file import check_weights_file
+from trainables.launch.weights_file import check_weights_file
 
 
 def test_a_state_dict_and_a_safetensors_file_pass(tmp_path):

@@ -1,0 +1,86 @@
+"""What a dataset holds without loading it: its image shape, classes and sizes (``DataShape``,
+``DataInfo``), and the checks that it is there and readable before a run starts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from trainables.config.schema import TrainConfig
+from trainables.errors import DataError
+from trainables.data.folder.image_folder import scan_imagefolder
+
+#: scikit-learn's digits (1,797 images) split 80/20, stratified, fixed
+DIGITS_TRAIN, DIGITS_VAL = 1437, 360
+from trainables.data.idx import FASHION_MNIST_DEFAULT, fashion_sizes
+
+
+@dataclass(frozen=True)
+class DataShape:
+    """What the model must match: classes, channels, image side."""
+
+    num_classes: int
+    in_chans: int
+    img_size: int
+
+
+@dataclass(frozen=True)
+class DataInfo:
+    """What pre-flight needs: the shape and the split sizes (before limits)."""
+
+    shape: DataShape
+    train_size: int
+    val_size: int
+
+
+def check_data(cfg: TrainConfig) -> None:
+    """Fail early, before Ray starts, when the configured data is missing or broken."""
+    data_info(cfg)
+
+
+def data_info(cfg: TrainConfig) -> DataInfo:
+    """Shape and split sizes of the configured data, without loading it; ``DataError`` when the
+    data is missing or broken (unreadable headers, zero-byte images, a layout that does not fit)."""
+    d = cfg.data
+    if d.root is not None and d.name == "digits":
+        raise DataError(f"data.root={d.root!r} is given, but data.name='digits' is bundled with scikit-learn and reads no directory; drop data.root or pick fashion_mnist / imagefolder / cifar10")
+    if d.decode == "gpu" and d.name != "imagefolder":
+        raise DataError(f"data.decode='gpu' decodes image files on the training device; data.name={d.name!r} is decoded in memory already: use data.decode=cpu (gpu needs data.name=imagefolder)")
+    if d.decode == "gpu" and d.loader == "ray_data":
+        raise DataError("data.decode='gpu' ships encoded images through the torch loader; data.loader='ray_data' decodes on CPU nodes: use one of them (data.loader=torch with data.decode=gpu)")
+    if d.name == "digits":
+        return DataInfo(DataShape(10, 1, 8), DIGITS_TRAIN, DIGITS_VAL)
+    if d.name == "fashion_mnist":
+        sizes = fashion_sizes(Path(d.root or FASHION_MNIST_DEFAULT))
+        return DataInfo(DataShape(10, 1, 28), sizes["train_images"], sizes["val_images"])
+    if d.loader == "ray_data" and d.name != "imagefolder":
+        raise DataError(f"data.loader='ray_data' reads image folders; data.name={d.name!r} is an in-memory dataset: use data.loader=torch")
+    if d.name == "imagefolder":
+        if not d.root:
+            raise DataError("data.name='imagefolder' needs data.root (a directory with train/ and val/, or shards from `mjp data prepare`)")
+        from trainables.data.folder.shards import shard_metadata
+
+        meta = shard_metadata(d.root)
+        if meta is not None:
+            if d.loader != "ray_data":
+                raise DataError(f"data.root={d.root!r} holds Parquet shards (mjp data prepare), which only data.loader=ray_data reads; set it, or point data.root at the image folder")
+            if len(meta["classes"]) < 2:
+                raise DataError(f"data.root={d.root!r} holds shards of {len(meta['classes'])} class; a classifier needs at least 2 classes")
+            return DataInfo(DataShape(len(meta["classes"]), 3, d.img_size or 224), meta["train_size"], meta["val_size"])
+        if not (Path(d.root) / "train").is_dir():
+            from trainables.data.folder.manifest import read_manifest
+
+            manifest = read_manifest(d.root)  # the images are on other nodes (cluster.yaml's head)
+            if manifest is not None:
+                return DataInfo(DataShape(len(manifest.classes), 3, d.img_size or 224), manifest.train_images, manifest.val_images)
+        scan = scan_imagefolder(Path(d.root))
+        if scan.empty_files and d.on_bad_image == "fail":
+            shown = ", ".join(scan.empty_files[:3]) + (f" and {len(scan.empty_files) - 3} more" if len(scan.empty_files) > 3 else "")
+            raise DataError(f"{len(scan.empty_files)} zero-byte image(s) in {d.root}: {shown}; remove them, or set data.on_bad_image=skip (`mjp data check {d.root}` lists every bad file)")
+        return DataInfo(DataShape(len(scan.classes["train"]), 3, d.img_size or 224), scan.counts["train"], scan.counts["val"])
+    if not d.root:
+        raise DataError(f"data.name={d.name!r} needs data.root (where torchvision keeps it)")
+    marker = "cifar-10-batches-py" if d.name == "cifar10" else "cifar-100-python"
+    if not d.download and not (Path(d.root) / marker).is_dir():
+        raise DataError(f"{d.name} not found in {d.root}/{marker}; set data.download=true to fetch it (needs internet)")
+    return DataInfo(DataShape(10 if d.name == "cifar10" else 100, 3, d.img_size or 32), 50_000, 10_000)

@@ -1,0 +1,43 @@
+"""The one place the input path is chosen: torch DataLoader (CPU decode), Ray Data, or encoded bytes
+decoded on the device (``data/gpu``), per ``data.loader`` and ``data.decode``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torch.utils.data import DataLoader, Subset
+
+from trainables.config.schema import TrainConfig
+from trainables.data.datasets import DatasetBundle
+from trainables.data.samplers import train_sampler
+
+
+def make_loaders(cfg: TrainConfig, bundle: DatasetBundle, session: Any, train_size: int) -> tuple[Any, Any, DataLoader]:
+    """Sharded train loader (per-epoch shuffled, seeded by ``data.seed``) and val loader."""
+    d, rank, world = cfg.data, session.rank, session.world
+    common = dict(batch_size=d.batch_size, num_workers=d.loader_workers, pin_memory=cfg.scaling.use_gpu, persistent_workers=d.loader_workers > 0)
+    # Validation: a disjoint shard per worker (no padding duplicates); sums are all-reduced.
+    val = session.prepare_loader(DataLoader(Subset(bundle.val, range(rank, len(bundle.val), world)), shuffle=False, **common))
+    if d.loader == "ray_data":
+        from trainables.data.ray_data import RayDataLoader, shuffle_buffer_rows
+
+        train = RayDataLoader(session.train_iterator(cfg), d.batch_size, train_size // (d.batch_size * world), d.seed, session.device, shuffle_buffer_rows(cfg))
+        return train, train, val
+    if d.decode == "gpu":
+        return _device_decode_loader(cfg, bundle, session, val)
+    sampler = train_sampler(bundle.train, seed=d.seed, repeats=d.repeated_aug, rank=rank, world=world)
+    train = DataLoader(bundle.train, sampler=sampler, drop_last=True, **common)
+    return sampler, session.prepare_loader(train), val
+
+
+def _device_decode_loader(cfg: TrainConfig, bundle: DatasetBundle, session: Any, val: Any) -> tuple[Any, Any, Any]:
+    """``data.decode: gpu``: the DataLoader reads encoded files, the training device decodes and augments them."""
+    from trainables.data.gpu.decode import DeviceAugmentLoader, SeededSampler, collate_encoded
+    from trainables.data.gpu.augment import DeviceRecipe
+
+    d, rank = cfg.data, session.rank
+    sampler = SeededSampler(train_sampler(bundle.train, seed=d.seed, repeats=d.repeated_aug, rank=rank, world=session.world), d.seed, rank)
+    loader = DataLoader(bundle.train, sampler=sampler, batch_size=d.batch_size, drop_last=True, collate_fn=collate_encoded,
+                        num_workers=d.loader_workers, pin_memory=cfg.scaling.use_gpu, persistent_workers=d.loader_workers > 0)
+    train = DeviceAugmentLoader(loader, sampler, DeviceRecipe(bundle.shape.img_size, d.augment), session.device, bundle.train, bundle.skipped_log)
+    return train, train, val

@@ -1,0 +1,257 @@
+"""Everything that can be checked before launch, each failure one ``ConfigError`` line naming
+the key, the value and what is allowed: the data is there and readable, the model builds (on the
+meta device: no memory, no initialisation), its patch grid fits the images, MJP's ratios select
+patches on that grid, and the end-of-training evaluations can run on it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trainables.config.schema import TrainConfig
+from trainables.data.info import DataInfo, check_data, data_info
+from trainables.errors import ConfigError
+
+
+def _timm_signature_check(name: str, kwargs: dict[str, Any]) -> None:
+    """``model.kwargs`` that the timm class does not take, named before timm raises a TypeError."""
+    from mjp.models.factory import timm_class
+
+    cls = timm_class(name)
+    params = inspect.signature(cls.__init__).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    unknown = sorted(set(kwargs) - set(params))
+    if unknown:
+        shown = ", ".join(unknown)
+        raise ConfigError(
+            f"model.kwargs {{{shown}}} are not arguments of {name!r} (a timm {cls.__name__}); "
+            f"remove them (--set model.kwargs={{}} clears all) or pick a model that takes them"
+        )
+
+
+def _positive_int_kwargs(kwargs: dict[str, Any]) -> None:
+    """Sizes timm divides by: a zero or a negative one fails deep inside timm (ZeroDivisionError)."""
+    for key in ("patch_size", "embed_dim", "depth", "num_heads", "window_size", "depths"):
+        value = kwargs.get(key)
+        values = value if isinstance(value, (list, tuple)) else [value]  # Swin: one per stage
+        if value is not None and any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in values):
+            raise ConfigError(f"model.kwargs.{key}={value!r}: allowed is a positive integer" + (" per stage" if isinstance(value, (list, tuple)) else ""))
+
+
+def _heads_divide_width(name: str, kwargs: dict[str, Any]) -> None:
+    from mjp.models.factory import default_architecture
+
+    arch = default_architecture(name)
+    dim, heads = kwargs.get("embed_dim", arch.get("embed_dim")), kwargs.get("num_heads", arch.get("num_heads"))
+    if isinstance(dim, int) and isinstance(heads, int) and dim % heads:
+        raise ConfigError(
+            f"model.kwargs.embed_dim={dim} is not divisible by model.kwargs.num_heads={heads}; "
+            f"allowed: an embed_dim that is a multiple of {heads} (e.g. {heads * max(1, dim // heads)}), or num_heads dividing {dim}"
+        )
+
+
+def _build_on_meta(cfg: TrainConfig, info: DataInfo, *, with_mjp: bool):
+    import torch
+
+    from trainables.train.engine import build_model
+
+    c = cfg if with_mjp else cfg.model_copy(update={"mjp": None})
+    c = c.model_copy(update={"model": c.model.model_copy(update={"pretrained_file": None})})  # a meta model cannot take weights
+    try:
+        with torch.device("meta"):
+            return build_model(c, info.shape)
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+
+
+def _patch_grid_fits(cfg: TrainConfig, info: DataInfo, model: Any) -> None:
+    embed = getattr(model, "patch_embed", None)
+    size = info.shape.img_size
+    if embed is None or getattr(embed, "patch_size", None) is None:
+        return
+    ph, pw = tuple(embed.patch_size)
+    if size % ph or size % pw or size < ph:
+        divisors = [d for d in range(1, size + 1) if size % d == 0 and d < size]
+        raise ConfigError(
+            f"{cfg.model.name} cuts images into {ph}x{pw} patches, which do not tile the {size}x{size} images of "
+            f"data.name={cfg.data.name!r}; set model.kwargs.patch_size to a divisor of {size} ({', '.join(map(str, divisors[-4:]))})"
+        )
+
+
+def _ratios_select_patches(cfg: TrainConfig, n: int) -> None:
+    """Every shuffle ratio of the run against ``mjp.masking.check_grid_ratio`` (the one rule)."""
+    from mjp.masking import check_grid_ratio
+
+    ratios = [("mjp.mask_ratio", cfg.mjp.mask_ratio)] if cfg.mjp.shuffles else []
+    ratios += [("eval.consistency_ratio", cfg.eval.consistency_ratio)] + [("eval.shuffle_ratios", r) for r in cfg.eval.shuffle_ratios]
+    if cfg.eval.privacy is not None:
+        ratios.append(("eval.privacy.ratio", cfg.eval.privacy.ratio))
+    for key, r in ratios:
+        try:
+            check_grid_ratio(key, r, n)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
+
+
+#: the most memory one layer's attention maps of a worker's batch may take: an 80 GB GPU's (A100/H100)
+ATTENTION_BYTES_LIMIT = 80 * 10**9
+
+
+def _attention_fits(cfg: TrainConfig, model: Any, size: int, patch: int) -> None:
+    """A ViT whose global attention over the (``size`` / ``patch``)^2 patches would not fit one layer's attention maps
+    ([batch, heads, tokens, tokens] floats) in the memory of any GPU is refused, naming the keys
+    that made the tokens, before any training starts (it would otherwise stall or run out of memory).
+    A fused attention kernel (timm's default where torch has one) never materialises the maps, but
+    its work still grows as tokens^2: such a run would not finish either, so the bound stays."""
+    blocks = getattr(model, "blocks", None)
+    heads = getattr(getattr(blocks[0], "attn", None), "num_heads", None) if blocks is not None and len(blocks) else None
+    if heads is None:
+        return  # no global attention (ResNet; Swin attends within windows)
+    tokens = (size // patch) ** 2
+    need = 4 * cfg.data.batch_size * heads * tokens * tokens
+    if need > ATTENTION_BYTES_LIMIT:
+        images = f"data.img_size={size}" if cfg.data.img_size is not None else f"{size}x{size} images of data.name={cfg.data.name!r}"
+        raise ConfigError(
+            f"{images} with model.kwargs.patch_size={patch} makes {tokens:,} tokens per image: "
+            f"one layer's attention for data.batch_size={cfg.data.batch_size} has {need // 4:,} scores, {need / 2**30:,.0f} GiB where they are materialised "
+            f"(more than an 80 GB GPU; a fused kernel avoids the memory, not the tokens^2 work); use a larger model.kwargs.patch_size or a smaller data.img_size"
+        )
+
+
+def check_attention(cfg: TrainConfig, shape: Any) -> None:
+    """``_attention_fits`` for data described by ``shape`` (a ``DataShape``), model built on the meta device."""
+    from trainables.data.info import DataInfo
+    from mjp.metrics import model_patch_size
+
+    model = _build_on_meta(cfg, DataInfo(shape, 1, 1), with_mjp=False)
+    _attention_fits(cfg, model, shape.img_size, model_patch_size(model)[0])
+
+
+def _loader_fits(cfg: TrainConfig) -> None:
+    if cfg.data.loader == "ray_data" and cfg.data.repeated_aug > 1:
+        raise ConfigError(f"data.repeated_aug={cfg.data.repeated_aug} needs the torch loader's sampler; with data.loader=ray_data set data.repeated_aug=1 (or use data.loader=torch)")
+
+
+def _batch_fits(cfg: TrainConfig, info: DataInfo) -> None:
+    n = info.train_size if cfg.data.train_limit is None else min(info.train_size, cfg.data.train_limit)
+    per_step = cfg.data.batch_size * cfg.scaling.num_workers
+    if per_step > n:
+        raise ConfigError(
+            f"data.batch_size={cfg.data.batch_size} x scaling.num_workers={cfg.scaling.num_workers} = {per_step} images per step, "
+            f"but the training set has {n}; allowed: data.batch_size <= {max(1, n // cfg.scaling.num_workers)}"
+        )
+
+
+def _evaluations_apply(cfg: TrainConfig, model: Any) -> None:
+    privacy = cfg.eval.privacy
+    if privacy is not None and privacy.attack == "april":
+        from mjp.privacy import april_requirements
+
+        why = april_requirements(model)
+        if why:
+            raise ConfigError(f"eval.privacy.attack='april' cannot attack {cfg.model.name}: {why} (model.april_block=true, or eval.privacy.attack=inversion)")
+    if privacy is not None and privacy.lpips_backbone:
+        from trainables.launch.weights_file import check_weights_file
+
+        check_weights_file("eval.privacy.lpips_backbone", privacy.lpips_backbone)
+
+
+def _class_folders(key: str, root: str) -> list[str]:
+    """The class folders of an ImageNet-A/O/R copy, which must be ImageNet-1K wnids."""
+    from mjp.robustness import imagenet_synsets
+
+    folder = Path(root)
+    if not folder.is_dir():
+        raise ConfigError(f"{key}={root!r} is not a directory; allowed: a folder of <wnid>/<image> (or leave it unset: the metric is then absent)")
+    classes = sorted(p.name for p in folder.iterdir() if p.is_dir())
+    known = set(imagenet_synsets())
+    strange = [c for c in classes if c not in known]
+    if not classes or strange:
+        raise ConfigError(f"{key}={root!r}: expected class folders named by ImageNet-1K wnids (e.g. n01498041), found {strange[:3] or 'none'}")
+    return classes
+
+
+def _robustness_applies(cfg: TrainConfig, info: DataInfo) -> None:
+    """The folders ``eval.robustness`` names exist and fit the model, before any training."""
+    r = cfg.eval.robustness
+    if r is None:
+        return
+    if r.imagenet_c_root is not None:
+        root = Path(r.imagenet_c_root)
+        absent = [f"{c}/{s}" for c in r.corruptions for s in range(1, 6) if not (root / c / str(s)).is_dir()]
+        if absent:
+            raise ConfigError(f"eval.robustness.imagenet_c_root={r.imagenet_c_root!r} lacks {len(absent)} of the <corruption>/<severity> folders the config asks for, e.g. {', '.join(absent[:3])}; give the corruptions it has in eval.robustness.corruptions")
+    sets = {k: v for k, v in (("imagenet_a_root", r.imagenet_a_root), ("imagenet_o_root", r.imagenet_o_root), ("imagenet_r_root", r.imagenet_r_root)) if v is not None}
+    if sets and info.shape.num_classes != 1000:
+        raise ConfigError(f"eval.robustness.{next(iter(sets))} needs a model of the 1000 ImageNet-1K classes, but data.name={cfg.data.name!r} has {info.shape.num_classes}; remove it")
+    for key, root in sets.items():
+        _class_folders(f"eval.robustness.{key}", root)
+    if r.imagenet_o_root is not None and not (cfg.data.root and (Path(cfg.data.root) / "val").is_dir()):
+        raise ConfigError(f"eval.robustness.imagenet_o_root: ImageNet-O is scored against ImageNet's validation images, but data.root={cfg.data.root!r} has no val/ folder")
+
+
+@dataclass(frozen=True)
+class Preflight:
+    """What the pre-flight learnt: the data, and the model's size."""
+
+    info: DataInfo
+    parameters: int
+
+    @property
+    def checkpoint_bytes(self) -> int:
+        """A training checkpoint: float32 weights and AdamW's two moments (plus RNG states, small)."""
+        return 12 * self.parameters
+
+
+def check_disk_space(storage: str, checkpoint_bytes: int, what: str) -> None:
+    """A local storage folder must hold a few checkpoints (Tune keeps two, one is being written)."""
+    if "://" in storage:
+        return
+    folder = Path(storage)
+    while not folder.exists():
+        folder = folder.parent
+    free, needed = shutil.disk_usage(folder).free, 3 * checkpoint_bytes
+    if free < needed:
+        raise ConfigError(
+            f"{free / 2**20:.0f} MiB free in {folder}, but checkpoints of {what} need about {needed / 2**20:.0f} MiB "
+            f"({checkpoint_bytes / 2**20:.0f} MiB each); free some space or give --storage / tracking.storage_path elsewhere"
+        )
+
+
+def preflight(cfg: TrainConfig) -> Preflight:
+    """Check ``cfg`` end to end without training; returns what was learnt about data and model."""
+    _loader_fits(cfg)
+    check_data(cfg)
+    info = data_info(cfg)
+    _batch_fits(cfg, info)
+    from mjp.models.factory import timm_class
+
+    try:
+        timm_class(cfg.model.name)
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+    _positive_int_kwargs(cfg.model.kwargs)
+    _timm_signature_check(cfg.model.name, cfg.model.kwargs)
+    _heads_divide_width(cfg.model.name, cfg.model.kwargs)
+    if cfg.model.pretrained_file:
+        from trainables.launch.weights_file import check_weights_file
+
+        check_weights_file("model.pretrained_file", cfg.model.pretrained_file)
+    _patch_grid_fits(cfg, info, _build_on_meta(cfg, info, with_mjp=False))
+    model = _build_on_meta(cfg, info, with_mjp=True)
+    from mjp.metrics import model_patch_size
+
+    patch = model_patch_size(model)
+    size = info.shape.img_size
+    if size % patch[0] or size % patch[1]:
+        raise ConfigError(f"{size}x{size} images do not split into {patch[0]}x{patch[1]} jigsaw patches; set mjp.patch_size (ResNet) or model.kwargs.patch_size to a divisor of {size}")
+    _ratios_select_patches(cfg, (size // patch[0]) * (size // patch[1]))
+    _attention_fits(cfg, model, size, patch[0])
+    _evaluations_apply(cfg, model)
+    _robustness_applies(cfg, info)
+    return Preflight(info, sum(p.numel() for p in model.parameters()))

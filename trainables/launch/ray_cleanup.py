@@ -1,0 +1,122 @@
+"""The local default cleans up what it started, even when its driver is killed with SIGKILL.
+
+Ray's head processes end with the driver that started them, but its dashboard and runtime-env
+agents do not: after a ``kill -9`` of ``mjp sweep run`` they stayed, listening, for minutes.
+``watch_local_ray()`` starts a small detached watcher (``python -m trainables.launch.ray_cleanup PID``)
+that records the driver's process tree once a second while the driver lives; when the driver
+is gone it ends exactly those processes (matched by start time, so a reused pid is never hit):
+SIGTERM, then SIGKILL after a grace period. Linux only (it reads ``/proc``); elsewhere it does
+nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PROC = Path("/proc")
+#: the checkout (the folder of pyproject.toml), where ``python -m`` finds this module
+PROJECT_DIR = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
+_watching: set[int] = set()
+
+
+def _start_time(pid: int) -> int | None:
+    """Clock ticks since boot at which ``pid`` started (``/proc/<pid>/stat`` field 22); None when
+    it is gone or a zombie (ended, waiting only for a parent to read its exit status: when the
+    driver was killed, its orphans' new parent may take a while)."""
+    try:
+        stat = (PROC / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return None if fields[0] in ("Z", "X") else int(fields[19])
+
+
+def is_running(pid: int) -> bool:
+    """Whether ``pid`` is a process that still runs (not gone, not a zombie)."""
+    return _start_time(pid) is not None
+
+
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in PROC.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
+        tree.setdefault(ppid, []).append(int(entry.name))
+    return tree
+
+
+def descendants(pid: int) -> dict[int, int]:
+    """``{pid: start time}`` of every process below ``pid``."""
+    tree, out, todo = _children(), {}, [pid]
+    while todo:
+        for child in tree.get(todo.pop(), []):
+            start = _start_time(child)
+            if start is not None:
+                out[child] = start
+                todo.append(child)
+    return out
+
+
+def _alive(pid: int, start: int | None = None) -> bool:
+    now = _start_time(pid)
+    return now is not None and (start is None or now == start)
+
+
+def end_processes(processes: dict[int, int], grace_s: float = 5.0) -> list[int]:
+    """SIGTERM the still-living ``processes`` (same start time), SIGKILL what remains; their pids."""
+    living = [p for p, s in processes.items() if _alive(p, s)]
+    for pid in living:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            pass
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and any(_alive(p, processes[p]) for p in living):
+        time.sleep(0.1)
+    for pid in living:
+        if _alive(pid, processes[pid]):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    return living
+
+
+def watch(driver: int, interval_s: float = 1.0) -> None:
+    """Follow ``driver``'s process tree until it dies, then end what it left behind."""
+    me, driver_start = os.getpid(), _start_time(driver)
+    last: dict[int, int] = {}
+    while _alive(driver, driver_start):
+        last = {p: s for p, s in descendants(driver).items() if p != me}
+        time.sleep(interval_s)
+    # what the recorded processes started since the last look (a new trial's workers under the raylet)
+    for pid, start in list(last.items()):
+        if _alive(pid, start):
+            last.update({p: s for p, s in descendants(pid).items() if p != me})
+    end_processes(last)
+
+
+def watch_local_ray() -> None:
+    """Start the watcher for this process (the driver that started a local Ray)."""
+    if not PROC.is_dir() or os.getpid() in _watching:
+        return
+    _watching.add(os.getpid())
+    subprocess.Popen(
+        [sys.executable, "-m", __spec__.name, str(os.getpid())],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True, cwd=str(PROJECT_DIR),
+    )
+
+
+if __name__ == "__main__":
+    watch(int(sys.argv[1]))

@@ -1,0 +1,233 @@
+"""What Ray Tune runs for each trial (of a sweep, or of ``mjp train``): the MLflow run and the training.
+
+A 1-worker trial trains in the Tune trial's own process (``TuneSession``): no controller, no
+worker group, no second process to start and import torch in. A trial of several workers keeps
+Ray Train (the V2 pattern): the trial function builds a ``TorchTrainer`` with a deterministic
+name and reports back through ``TuneReportCallback``. Either way the trial's MLflow run is found
+by its trial-id tag or created, so a restored sweep re-attaches to it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+from dataclasses import dataclass, field
+from typing import Any
+
+from mjp import keys
+from trainables.config.schema import TrainConfig
+from trainables.config.build import build_config, flat_params
+from trainables.errors import UserError
+from trainables.tracking.labels import RunLabel, run_label, variant_words
+from trainables.config.overrides import expand_presets
+from trainables.tracking.runs import RunTracker
+
+
+class TrialFailed(RuntimeError):
+    """A trial's training failed; the message is the one-line reason (the traceback is in its log)."""
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    """What every trial of one Tune run shares (passed to ``tune_trial`` with ``tune.with_parameters``)."""
+
+    name: str  # the sweep's (or training's) name; multi-worker trials' Ray Train runs derive from it
+    base_tree: dict[str, Any]
+    uri: str
+    experiment: str
+    storage: str  # where multi-worker trials keep their Ray Train state
+    extra: dict[str, Any] = field(default_factory=dict)  # --set overrides for every trial
+    presets: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    study: str | None = None
+    parent_run_id: str | None = None
+    run_id: str | None = None  # a single training's run, created before launch
+    checkpoint_epochs: tuple[int, ...] = ()  # a scheduler's decision epochs (ASHA rungs)
+    driver_cpus: float = 0.25
+
+    def config(self, params: dict[str, Any]) -> TrainConfig:
+        return build_config(self.base_tree, {**self.extra, **expand_presets(params, self.presets)}, source=f"trial {params}")
+
+    def label(self, params: dict[str, Any]) -> RunLabel:
+        return run_label(self.config(params), params, self.presets)
+
+
+class TrialResources:
+    """Tune's reservation for a trial: the worker itself when it trains in the trial's process,
+    only the trial function otherwise (the ``TorchTrainer`` reserves its own workers)."""
+
+    def __init__(self, spec: TrialSpec):
+        self.spec = spec
+
+    def __call__(self, params: dict[str, Any]) -> Any:
+        from ray.tune import PlacementGroupFactory
+
+        s = self.spec.config(params).scaling
+        if not s.in_process:
+            return PlacementGroupFactory([{"CPU": self.spec.driver_cpus}])
+        return PlacementGroupFactory([worker_resources(s)])
+
+
+def worker_resources(s: Any) -> dict[str, float]:
+    """What one training worker of scaling section ``s`` asks Ray for."""
+    return {"CPU": s.cpus_per_worker, **({"GPU": s.gpus_per_worker} if s.use_gpu else {}), **s.worker_resources}
+
+
+def one_line_reason(err: BaseException) -> str:
+    """The innermost ``Type: message`` line of an error (Ray wraps workers' tracebacks in text)."""
+    while err.__cause__ is not None:
+        err = err.__cause__
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    for line in reversed(lines):
+        head = line.split(":", 1)[0]
+        if head.replace(".", "").isidentifier() and head.split(".")[-1][:1].isupper() and ":" in line:
+            return line[:500]
+    return f"{type(err).__name__}: {lines[-1][:500] if lines else ''}".rstrip(": ")
+
+
+def start_run(cfg: TrainConfig, uri: str, *, run_name: str, tags: dict[str, str] | None = None, parent_run_id: str | None = None) -> RunTracker:
+    """Create the MLflow run of a training and log its config."""
+    tracker = RunTracker.create(
+        uri,
+        cfg.tracking.experiment,
+        run_name=run_name,
+        tags={keys.TAG_KIND: "train", keys.TAG_VARIANT: cfg.variant, "mjp.model": cfg.model.name, "mjp.dataset": cfg.data.name, **(tags or {})},
+        parent_run_id=parent_run_id,
+    )
+    words = variant_words(cfg.variant)
+    tracker.log_params({**flat_params(cfg), "table4.row": words[0] if len(words) == 2 else "-", "table4.name": cfg.variant})
+    return tracker
+
+
+def trial_key(params: dict[str, Any]) -> str:
+    """A digest of a trial's sampled params: what identifies a trial that Tune proposes again
+    under a new (random) trial id after a resume restored an older experiment state."""
+    text = json.dumps(params, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _trial_run(spec: TrialSpec, cfg: TrainConfig, params: dict[str, Any], trial_id: str) -> RunTracker:
+    """The trial's MLflow run, created once: looked up by trial id, else an orphan of the same
+    params adopted (see ``sweep.tuner.child_runs.reopen_children``), else created."""
+    if spec.run_id:
+        tracker = RunTracker(spec.uri, spec.run_id)
+    else:
+        tracker = find_child_run(spec.uri, spec.experiment, spec.parent_run_id, trial_id) or adopt_orphan(spec, params, trial_id)
+    if tracker is not None:
+        if keys.TAG_ORPHAN in tracker.client.get_run(tracker.run_id).data.tags:  # restored after all: not for adoption
+            tracker.client.delete_tag(tracker.run_id, keys.TAG_ORPHAN)
+        tracker.set_status("RUNNING")
+        return tracker
+    label = run_label(cfg, params, spec.presets)
+    tags = {keys.TAG_TRIAL_ID: trial_id, keys.TAG_TRIAL_KEY: trial_key(params), keys.TAG_LABEL: label.display,
+            **{f"{keys.TAG_SAMPLE_PREFIX}{k}": str(v) for k, v in params.items()}}
+    if spec.study:
+        tags[keys.TAG_STUDY] = spec.study
+    tags[keys.TAG_NOTE] = (f"Trial **{label.display}** of sweep `{spec.name}`: {cfg.model.name} on {cfg.data.name}, "
+                           f"{cfg.optim.epochs} epochs. Its full config is in the params; the paper's metrics of its final evaluation are logged once, per epoch the training curves.")
+    return start_run(cfg, spec.uri, run_name=label.run_name, tags=tags, parent_run_id=spec.parent_run_id)
+
+
+def make_trainer(cfg: TrainConfig, uri: str, run_id: str, name: str, storage: str, callbacks: list | None = None, checkpoint_epochs: tuple[int, ...] = ()) -> Any:
+    """A ``TorchTrainer`` for ``cfg``; ``name`` must be deterministic so a restarted driver finds its state."""
+    import ray.train
+    from ray.train.torch import TorchConfig, TorchTrainer
+
+    from trainables.train.loop import train_loop_per_worker
+
+    s = cfg.scaling
+    resources = worker_resources(s)
+    datasets = {}
+    if cfg.data.loader == "ray_data":
+        from trainables.data.ray_data import train_dataset
+
+        datasets = {"train": train_dataset(cfg)}
+    return TorchTrainer(
+        train_loop_per_worker,
+        train_loop_config={"train_config": cfg.model_dump(mode="json"), "tracking_uri": uri, "mlflow_run_id": run_id, "checkpoint_epochs": list(checkpoint_epochs)},
+        torch_config=TorchConfig(backend="nccl" if s.use_gpu else "gloo"),
+        scaling_config=ray.train.ScalingConfig(num_workers=s.num_workers, use_gpu=s.use_gpu, resources_per_worker=resources, placement_strategy=s.placement),
+        datasets=datasets or None,
+        dataset_config=ray.train.DataConfig(datasets_to_split=["train"]) if datasets else None,
+        run_config=ray.train.RunConfig(
+            name=name,
+            storage_path=storage,
+            failure_config=ray.train.FailureConfig(max_failures=cfg.runtime.max_failures),
+            checkpoint_config=ray.train.CheckpointConfig(num_to_keep=2),
+            callbacks=callbacks,
+        ),
+    )
+
+
+def tune_trial(params: dict[str, Any], spec: TrialSpec) -> None:
+    """One trial: ``params`` is what the searcher sampled (empty for ``mjp train``)."""
+    from ray import tune
+
+    trial_id = tune.get_context().get_trial_id()
+    cfg = spec.config(params)
+    tracker = _trial_run(spec, cfg, params, trial_id)
+    earlier = tracker.client.get_run(tracker.run_id).data.tags
+    if earlier.get(keys.TAG_ERROR_FINAL):  # Tune retries every failure; a retry would fail the same way
+        tracker.set_status("FAILED")
+        raise TrialFailed(earlier.get(keys.TAG_ERROR, "failed"))
+    tracker.set_tags({keys.TAG_PROCESS: f"{socket.gethostname()}:{os.getpid()}"})  # this attempt's trial process
+    try:
+        if cfg.scaling.in_process:
+            import torch
+
+            from trainables.train.session import TuneSession
+            from trainables.train.loop import train_loop
+
+            torch.set_num_threads(max(1, int(cfg.scaling.cpus_per_worker)))
+            train_loop(cfg, TuneSession(cfg.scaling.use_gpu), tracking_uri=spec.uri, run_id=tracker.run_id, extra_checkpoints=spec.checkpoint_epochs)
+        else:
+            from ray.tune.integration.ray_train import TuneReportCallback
+
+            trainer = make_trainer(cfg, spec.uri, tracker.run_id, f"{spec.name}-{trial_id}", spec.storage, [TuneReportCallback()], spec.checkpoint_epochs)
+            trainer.fit()  # raises TrainingFailedError once Ray Train's retries are exhausted
+    except Exception as err:  # not BaseException: Tune stops a trial (ASHA) with SystemExit
+        reason = one_line_reason(err)
+        # Tune's retries (runtime.max_failures) are for a lost worker or node: an error in the
+        # input, one that would recur from the checkpoint (a NaN loss, out of memory), or one Ray
+        # Train already retried its workers for, ends the trial at once
+        final = isinstance(err, UserError) or recurs(err) or not cfg.scaling.in_process
+        tracker.set_tags({keys.TAG_ERROR: reason, **({keys.TAG_ERROR_FINAL: "1"} if final else {})})
+        tracker.set_status("FAILED")
+        raise TrialFailed(reason) from err
+    tracker.set_status("FINISHED")
+
+
+def recurs(err: BaseException) -> bool:
+    """Whether ``err`` (or an error it wraps) would happen again on a retry from the checkpoint:
+    the loss went non-finite, or the device ran out of memory."""
+    import torch
+
+    from trainables.train.engine import NonFiniteLossError
+
+    seen: BaseException | None = err
+    while seen is not None:
+        if isinstance(seen, (NonFiniteLossError, torch.OutOfMemoryError)):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def adopt_orphan(spec: TrialSpec, params: dict[str, Any], trial_id: str) -> RunTracker | None:
+    """The sweep's orphaned child run of these params (its trial was lost with the driver before
+    Tune saved it), now the run of ``trial_id``; None when there is none."""
+    if spec.parent_run_id is None:
+        return None
+    orphan = RunTracker.find(spec.uri, spec.experiment, {keys.TAG_PARENT: spec.parent_run_id, keys.TAG_TRIAL_KEY: trial_key(params), keys.TAG_ORPHAN: "1"})
+    if orphan is None:
+        return None
+    orphan.set_tags({keys.TAG_TRIAL_ID: trial_id})
+    orphan.client.delete_tag(orphan.run_id, keys.TAG_ORPHAN)
+    return orphan
+
+
+def find_child_run(uri: str, experiment: str, parent_run_id: str | None, trial_id: str) -> RunTracker | None:
+    """The MLflow run of trial ``trial_id`` under sweep run ``parent_run_id``, if it exists."""
+    if parent_run_id is None:
+        return None
+    return RunTracker.find(uri, experiment, {keys.TAG_TRIAL_ID: trial_id, keys.TAG_PARENT: parent_run_id})

@@ -1,0 +1,179 @@
+"""One MLflow run, addressed by id: ``RunTracker`` (params, metrics, tags, artifacts, status, child
+runs), the progress a trial reports, a run's config and its checkpoint read back.
+
+Runs are addressed by id through ``MlflowClient`` (no global active run, so Ray workers and Tune
+drivers can share a process safely). A resumed run re-attaches to its id: params already logged
+are not logged again, and ``EpochLogger`` skips the steps logged before the interruption.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import mlflow
+from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunTag
+from mlflow.tracking import MlflowClient
+
+from mjp import keys
+from trainables.tracking.progress import TAG as PROGRESS_TAG
+from trainables.tracking.progress import Progress
+from trainables.tracking.store import TrackingError, check_store_readable, experiment_id, git_commit, ready_store
+
+
+def _param_value(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= 6000 else text[:5997] + "..."
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class RunTracker:
+    """One MLflow run, addressed by id."""
+
+    def __init__(self, uri: str, run_id: str):
+        self.client = MlflowClient(uri)
+        self.uri, self.run_id = uri, run_id
+
+    @classmethod
+    def create(cls, uri: str, experiment: str, *, run_name: str | None = None, tags: dict[str, str] | None = None, parent_run_id: str | None = None) -> "RunTracker":
+        client = ready_store(uri)
+        all_tags = dict(tags or {})
+        if parent_run_id:
+            all_tags[keys.TAG_PARENT] = parent_run_id
+        commit = git_commit()
+        if commit:
+            all_tags.setdefault("mlflow.source.git.commit", commit)
+        run = client.create_run(experiment_id(client, experiment), run_name=run_name, tags=all_tags)
+        return cls(uri, run.info.run_id)
+
+    @classmethod
+    def find(cls, uri: str, experiment: str, tags: dict[str, str]) -> "RunTracker | None":
+        """The oldest run of ``experiment`` carrying all ``tags``, if any."""
+        client = MlflowClient(uri)
+        exp = client.get_experiment_by_name(experiment)
+        if exp is None:
+            return None
+        query = " and ".join(f"tags.`{k}` = '{v}'" for k, v in tags.items())
+        runs = client.search_runs([exp.experiment_id], filter_string=query, order_by=["attributes.start_time ASC"], max_results=1)
+        return cls(uri, runs[0].info.run_id) if runs else None
+
+    @property
+    def status(self) -> str:
+        return self.client.get_run(self.run_id).info.status
+
+    def log_params(self, params: dict[str, Any]) -> None:
+        """Log params not yet on the run (a resumed run keeps its originals)."""
+        have = self.client.get_run(self.run_id).data.params
+        items = [Param(k, _param_value(v)) for k, v in sorted(params.items()) if k not in have]
+        for i in range(0, len(items), 100):
+            self.client.log_batch(self.run_id, params=items[i : i + 100])
+
+    def set_tags(self, tags: dict[str, Any]) -> None:
+        self.client.log_batch(self.run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
+
+    def set_note(self, text: str) -> None:
+        """The run's description in the MLflow UI (Markdown)."""
+        self.set_tags({keys.TAG_NOTE: text})
+
+    def log_metrics(self, metrics: dict[str, float], step: int = 0) -> None:
+        ts = _now_ms()
+        self.client.log_batch(self.run_id, metrics=[Metric(k, float(v), ts, step) for k, v in metrics.items()])
+
+    def log_new_metrics(self, metrics: dict[str, float]) -> None:
+        """Summary values, logged once: a key already holding the same value is not logged again;
+        a changed value (a resumed sweep) is logged as the key's next step."""
+        have = self.client.get_run(self.run_id).data.metrics
+        for key, value in metrics.items():
+            if key in have and have[key] == float(value):
+                continue
+            step = self.last_step(key) + 1 if key in have else 0
+            self.log_metrics({key: value}, step)
+
+    def last_step(self, key: str) -> int:
+        """The largest step logged for ``key``; -1 when none is."""
+        return max((m.step for m in self.client.get_metric_history(self.run_id, key)), default=-1)
+
+    def log_dataset(self, name: str, digest: str, source: str, profile: dict[str, Any], context: str) -> None:
+        """A dataset in the run's Dataset column (``mlflow.log_input``), once per context."""
+        have = self.client.get_run(self.run_id).inputs
+        for existing in (have.dataset_inputs if have else []):
+            if any(t.key == "mlflow.data.context" and t.value == context for t in existing.tags):
+                return
+        dataset = Dataset(name=name, digest=digest, source_type="local", source=json.dumps({"uri": source}), profile=json.dumps(profile))
+        self.client.log_inputs(self.run_id, datasets=[DatasetInput(dataset, tags=[InputTag("mlflow.data.context", context)])])
+
+    def log_artifact(self, path: str | Path, artifact_path: str | None = None) -> None:
+        self.client.log_artifact(self.run_id, str(path), artifact_path)
+
+    def log_text(self, text: str, artifact_file: str) -> None:
+        self.client.log_text(self.run_id, text, artifact_file)
+
+    def log_figure(self, figure: Any, name: str, artifact_dir: str = "figures") -> None:
+        """Save a matplotlib figure as ``<artifact_dir>/<name>`` (``name`` may hold a sub-folder)."""
+        sub = Path(artifact_dir) / name
+        with tempfile.TemporaryDirectory() as d:
+            path = Path(d) / sub.name
+            figure.savefig(path, dpi=120, bbox_inches="tight")
+            self.log_artifact(path, str(sub.parent))
+
+    def set_status(self, status: str) -> None:
+        """``RUNNING`` (re-attach), or a terminal ``FINISHED`` / ``FAILED`` / ``KILLED``."""
+        if status == "RUNNING":
+            self.client.update_run(self.run_id, status="RUNNING")
+        else:
+            self.client.set_terminated(self.run_id, status=status)
+
+
+class MlflowProgress:
+    """``trial_id -> Progress | None``: the progress tag of a trial's MLflow run (a sweep's child,
+    found by its trial id under ``parent_run_id``, or the one training ``run_id``)."""
+
+    def __init__(self, uri: str, experiment: str, parent_run_id: str | None = None, run_id: str | None = None):
+        self.uri, self.experiment, self.parent_run_id, self.run_id = uri, experiment, parent_run_id, run_id
+        self._runs: dict[str, str] = {}  # trial id -> run id, looked up once
+
+    def __call__(self, trial_id: str) -> Progress | None:
+        run_id = self.run_id or self._runs.get(trial_id)
+        if run_id is None:
+            if self.parent_run_id is None:
+                return None
+            found = RunTracker.find(self.uri, self.experiment, {keys.TAG_TRIAL_ID: trial_id, keys.TAG_PARENT: self.parent_run_id})
+            if found is None:
+                return None
+            run_id = self._runs[trial_id] = found.run_id
+        return Progress.from_tag(MlflowClient(self.uri).get_run(run_id).data.tags.get(PROGRESS_TAG))
+
+
+def run_config_tree(uri: str, run_id: str) -> dict[str, Any]:
+    """The nested TrainConfig dict a run logged as flat params."""
+    import yaml
+
+    from trainables.config.schema import TrainConfig
+    from trainables.config.overrides import unflatten
+
+    params = MlflowClient(uri).get_run(run_id).data.params
+    sections = tuple(f"{name}." for name in TrainConfig.model_fields)  # table4.* and the like are not config
+    return unflatten({k: yaml.safe_load(v) if v not in ("", "None") else None for k, v in params.items() if k.startswith(sections)})
+
+
+def get_run_or_fail(uri: str, run_id: str) -> Any:
+    """The MLflow run ``run_id``; ``TrackingError`` naming the id and the store when there is none."""
+    check_store_readable(uri)
+    try:
+        return MlflowClient(uri).get_run(run_id)
+    except mlflow.exceptions.MlflowException:
+        raise TrackingError(f"no MLflow run with id {run_id!r} in {uri}; `mjp sweep status` lists the sweeps and their runs") from None
+
+
+def download_run_checkpoint(uri: str, run_id: str, into: str) -> Path:
+    """The model weights a run logged (``checkpoint/model.pt``), downloaded into ``into``."""
+    try:
+        return Path(MlflowClient(uri).download_artifacts(run_id, "checkpoint/model.pt", into))
+    except (mlflow.exceptions.MlflowException, OSError):
+        raise TrackingError(f"MLflow run {run_id} has no checkpoint/model.pt artifact (was it trained with tracking.log_checkpoint=false, or did it fail?)") from None

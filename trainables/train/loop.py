@@ -1,0 +1,132 @@
+"""The training loop of one worker, behind a session (``trainables.train.session``).
+
+Every epoch all workers report metrics; at checkpoint epochs rank 0 attaches the training state.
+Checkpoints are written every ``runtime.checkpoint_every`` epochs, at the last epoch, at the
+epochs a scheduler decides at (ASHA's rungs, passed in as ``checkpoint_epochs``), at an injected
+failure, and at the end of any epoch that ends ``runtime.checkpoint_minutes`` or more after the
+last checkpoint (so a lost worker costs at most that much, or one epoch); a restart resumes from
+the latest one. Rank 0 alone writes to MLflow; MLflow
+steps are epochs, and a resumed run does not log again the epochs (or running-loss steps) that
+were logged before it stopped.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+import torch
+import torch.distributed as dist
+
+from mjp import keys
+from trainables.config.schema import TrainConfig
+from trainables.data.datasets import dataset_inputs, load_datasets
+from trainables.data.info import data_info
+from trainables.data.loaders import make_loaders
+from trainables.evaluation.accuracy import evaluate
+from trainables.evaluation.final import final_evaluation
+from trainables.config.seeds import derive_seed
+from trainables.tracking.epochs import EpochLogger
+from trainables.tracking.runs import RunTracker
+from trainables.train.engine import build_algorithm, build_model, build_state, make_mixup, seed_everything, train_one_epoch
+from trainables.train.state import TrainState, unwrap
+
+
+class InjectedFailure(RuntimeError):
+    """Raised by ``runtime.fail_after_epoch`` to test recovery."""
+
+
+def all_reduce(t: torch.Tensor) -> torch.Tensor:
+    """Sum over the data-parallel workers (identity for one worker)."""
+    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+        t = t.clone()
+        dist.all_reduce(t)
+    return t
+
+
+def checkpoint_epochs(cfg: TrainConfig, extra: Iterable[int] = ()) -> set[int]:
+    """The epochs (1-based) after which a checkpoint is saved."""
+    epochs, every = cfg.optim.epochs, cfg.runtime.checkpoint_every
+    chosen = set(range(every, epochs + 1, every)) | {epochs} | {e for e in extra if 1 <= e <= epochs}
+    if cfg.runtime.fail_after_epoch:
+        chosen.add(cfg.runtime.fail_after_epoch)
+    return chosen
+
+
+def checkpoint_due(cfg: TrainConfig, epoch: int, saves: set[int], since_last_s: float) -> bool:
+    """Whether the checkpoint after ``epoch`` (1-based) is written: a chosen epoch, or time's up."""
+    return epoch in saves or since_last_s >= 60 * cfg.runtime.checkpoint_minutes
+
+
+def train_loop(cfg: TrainConfig, session: Any, *, tracking_uri: str | None, run_id: str | None, extra_checkpoints: Iterable[int] = ()) -> None:
+    """Train ``cfg`` to its last epoch (or from its latest checkpoint), reporting through ``session``."""
+    rank = session.rank
+    seed_everything(derive_seed(cfg.runtime.seed, "process", rank))
+    bundle = load_datasets(cfg)
+    train_size = min(data_info(cfg).train_size, cfg.data.train_limit or 2**62) if cfg.data.loader == "ray_data" else len(bundle.train)
+    sampler, train_loader, val_loader = make_loaders(cfg, bundle, session, train_size)
+    model = build_model(cfg, bundle.shape)
+    algorithm = build_algorithm(cfg, model, rank, session.device)
+    if cfg.runtime.channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    # E_unk / DAL head sit out of the graph while the jigsaw is warming up.
+    model = session.prepare_model(model, find_unused_parameters=cfg.optim.jigsaw_warmup_epochs > 0)
+    if cfg.runtime.compile:
+        model = torch.compile(model)
+    state: TrainState = build_state(cfg, model, len(train_loader), session.world, algorithm)
+    mixup = make_mixup(cfg, bundle.shape.num_classes)
+    with session.restored() as directory:
+        resumed = directory is not None
+        if resumed:
+            state.restore(directory)
+    tracker = RunTracker(tracking_uri, run_id) if rank == 0 and run_id and tracking_uri else None
+    if run_id and tracking_uri:
+        record_node(RunTracker(tracking_uri, run_id) if tracker is None else tracker, rank, session.node_id)
+    log = EpochLogger(tracker) if tracker else None
+    for dataset in dataset_inputs(cfg, bundle) if tracker else []:
+        tracker.log_dataset(dataset.name, dataset.digest, dataset.source, dataset.profile, dataset.context)
+    saves = checkpoint_epochs(cfg, extra_checkpoints)
+    last_save = time.monotonic()
+
+    while state.epoch < cfg.optim.epochs:
+        sampler.set_epoch(state.epoch)
+        metrics = train_one_epoch(cfg, state, train_loader, session.device, mixup, log.running if log else None)
+        state.epoch += 1
+        metrics.update(evaluate(unwrap(model), val_loader, session.device, all_reduce))
+        if log:
+            log.epoch(metrics, state.epoch)
+        if state.epoch == cfg.optim.epochs:
+            final = final_evaluation(cfg, unwrap(state.model), bundle, val_loader, session, tracker, all_reduce)
+            metrics.update(final)
+            if log:
+                log.final(final)
+        with tempfile.TemporaryDirectory() as d:
+            save = rank == 0 and checkpoint_due(cfg, state.epoch, saves, time.monotonic() - last_save)
+            if save:
+                state.save(d)
+                last_save = time.monotonic()
+            session.report({**metrics, "epoch": state.epoch}, Path(d) if save else None)
+        if cfg.runtime.fail_after_epoch == state.epoch and not resumed:
+            raise InjectedFailure(f"runtime.fail_after_epoch={state.epoch}: injected failure after the checkpoint")
+
+
+def record_node(tracker: RunTracker, rank: int, node_id: str) -> None:
+    """Tag the run with the Ray node this worker trains on; rank 0 also appends it to the run's
+    node history (a trial restarted on another node after a node loss names both)."""
+    tags = {f"{keys.TAG_NODE_PREFIX}{rank}": node_id}
+    if rank == 0:
+        seen = tracker.client.get_run(tracker.run_id).data.tags.get(keys.TAG_NODES_SEEN, "")
+        nodes = [n for n in seen.split(",") if n]
+        tags[keys.TAG_NODES_SEEN] = ",".join(nodes if nodes[-1:] == [node_id] else [*nodes, node_id])
+    tracker.set_tags(tags)
+
+
+def train_loop_per_worker(config: dict[str, Any]) -> None:
+    """Ray Train entry point. ``config``: ``train_config`` (dict), ``tracking_uri``, ``mlflow_run_id``,
+    ``checkpoint_epochs``."""
+    from trainables.train.session import RayTrainSession
+
+    cfg = TrainConfig.model_validate(config["train_config"])
+    train_loop(cfg, RayTrainSession(), tracking_uri=config.get("tracking_uri"), run_id=config.get("mlflow_run_id"), extra_checkpoints=config.get("checkpoint_epochs", ()))
