@@ -90,12 +90,11 @@ BACKBONE_ROWS = {"deit_s": "DeiT-S", "deit_s_mjp": "DeiT-S + MJP", "swin_t": "Sw
 
 def paper_row(table: str, group: dict[str, object]) -> str | None:
     """The paper row of ``table`` that one of our rows (its group values) answers to, if any."""
-    from mjp.config import TABLE4
+    from mjp.config import TABLE4, table4_row
 
-    letters = {name: "ABCDEFGHIJ"[i] for i, name in enumerate(TABLE4)}
     variant = group.get("variant")
     if table == "4":
-        return letters.get(str(variant))
+        return table4_row(variant).letter if str(variant) in TABLE4 else None
     if table == "3":
         ratio = group.get("mjp.mask_ratio", group.get("sample.mjp.mask_ratio"))
         return f"{float(ratio):g}" if ratio is not None and f"{float(ratio):g}" in TABLES["3"].rows else None

@@ -12,7 +12,7 @@ import pandas as pd
 from analysis.markdown import markdown_table
 from analysis.paper import TABLES, paper_row
 from mjp import keys
-from mjp.config import TABLE4, TABLE4_TITLES
+from mjp.config import table4_row
 
 #: (metric key, column title) of the main table, in order; a column appears when a run logged it
 MAIN: tuple[tuple[str, str], ...] = (
@@ -44,7 +44,6 @@ PE: tuple[tuple[str, str], ...] = (*((keys.pe_ev_key(k), f"EV@{k} (%)") for k in
 WIDE = 6
 #: metrics whose deltas against the baseline are shown
 DELTAS = (keys.VAL_TOP1, keys.VAL_CONSISTENCY, keys.VAL_DIFF_NORM)
-LETTERS = {name: "ABCDEFGHIJ"[i] for i, name in enumerate(TABLE4)}
 
 
 def privacy_metrics(runs: pd.DataFrame) -> tuple[tuple[str, str], ...]:
@@ -69,8 +68,11 @@ def group_columns(runs: pd.DataFrame) -> list[str]:
 
 def variant_title(name: object) -> str:
     """``jp_unk_dal_mlp`` (or ``J``) -> ``J: JP + UNK + DAL (NLN)``."""
-    name = {v: k for k, v in LETTERS.items()}.get(str(name), str(name)) if len(str(name)) > 1 else dict(zip("ABCDEFGHIJ", TABLE4)).get(str(name), str(name))
-    return f"{LETTERS[name]}: {TABLE4_TITLES[name]}" if name in LETTERS else str(name)
+    try:
+        row = table4_row(name)
+    except ValueError:
+        return str(name)
+    return f"{row.letter}: {row.title}"
 
 
 def label(column: str, value: object) -> str:

@@ -18,7 +18,7 @@ dal_weight             0.01            0.01 (then cosine)    paper Sec. 4.2; sch
 from __future__ import annotations
 
 import typing
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
@@ -117,28 +117,44 @@ class MJPConfig(NoBooleanNumbers):
     @classmethod
     def variant(cls, name: str, **overrides: object) -> "MJPConfig":
         """The config of a Table 4 row, by letter (``"J"``) or name (``"jp_unk_dal_mlp"``)."""
-        key = TABLE4_NAMES.get(name.upper(), name) if len(name) == 1 else name
-        if key not in TABLE4:
-            allowed = ", ".join(f"{letter}={n}" for letter, n in TABLE4_NAMES.items())
-            raise ValueError(f"unknown MJP variant {name!r}; allowed: {allowed}")
-        return cls(**{**TABLE4[key], **overrides})
+        return cls(**{**table4_row(name).switches, **overrides})
 
 
-#: Table 4 of the paper, rows A-J.
-TABLE4: dict[str, dict[str, object]] = {
-    "baseline": dict(shuffle="none", pos_embed="standard", dal="none"),
-    "no_pe": dict(shuffle="none", pos_embed="none", dal="none"),
-    "spp": dict(shuffle="patches_and_pixels", pos_embed="standard", dal="none"),
-    "dal_mlp": dict(shuffle="none", pos_embed="standard", dal="mlp"),
-    "jp": dict(shuffle="patches", pos_embed="standard", dal="none"),
-    "jp_idx": dict(shuffle="patches", pos_embed="idx", dal="none"),
-    "jp_unk": dict(shuffle="patches", pos_embed="unk", dal="none"),
-    "jp_unk_dal_pca": dict(shuffle="patches", pos_embed="unk", dal="pca"),
-    "jp_unk_dal_linear": dict(shuffle="patches", pos_embed="unk", dal="linear"),
-    "jp_unk_dal_mlp": dict(shuffle="patches", pos_embed="unk", dal="mlp"),
-}
-TABLE4_NAMES: dict[str, str] = dict(zip("ABCDEFGHIJ", TABLE4))
-#: Table 4's own wording of each row (DeiT-S is the paper's A)
-TABLE4_TITLES: dict[str, str] = dict(zip(TABLE4, (
-    "baseline", "no PE", "SPP", "DAL (NLN)", "JP", "JP + IDX", "JP + UNK", "JP + UNK + DAL (PCA)", "JP + UNK + DAL (LN)", "JP + UNK + DAL (NLN)",
-)))
+class Table4Row(NamedTuple):
+    """One row of the paper's Table 4: its letter, the name this code gives it, the paper's own
+    wording, and the ``MJPConfig`` switches that make it."""
+
+    letter: str
+    name: str
+    title: str
+    switches: dict[str, object]
+
+
+#: Table 4 of the paper, rows A-J (DeiT-S is the paper's A).
+TABLE4_ROWS: tuple[Table4Row, ...] = tuple(Table4Row(*row) for row in (
+    ("A", "baseline", "baseline", dict(shuffle="none", pos_embed="standard", dal="none")),
+    ("B", "no_pe", "no PE", dict(shuffle="none", pos_embed="none", dal="none")),
+    ("C", "spp", "SPP", dict(shuffle="patches_and_pixels", pos_embed="standard", dal="none")),
+    ("D", "dal_mlp", "DAL (NLN)", dict(shuffle="none", pos_embed="standard", dal="mlp")),
+    ("E", "jp", "JP", dict(shuffle="patches", pos_embed="standard", dal="none")),
+    ("F", "jp_idx", "JP + IDX", dict(shuffle="patches", pos_embed="idx", dal="none")),
+    ("G", "jp_unk", "JP + UNK", dict(shuffle="patches", pos_embed="unk", dal="none")),
+    ("H", "jp_unk_dal_pca", "JP + UNK + DAL (PCA)", dict(shuffle="patches", pos_embed="unk", dal="pca")),
+    ("I", "jp_unk_dal_linear", "JP + UNK + DAL (LN)", dict(shuffle="patches", pos_embed="unk", dal="linear")),
+    ("J", "jp_unk_dal_mlp", "JP + UNK + DAL (NLN)", dict(shuffle="patches", pos_embed="unk", dal="mlp")),
+))
+#: views of the rows: name -> switches, letter -> name, name -> title
+TABLE4: dict[str, dict[str, object]] = {row.name: row.switches for row in TABLE4_ROWS}
+TABLE4_NAMES: dict[str, str] = {row.letter: row.name for row in TABLE4_ROWS}
+TABLE4_TITLES: dict[str, str] = {row.name: row.title for row in TABLE4_ROWS}
+
+
+def table4_row(letter_or_name: object) -> Table4Row:
+    """A Table 4 row by letter (``"J"``, any case) or name (``"jp_unk_dal_mlp"``); ``ValueError``
+    naming the allowed rows otherwise."""
+    text = str(letter_or_name)
+    for row in TABLE4_ROWS:
+        if text == row.name or (len(text) == 1 and text.upper() == row.letter):
+            return row
+    allowed = ", ".join(f"{row.letter}={row.name}" for row in TABLE4_ROWS)
+    raise ValueError(f"{text!r} is not a Table 4 row; allowed: {allowed}")

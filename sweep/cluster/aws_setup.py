@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from sweep.cluster.check import aws_launch_problems, profile_name
-from trainables.errors import ConfigError
 from trainables.config.yaml_files import read_yaml_mapping
+from trainables.errors import ConfigError
 
 #: what the head's autoscaler does in EC2: start, stop, end and tag workers, and look them up; a
 #: launch by ``resolve:ssm:`` image id reads AWS's public parameter (Ray's default head role holds

@@ -16,9 +16,9 @@ import ipaddress
 from pathlib import Path
 from typing import Any
 
-from trainables.errors import ConfigError
 from trainables.config.overrides import did_you_mean
 from trainables.config.yaml_files import read_yaml_mapping
+from trainables.errors import ConfigError
 
 #: keys Ray's AWS node provider reads from ``provider:``
 AWS_PROVIDER_KEYS = frozenset({

@@ -6,9 +6,9 @@ import argparse
 
 
 def cmd_attack(args: argparse.Namespace) -> int:
-    from trainables.train.trained import load_trained
     from trainables.config.schema import PrivacySection
     from trainables.errors import UserError
+    from trainables.train.trained import load_trained
 
     if args.images < 1:
         raise UserError(f"--images {args.images}: allowed is 1 or more")

@@ -16,8 +16,8 @@ from sweep.cluster.probe import probe_here
 from sweep.cluster.processes import session_processes
 from sweep.cluster.store_copy import fingerprint, restore_store, save_store
 from sweep.cluster.twin import down, up
-from trainables.errors import ConfigError
 from trainables.config.yaml_files import read_yaml_mapping
+from trainables.errors import ConfigError
 
 
 def cmd_cluster_check(args: argparse.Namespace) -> int:

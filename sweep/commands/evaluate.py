@@ -60,8 +60,8 @@ def _timm_config(args: argparse.Namespace):
 
 def _model(args: argparse.Namespace, what: tuple[str, ...]):
     """(config, model in eval mode, the MLflow run to log into or None, tracking URI)."""
-    from trainables.train.trained import load_trained
     from trainables.launch.preflight import preflight
+    from trainables.train.trained import load_trained
 
     if args.timm:
         cfg = _with_sections(_timm_config(args), what)

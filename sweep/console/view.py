@@ -185,11 +185,11 @@ def error_file(trial: Any) -> str:
 
 def failure_reason(trial: Any) -> str:
     """The last line of a trial's error (the ``TrialFailed`` message), without Ray's wrapping."""
-    from trainables.launch.trial import one_line_reason
+    from trainables.launch.trial import failure_text
 
     error = getattr(trial, "get_pickled_error", lambda: None)()
     if error is not None:
-        return one_line_reason(error).removeprefix("trainables.launch.trial.TrialFailed: ").removeprefix("TrialFailed: ")
+        return failure_text(error)
     try:
         with open(error_file(trial)) as fh:
             text = fh.read()

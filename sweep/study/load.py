@@ -14,11 +14,11 @@ from pydantic import ValidationError
 from mjp import keys
 from sweep.study.names import PROJECT_DIR, shipped_studies, shipped_study
 from sweep.study.schema import Choice, Fixed, Grid, IntRange, Objective, StudyConfig, is_active
-from trainables.config.schema import TrackingSection, TrainConfig
 from trainables.config.build import build_config, describe_validation_error, flat_params, known_keys
-from trainables.errors import ConfigError
 from trainables.config.overrides import did_you_mean, did_you_mean_key, expand_presets, merge
+from trainables.config.schema import TrackingSection, TrainConfig
 from trainables.config.yaml_files import read_yaml_mapping
+from trainables.errors import ConfigError
 
 
 def reported_metrics(cfg: TrainConfig) -> set[str]:

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from trainables.errors import UserError
 from trainables.config.overrides import did_you_mean
+from trainables.errors import UserError
 
 #: the checkout (the folder of pyproject.toml, whatever depth this module sits at) and its studies
 PROJECT_DIR = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())

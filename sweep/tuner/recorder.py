@@ -12,8 +12,8 @@ from ray import tune
 
 from mjp import keys
 from sweep.console.view import failure_reason
-from trainables.launch.trial import find_child_run
 from trainables.errors import DiskFullError, disk_full_reason
+from trainables.launch.trial import find_child_run
 from trainables.tracking.runs import RunTracker
 
 

@@ -17,9 +17,9 @@ from sweep.tuner.recorder import SweepRecorder, run_closed_on_error
 from sweep.tuner.storage import announce, start_logging, storage_root
 from sweep.tuner.tuner import failure_config
 from trainables.config.schema import TrainConfig
-from trainables.launch.trial import TrialResources, TrialSpec, start_run, tune_trial
-from trainables.tracking.labels import run_label
 from trainables.launch.ray_runtime import check_local_resources, ensure_ray, require_cluster
+from trainables.launch.trial import TrialResources, TrialSpec, failure_text, start_run, tune_trial
+from trainables.tracking.labels import run_label
 from trainables.tracking.runs import MlflowProgress
 from trainables.tracking.store import check_store_writable, tracking_uri
 
@@ -72,11 +72,6 @@ def run_training(cfg: TrainConfig, *, address: str | None = None, verbose: bool 
     if recorder.interrupted and tracker.status == "RUNNING":
         tracker.set_tags({keys.TAG_INTERRUPTED: "interrupted"})
         tracker.set_status("KILLED")
-    error = failure_reason_of(result.error) if result.error else None
+    error = failure_text(result.error) if result.error else None
     return TrainingOutcome(tracker.run_id, dict(result.metrics or {}), error, recorder.interrupted, str(log))
 
-
-def failure_reason_of(error: BaseException) -> str:
-    from trainables.launch.trial import one_line_reason
-
-    return one_line_reason(error).removeprefix("trainables.launch.trial.TrialFailed: ").removeprefix("TrialFailed: ")

@@ -22,9 +22,9 @@ from sweep.study.space import define_by_run, make_sampler
 from sweep.tuner.recorder import SweepRecorder
 from sweep.tuner.state import SweepState
 from trainables.config.schema import TrainConfig
-from trainables.launch.trial import TrialResources, TrialSpec, tune_trial
 from trainables.errors import UserError
 from trainables.launch.ray_runtime import check_local_resources, require_cluster
+from trainables.launch.trial import TrialResources, TrialSpec, tune_trial
 from trainables.tracking.runs import MlflowProgress
 
 

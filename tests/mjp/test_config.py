@@ -33,10 +33,22 @@ def test_table4_rows_are_all_distinct_and_named_by_letter():
 
 
 def test_unknown_variant_lists_the_allowed():
-    with pytest.raises(ValueError, match="unknown MJP variant 'K'.*A=baseline.*J=jp_unk_dal_mlp"):
+    with pytest.raises(ValueError, match="'K' is not a Table 4 row; allowed: A=baseline.*J=jp_unk_dal_mlp"):
         MJPConfig.variant("K")
 
 
 def test_config_is_frozen():
     with pytest.raises(ValidationError):
         MJPConfig().mask_ratio = 0.5
+
+
+def test_a_table4_row_is_found_by_letter_or_name_and_carries_the_paper_s_wording():
+    from mjp.config import TABLE4_ROWS, table4_row
+
+    assert [row.letter for row in TABLE4_ROWS] == list("ABCDEFGHIJ")
+    for row in TABLE4_ROWS:
+        assert table4_row(row.letter) is row and table4_row(row.letter.lower()) is row and table4_row(row.name) is row
+        assert MJPConfig.variant(row.letter) == MJPConfig(**row.switches)
+    assert table4_row("H").title == "JP + UNK + DAL (PCA)"
+    with pytest.raises(ValueError, match="'jp_unk_dal' is not a Table 4 row"):
+        table4_row("jp_unk_dal")

@@ -56,3 +56,23 @@ def test_an_unreadable_image_names_its_file_after_crossing_a_process():
     back = pickle.loads(pickle.dumps(UnreadableImage("/data/cats/broken.jpg", "cannot identify image file")))
     assert back.path == "/data/cats/broken.jpg"
     assert str(back) == "cannot read image /data/cats/broken.jpg: cannot identify image file; remove it, or set data.on_bad_image=skip"
+
+
+def test_a_trial_failure_keeps_its_fields_through_pickling_and_reads_as_its_reason():
+    """Ray carries a trial's error to the driver pickled, sometimes as text only: the reason is
+    found by field where it survives, else by the class's own name, never by a spelled path."""
+    import pickle
+
+    from trainables.launch.trial import TrialFailed, failure_text
+
+    err = pickle.loads(pickle.dumps(TrialFailed("train/loss is nan in epoch 3", final=True)))
+    assert (err.reason, err.final) == ("train/loss is nan in epoch 3", True)
+    try:
+        try:
+            raise err
+        except TrialFailed as inner:
+            raise RuntimeError("Ray's wrapping") from inner
+    except RuntimeError as outer:
+        assert failure_text(outer) == "train/loss is nan in epoch 3"
+    as_text = RuntimeError(f"Traceback ...\n  File x\n{TrialFailed.__module__}.TrialFailed: CUDA out of memory")
+    assert failure_text(as_text) == "CUDA out of memory"

@@ -12,10 +12,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from trainables.config.schema import TrainConfig
-from trainables.errors import ConfigError
 from trainables.config.overrides import apply_overrides, did_you_mean, did_you_mean_key, flatten, parse_overrides
+from trainables.config.schema import TrainConfig
 from trainables.config.yaml_files import read_yaml_mapping
+from trainables.errors import ConfigError
 
 
 def known_keys(model: type[BaseModel] = TrainConfig) -> list[str]:

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from mjp.config import SEED_BOUND, TABLE4, TABLE4_NAMES, MJPConfig, NoBooleanNumbers
+from mjp.config import SEED_BOUND, TABLE4, MJPConfig, NoBooleanNumbers, table4_row
 from mjp.keys import CONSISTENCY_RATIO, CORRUPTIONS, PE_EV_DIMS, SHUFFLE_EVAL_RATIOS
 from trainables.config.overrides import did_you_mean
 from trainables.config.seeds import derive_seed
@@ -215,7 +215,7 @@ class TrainConfig(_Section):
             return data
         if isinstance(data.get("mjp"), dict) and "variant" in data["mjp"]:
             mjp = dict(data["mjp"])
-            data = {**data, "mjp": {**TABLE4[table4_key(mjp.pop("variant"))], **mjp}}
+            data = {**data, "mjp": {**table4_switches(mjp.pop("variant")), **mjp}}
         runtime = data.get("runtime") if isinstance(data.get("runtime"), dict) else {}
         seed = runtime.get("seed", 0)
         if isinstance(seed, int) and not isinstance(seed, bool):
@@ -245,11 +245,9 @@ class TrainConfig(_Section):
         return "custom"
 
 
-def table4_key(name: object) -> str:
-    """A Table 4 row by letter (``J``) or name (``jp_unk_dal_mlp``); ``ValueError`` otherwise."""
-    text = str(name)
-    key = TABLE4_NAMES.get(text.upper(), text) if len(text) == 1 else text
-    if key not in TABLE4:
-        allowed = ", ".join(f"{k}={v}" for k, v in TABLE4_NAMES.items())
-        raise ValueError(f"mjp.variant={text!r} is not a Table 4 row{did_you_mean(text, TABLE4)}; allowed: {allowed}")
-    return key
+def table4_switches(name: object) -> dict[str, object]:
+    """The MJP switches of a Table 4 row by letter or name; ``ValueError`` with the closest name."""
+    try:
+        return table4_row(name).switches
+    except ValueError as err:
+        raise ValueError(f"mjp.variant={err}".replace("; allowed", f"{did_you_mean(str(name), TABLE4)}; allowed", 1)) from None

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainables.config.schema import TrainConfig
-from trainables.errors import DataError
 from trainables.data.folder.image_folder import scan_imagefolder
+from trainables.errors import DataError
 
 #: scikit-learn's digits (1,797 images) split 80/20, stratified, fixed
 DIGITS_TRAIN, DIGITS_VAL = 1437, 360

@@ -32,8 +32,8 @@ def make_loaders(cfg: TrainConfig, bundle: DatasetBundle, session: Any, train_si
 
 def _device_decode_loader(cfg: TrainConfig, bundle: DatasetBundle, session: Any, val: Any) -> tuple[Any, Any, Any]:
     """``data.decode: gpu``: the DataLoader reads encoded files, the training device decodes and augments them."""
-    from trainables.data.gpu.decode import DeviceAugmentLoader, SeededSampler, collate_encoded
     from trainables.data.gpu.augment import DeviceRecipe
+    from trainables.data.gpu.decode import DeviceAugmentLoader, SeededSampler, collate_encoded
 
     d, rank = cfg.data, session.rank
     sampler = SeededSampler(train_sampler(bundle.train, seed=d.seed, repeats=d.repeated_aug, rank=rank, world=session.world), d.seed, rank)

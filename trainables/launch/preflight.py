@@ -125,8 +125,8 @@ def _attention_fits(cfg: TrainConfig, model: Any, size: int, patch: int) -> None
 
 def check_attention(cfg: TrainConfig, shape: Any) -> None:
     """``_attention_fits`` for data described by ``shape`` (a ``DataShape``), model built on the meta device."""
-    from trainables.data.info import DataInfo
     from mjp.metrics import model_patch_size
+    from trainables.data.info import DataInfo
 
     model = _build_on_meta(cfg, DataInfo(shape, 1, 1), with_mjp=False)
     _attention_fits(cfg, model, shape.img_size, model_patch_size(model)[0])

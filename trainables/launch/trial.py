@@ -17,16 +17,40 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mjp import keys
-from trainables.config.schema import TrainConfig
 from trainables.config.build import build_config, flat_params
+from trainables.config.overrides import expand_presets
+from trainables.config.schema import TrainConfig
 from trainables.errors import UserError
 from trainables.tracking.labels import RunLabel, run_label, variant_words
-from trainables.config.overrides import expand_presets
 from trainables.tracking.runs import RunTracker
 
 
 class TrialFailed(RuntimeError):
-    """A trial's training failed; the message is the one-line reason (the traceback is in its log)."""
+    """A trial's training failed. ``reason``: one line (the traceback is in the trial's log);
+    ``final``: a retry from the checkpoint would fail the same way. Both fields survive the pickling
+    that carries the error from the trial to the driver (``__reduce__``)."""
+
+    def __init__(self, reason: str, final: bool = False):
+        super().__init__(reason)
+        self.reason, self.final = reason, final
+
+    def __reduce__(self) -> tuple[type, tuple[str, bool]]:
+        return (TrialFailed, (self.reason, self.final))
+
+
+def failure_text(err: BaseException) -> str:
+    """What a person reads of a failed trial: the reason of the ``TrialFailed`` in ``err``'s chain;
+    where Ray hands back only text, its innermost ``Type: message`` line without the class name."""
+    cause: BaseException | None = err
+    while cause is not None:
+        if isinstance(getattr(cause, "reason", None), str) and isinstance(cause, TrialFailed):
+            return cause.reason
+        cause = cause.__cause__
+    for name in (f"{TrialFailed.__module__}.{TrialFailed.__qualname__}", TrialFailed.__qualname__):
+        line = one_line_reason(err)
+        if line.startswith(name + ": "):
+            return line[len(name) + 2:]
+    return one_line_reason(err)
 
 
 @dataclass(frozen=True)
@@ -170,14 +194,14 @@ def tune_trial(params: dict[str, Any], spec: TrialSpec) -> None:
     earlier = tracker.client.get_run(tracker.run_id).data.tags
     if earlier.get(keys.TAG_ERROR_FINAL):  # Tune retries every failure; a retry would fail the same way
         tracker.set_status("FAILED")
-        raise TrialFailed(earlier.get(keys.TAG_ERROR, "failed"))
+        raise TrialFailed(earlier.get(keys.TAG_ERROR, "failed"), final=True)
     tracker.set_tags({keys.TAG_PROCESS: f"{socket.gethostname()}:{os.getpid()}"})  # this attempt's trial process
     try:
         if cfg.scaling.in_process:
             import torch
 
-            from trainables.train.session import TuneSession
             from trainables.train.loop import train_loop
+            from trainables.train.session import TuneSession
 
             torch.set_num_threads(max(1, int(cfg.scaling.cpus_per_worker)))
             train_loop(cfg, TuneSession(cfg.scaling.use_gpu), tracking_uri=spec.uri, run_id=tracker.run_id, extra_checkpoints=spec.checkpoint_epochs)
@@ -194,7 +218,7 @@ def tune_trial(params: dict[str, Any], spec: TrialSpec) -> None:
         final = isinstance(err, UserError) or recurs(err) or not cfg.scaling.in_process
         tracker.set_tags({keys.TAG_ERROR: reason, **({keys.TAG_ERROR_FINAL: "1"} if final else {})})
         tracker.set_status("FAILED")
-        raise TrialFailed(reason) from err
+        raise TrialFailed(reason, final) from err
     tracker.set_status("FINISHED")
 
 

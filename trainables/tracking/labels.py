@@ -11,11 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mjp.config import TABLE4
+from mjp.config import TABLE4, table4_row
 from trainables.config.schema import TrainConfig
 
 SEED_KEY = "runtime.seed"
-LETTERS = {name: "ABCDEFGHIJ"[i] for i, name in enumerate(TABLE4)}
 
 
 @dataclass(frozen=True)
@@ -34,7 +33,7 @@ class RunLabel:
 
 def variant_words(variant: str) -> tuple[str, ...]:
     """``jp_unk_dal_mlp`` -> ``("J", "jp_unk_dal_mlp")``; ``custom`` stays one word."""
-    return (LETTERS[variant], variant) if variant in LETTERS else (variant,)
+    return (table4_row(variant).letter, variant) if variant in TABLE4 else (variant,)
 
 
 def _value(value: Any) -> str:

@@ -154,8 +154,8 @@ def run_config_tree(uri: str, run_id: str) -> dict[str, Any]:
     """The nested TrainConfig dict a run logged as flat params."""
     import yaml
 
-    from trainables.config.schema import TrainConfig
     from trainables.config.overrides import unflatten
+    from trainables.config.schema import TrainConfig
 
     params = MlflowClient(uri).get_run(run_id).data.params
     sections = tuple(f"{name}." for name in TrainConfig.model_fields)  # table4.* and the like are not config

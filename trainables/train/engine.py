@@ -25,9 +25,9 @@ from mjp.algorithm import MJPAlgorithm
 from mjp.models import MJPOutput
 from mjp.models.factory import takes_image_size
 from trainables.config.schema import TrainConfig
+from trainables.config.seeds import derive_seed
 from trainables.data.info import DataShape
 from trainables.tracking.progress import PERF_DATA_WAIT_FRAC, pace
-from trainables.config.seeds import derive_seed
 from trainables.train.state import TrainState, unwrap
 
 

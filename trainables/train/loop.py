@@ -22,12 +22,12 @@ import torch.distributed as dist
 
 from mjp import keys
 from trainables.config.schema import TrainConfig
+from trainables.config.seeds import derive_seed
 from trainables.data.datasets import dataset_inputs, load_datasets
 from trainables.data.info import data_info
 from trainables.data.loaders import make_loaders
 from trainables.evaluation.accuracy import evaluate
 from trainables.evaluation.final import final_evaluation
-from trainables.config.seeds import derive_seed
 from trainables.tracking.epochs import EpochLogger
 from trainables.tracking.runs import RunTracker
 from trainables.train.engine import build_algorithm, build_model, build_state, make_mixup, seed_everything, train_one_epoch

@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from trainables.data.folder.image_folder import IMAGE_EXTENSIONS, scan_imagefolder
-from trainables.errors import DataError
 from trainables.data.folder.shards import SHARD_MARKER
+from trainables.errors import DataError
 
 
 def _files(split_dir: Path, classes: list[str]) -> list[tuple[str, int]]:
