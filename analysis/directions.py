@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from analysis.markdown import is_fraction
 from mjp import keys
 
 #: significance level of the paired test
@@ -106,11 +107,11 @@ def _paired_p(after: pd.Series, before: pd.Series) -> float:
 
 
 def _amount(metric: str, value: float) -> str:
-    return f"{100 * value:+.1f} points" if keys.is_fraction(metric) else f"{value:+.2f}"
+    return f"{100 * value:+.1f} points" if is_fraction(metric) else f"{value:+.2f}"
 
 
 def _size(metric: str, value: float) -> str:
-    return f"{100 * value:.1f} points" if keys.is_fraction(metric) else f"{value:.2f}"
+    return f"{100 * value:.1f} points" if is_fraction(metric) else f"{value:.2f}"
 
 
 def sentence(d: PairedDifference) -> str:

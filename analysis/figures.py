@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from analysis.markdown import is_fraction
 from analysis.tables import finished, group_columns, label
 from mjp import keys
 
@@ -45,7 +46,7 @@ def metric_bars(runs: pd.DataFrame, by: list[str] | None = None) -> Figure | Non
     fig = Figure(figsize=(4.2 * len(panels), 0.28 * max(len(l) for l in names) + 3.2))
     axes = np.atleast_1d(fig.subplots(1, len(panels)))
     for ax, (key, title) in zip(axes, panels):
-        scale = 100 if keys.is_fraction(key) else 1
+        scale = 100 if is_fraction(key) else 1
         mean, std, n = scale * grouped[key].mean(), scale * grouped[key].std(), grouped[key].count()
         err = np.where(n > 1, std.fillna(0), 0)
         x = np.arange(len(mean))
@@ -104,7 +105,7 @@ def mask_ratio_curves(runs: pd.DataFrame) -> Figure | None:
     fig = Figure(figsize=(9.5, 3.6))
     axes = fig.subplots(1, 3)
     for ax, (key, title) in zip(axes, ((keys.VAL_TOP1, "top-1 (%)"), (keys.VAL_CONSISTENCY, "consistency (%)"), (keys.VAL_DIFF_NORM, "Diff. Norm"))):
-        scale = 100 if keys.is_fraction(key) else 1
+        scale = 100 if is_fraction(key) else 1
         mean, std, n = scale * grouped[key].mean(), scale * grouped[key].std(), grouped[key].count()
         ax.errorbar(mean.index, mean.values, yerr=np.where(n > 1, std.fillna(0), 0) if (n > 1).any() else None, marker="o", capsize=3)
         ax.set_xlabel("training masking ratio")
@@ -128,7 +129,7 @@ def training_curves(runs: pd.DataFrame, histories: pd.DataFrame, by: list[str] |
         for ax, key in zip(axes, (keys.VAL_TOP1, keys.TRAIN_LOSS)):
             curve = mine[mine.key == key].groupby("step")["value"].mean()
             if len(curve):
-                ax.plot(curve.index, (100 if keys.is_fraction(key) else 1) * curve.values, color=COLOURS[i % len(COLOURS)], label=group_label(by, index))
+                ax.plot(curve.index, (100 if is_fraction(key) else 1) * curve.values, color=COLOURS[i % len(COLOURS)], label=group_label(by, index))
     for ax, title in zip(axes, ("validation top-1 (%)", "training loss")):
         ax.set_xlabel("epoch")
         ax.set_title(title, fontsize=10)

@@ -13,11 +13,26 @@ from typing import Any
 
 import pandas as pd
 
-from analysis import evaluation_figures, figures as figs
+from analysis import evaluation_figures
+from analysis import figures as figs
 from analysis.html import figure_html, figure_row, image_html, page, paragraphs, preformatted, table_html
+from analysis.markdown import format_value
 from analysis.paper import TABLES
 from analysis.robustness import with_relative_mce, with_s4_mean_error
-from analysis.tables import PAPER_SETUP, PE, ROBUSTNESS, finished, group_columns, missing_notes, paper_comparison, paper_text, setup_caption, study_table, to_latex, to_markdown
+from analysis.tables import (
+    PAPER_SETUP,
+    PE,
+    ROBUSTNESS,
+    finished,
+    group_columns,
+    missing_notes,
+    paper_comparison,
+    paper_text,
+    setup_caption,
+    study_table,
+    to_latex,
+    to_markdown,
+)
 from mjp import keys
 
 #: figure file name -> (figure function's name, caption)
@@ -121,7 +136,7 @@ def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
     for r in runs.sort_values("run_name" if "run_name" in runs else "run_id").itertuples(index=False):
         d = r._asdict()
         row = {"run": d.get("run_name") or d["run_id"], "status": str(d.get("status", "")).lower()}
-        row.update({t: keys.format_value(k, runs.loc[runs.run_id == d["run_id"], k].iloc[0]).rstrip("%") for k, t in columns})
+        row.update({t: format_value(k, runs.loc[runs.run_id == d["run_id"], k].iloc[0]).rstrip("%") for k, t in columns})
         if isinstance(d.get("error"), str) and d["error"]:
             row["error"] = d["error"][:120]
         rows.append(row)

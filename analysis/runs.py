@@ -15,18 +15,11 @@ import mlflow
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
-from mjp import keys
+from trainables.tracking import schema
 
-TAG_COLUMNS = {
-    "tags.mjp.study": "study",
-    "tags.mjp.trial_id": "trial_id",
-    "tags.mjp.variant": "variant",
-    "tags.mlflow.parentRunId": "parent_run_id",
-    "tags.mlflow.runName": "run_name",
-    "tags.mjp.kind": "kind",
-    "tags.mjp.error": "error",
-    "tags.mjp.label": "label",
-}
+#: ``mlflow.search_runs``'s tag columns -> the tidy frame's
+TAG_COLUMNS = {f"tags.{tag}": column for tag, column in schema.RUN_COLUMNS.items()}
+SAMPLE_COLUMN = f"tags.{schema.TAG_SAMPLE_PREFIX}"
 
 
 def _parse(value: object) -> object:
@@ -52,8 +45,8 @@ def tidy(raw: pd.DataFrame) -> pd.DataFrame:
             columns[col[len("params.") :]] = raw[col].map(_parse)
         elif col.startswith("metrics."):
             columns[col[len("metrics.") :]] = raw[col]
-        elif col.startswith("tags.mjp.sample."):
-            columns["sample." + col[len("tags.mjp.sample.") :]] = raw[col].map(_parse)
+        elif col.startswith(SAMPLE_COLUMN):
+            columns["sample." + col[len(SAMPLE_COLUMN) :]] = raw[col].map(_parse)
     # one frame built at once: hundreds of metric columns inserted one by one fragment it
     return pd.DataFrame({k: v if v is not None else pd.Series(None, index=raw.index, dtype=object) for k, v in columns.items()})
 
@@ -61,7 +54,7 @@ def tidy(raw: pd.DataFrame) -> pd.DataFrame:
 def load_runs(uri: str, experiment: str | None = None, *, parent_run_id: str | None = None) -> pd.DataFrame:
     """Training runs (not sweep parents) of ``experiment`` (all experiments when None)."""
     mlflow.set_tracking_uri(uri)
-    query = f"tags.`mlflow.parentRunId` = '{parent_run_id}'" if parent_run_id else ""
+    query = schema.tag_filter(schema.TAG_PARENT, parent_run_id) if parent_run_id else ""
     if experiment is not None:
         if MlflowClient(uri).get_experiment_by_name(experiment) is None:
             raise LookupError(f"no MLflow experiment named {experiment!r} at {uri}")
@@ -74,7 +67,7 @@ def load_runs(uri: str, experiment: str | None = None, *, parent_run_id: str | N
 
 def _sweeps_query(study: str | None) -> str:
     """MLflow's filter for sweep parent runs (of ``study``)."""
-    return f"tags.`{keys.TAG_KIND}` = 'sweep'" + (f" and tags.`{keys.TAG_STUDY}` = '{study}'" if study else "")
+    return schema.tag_filter(schema.TAG_KIND, schema.KIND_SWEEP) + (f" and {schema.tag_filter(schema.TAG_STUDY, study)}" if study else "")
 
 
 def load_sweeps(uri: str, study: str | None = None) -> pd.DataFrame:
@@ -90,7 +83,7 @@ def recorded_studies(uri: str) -> set[str]:
     client = MlflowClient(uri)
     experiments = [e.experiment_id for e in client.search_experiments()]
     runs = client.search_runs(experiments, filter_string=_sweeps_query(None), max_results=10_000) if experiments else []
-    return {r.data.tags[keys.TAG_STUDY] for r in runs if keys.TAG_STUDY in r.data.tags}
+    return {r.data.tags[schema.TAG_STUDY] for r in runs if schema.TAG_STUDY in r.data.tags}
 
 
 @dataclass
@@ -112,7 +105,7 @@ class SweepSummary:
     run_name: str
     status: str
     tags: dict[str, str]
-    params: dict[str, str]
+    params: schema.SweepParams
     trials: list[TrialSummary]
 
     @property
@@ -121,10 +114,10 @@ class SweepSummary:
 
 
 def _summary(client: MlflowClient, parent: Any) -> SweepSummary:
-    children = client.search_runs([parent.info.experiment_id], filter_string=f"tags.`{keys.TAG_PARENT}` = '{parent.info.run_id}'",
+    children = client.search_runs([parent.info.experiment_id], filter_string=schema.tag_filter(schema.TAG_PARENT, parent.info.run_id),
                                   order_by=["attributes.start_time ASC"])
     trials = [TrialSummary(c.info.run_id, c.info.run_name, c.info.status, dict(c.data.tags), dict(c.data.metrics)) for c in children]
-    return SweepSummary(parent.info.run_id, parent.info.run_name, parent.info.status, dict(parent.data.tags), dict(parent.data.params), trials)
+    return SweepSummary(parent.info.run_id, parent.info.run_name, parent.info.status, dict(parent.data.tags), schema.SweepParams.from_params(dict(parent.data.params)), trials)
 
 
 def sweep_summaries(uri: str, study: str | None = None, limit: int = 10) -> list[SweepSummary]:
@@ -157,7 +150,7 @@ class SweepRecord:
     run_id: str
     run_name: str
     status: str
-    params: dict[str, str]
+    params: schema.SweepParams
     tags: dict[str, str]
     study_yaml: str
     pareto: list[dict]
@@ -173,16 +166,17 @@ def sweep_record(uri: str, parent_run_id: str) -> SweepRecord:
     study_yaml, pareto = "", []
     with tempfile.TemporaryDirectory() as d:
         try:
-            files = client.list_artifacts(parent_run_id, "study")
+            files = client.list_artifacts(parent_run_id, schema.ARTIFACT_STUDY_DIR)
             if files:
                 study_yaml = Path(client.download_artifacts(parent_run_id, files[0].path, d)).read_text()
         except (mlflow.exceptions.MlflowException, OSError):  # an artifact store this machine cannot read
             study_yaml = ""
         try:
-            pareto = json.loads(Path(client.download_artifacts(parent_run_id, "pareto/pareto_front.json", d)).read_text())
+            pareto = json.loads(Path(client.download_artifacts(parent_run_id, schema.ARTIFACT_PARETO, d)).read_text())
         except (mlflow.exceptions.MlflowException, OSError):  # a single-objective sweep has no front
             pareto = []
-    return SweepRecord(parent_run_id, run.info.run_name, run.info.status, dict(run.data.params), dict(run.data.tags), study_yaml, pareto)
+    return SweepRecord(parent_run_id, run.info.run_name, run.info.status, schema.SweepParams.from_params(dict(run.data.params)), dict(run.data.tags), study_yaml,
+                       pareto)
 
 
 def run_artifact_bytes(uri: str, run_id: str, paths: tuple[str, ...]) -> dict[str, bytes]:

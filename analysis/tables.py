@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.markdown import markdown_table
+from analysis.markdown import is_fraction, markdown_table
 from analysis.paper import TABLES, paper_row
 from mjp import keys
 from mjp.config import table4_row
@@ -105,7 +105,7 @@ PERCENT_VALUES = (keys.ROBUST_MCE, keys.ROBUST_MCE_RELATIVE)
 
 def cell(row: pd.Series, key: str) -> str:
     """The formatted mean ± std (n) of ``key`` in a row of ``aggregate``."""
-    return format_cell(row[(key, "mean")], row[(key, "std")], int(row[(key, "count")]), keys.is_fraction(key), 1 if key in PERCENT_VALUES else None)
+    return format_cell(row[(key, "mean")], row[(key, "std")], int(row[(key, "count")]), is_fraction(key), 1 if key in PERCENT_VALUES else None)
 
 
 def format_cell(mean: float | None, std: float | None = None, n: int = 1, percent: bool = False, digits: int | None = None) -> str:
@@ -148,7 +148,7 @@ def study_table(runs: pd.DataFrame, by: list[str] | None = None, metrics: tuple[
             out[title] = cell(row, key)
             if key in DELTAS and base is not None:
                 delta = row[(key, "mean")] - agg.loc[base, (key, "mean")]
-                scale, digits = (100, 1) if keys.is_fraction(key) else (1, 2)
+                scale, digits = (100, 1) if is_fraction(key) else (1, 2)
                 out[f"Δ {title.split(' (')[0]}"] = "" if index == base or not count else f"{scale * delta:+.{digits}f}"
         out["n"] = str(n)
         rows.append(out)

@@ -1,4 +1,5 @@
-"""Metric keys and run tags: the one spelling used by Ray reports, MLflow and the analysis.
+"""Metric keys and the evaluation protocol's constants: the one spelling used by Ray reports,
+MLflow and the analysis (run tags and other MLflow names: ``trainables/tracking/schema.py``).
 
 Pure Python (no torch), so the CLI and the analysis can import it without paying for torch.
 Accuracies, consistency and error rates are fractions in [0, 1] under these keys; tables print
@@ -76,49 +77,3 @@ def robust_err_key(corruption: str) -> str:
 def pe_ev_key(dims: int) -> str:
     """``pe/ev_<k>``: explained variance of the PE at k PCA dimensions."""
     return f"pe/ev_{dims}"
-
-
-# --- MLflow run tags ---------------------------------------------------------------------------
-TAG_PARENT = "mlflow.parentRunId"
-TAG_RUN_NAME = "mlflow.runName"
-TAG_NOTE = "mlflow.note.content"
-TAG_TRIAL_ID = "mjp.trial_id"
-TAG_STUDY = "mjp.study"
-TAG_VARIANT = "mjp.variant"
-TAG_LABEL = "mjp.label"
-TAG_KIND = "mjp.kind"  # "train" | "sweep" | "evaluation"
-TAG_SMOKE = "mjp.smoke"
-TAG_ERROR = "mjp.error"
-TAG_STOPPED = "mjp.stopped"
-TAG_ERROR_FINAL = "mjp.error_final"  # the trial failed in a way a retry repeats: Tune's retries end at once
-TAG_INTERRUPTED = "mjp.interrupted"
-TAG_PROCESS = "mjp.process"  # host:pid of the trial process (its latest attempt)
-TAG_NODE_PREFIX = "mjp.node.rank"  # + rank: the Ray node id that training worker ran on (its latest attempt)
-TAG_NODES_SEEN = "mjp.nodes"  # every Ray node id rank 0 trained on, in order, across restarts (comma-separated)
-TAG_BEST_TRIAL = "mjp.best_trial"
-TAG_BEST_PARAMS = "mjp.best_params"
-TAG_TRIAL_KEY = "mjp.trial_key"  # digest of a trial's sampled params: the same trial proposed again after a resume
-TAG_ORPHAN = "mjp.orphan"  # a child run whose Tune trial a resume did not restore: the re-proposed trial adopts it
-TAG_SAMPLE_PREFIX = "mjp.sample."  # + sampled key: the value a sweep chose for this trial
-
-
-def notes_tag(evaluation: str) -> str:
-    """``mjp.<evaluation>.notes``: why an evaluation's metrics are absent (``privacy``, ``robustness``, ``pe``)."""
-    return f"mjp.{evaluation}.notes"
-
-
-def is_fraction(key: str) -> bool:
-    """Whether ``key`` holds a fraction that tables and the console show as a percentage."""
-    name = key.split("/", 1)[-1]
-    return (
-        key.startswith(("val/top1", "val/top5", "pe/ev_"))
-        or key in (VAL_CONSISTENCY, ROBUST_MCE_UNNORMALIZED, ROBUST_IMAGENET_A_TOP1, ROBUST_IMAGENET_A_AURRA, ROBUST_IMAGENET_O_AUPR, ROBUST_IMAGENET_R_TOP1, ROBUST_CLEAN_ERR)
-        or (key.startswith("robust/") and name.endswith("_err"))
-    )
-
-
-def format_value(key: str, value: float | None) -> str:
-    """``97.2%`` for fractions, ``4.95`` otherwise, ``-`` when missing."""
-    if value is None or value != value:
-        return "-"
-    return f"{100 * value:.1f}%" if is_fraction(key) else f"{value:.3g}"

@@ -28,6 +28,7 @@ from sweep.cluster.processes import kill_node, session_processes
 from sweep.cluster.twin import down, up
 from sweep.cluster.twin_config import DATA_NODE, GPU_STANDIN
 from tests.twin_jobs import ENDED, SUBMITTED, job_call, job_logs, on_cluster, submit, wait_job
+from trainables.tracking import schema
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -110,7 +111,7 @@ def tracking():
 def child_runs(experiment: str) -> list:
     client = tracking()
     exp = client.get_experiment_by_name(experiment)
-    return [] if exp is None else client.search_runs([exp.experiment_id], filter_string=f"tags.`{keys.TAG_PARENT}` != ''")
+    return [] if exp is None else client.search_runs([exp.experiment_id], filter_string=f"tags.`{schema.TAG_PARENT}` != ''")
 
 
 def wait_for_epoch(experiment: str, epoch: int, seconds: float = 300):
@@ -154,7 +155,7 @@ def test_a_sweep_job_trains_on_autoscaled_worker_nodes(cluster):
     runs = child_runs("cl-basic")
     assert sorted(r.info.status for r in runs) == ["FINISHED", "FINISHED"]
     for run in runs:
-        node = run.data.tags[f"{keys.TAG_NODE_PREFIX}0"]
+        node = run.data.tags[f"{schema.TAG_NODE_PREFIX}0"]
         assert node != HEAD_NODE and node.startswith("fffff"), f"{run.info.run_name} trained on {node}, not on an autoscaled worker node"
         assert [m.step for m in sorted(tracking().get_metric_history(run.info.run_id, keys.VAL_TOP1), key=lambda m: m.step)] == [1, 2]
     shown = subprocess.run([sys.executable, "-m", "sweep.cli", "sweep", "status", "cl-basic", "--uri", cluster.tracking_uri],
@@ -165,7 +166,7 @@ def test_a_sweep_job_trains_on_autoscaled_worker_nodes(cluster):
 def test_a_lost_worker_node_costs_one_restart_from_the_last_checkpoint(cluster):
     job = submit(cluster, "sweep", "run", study(cluster, "cl-node-loss", 8, ["J"]))
     run = wait_for_epoch("cl-node-loss", 2)
-    node = tracking().get_run(run.info.run_id).data.tags[f"{keys.TAG_NODE_PREFIX}0"]
+    node = tracking().get_run(run.info.run_id).data.tags[f"{schema.TAG_NODE_PREFIX}0"]
     killed_at = time.time()
     assert len(kill_node(cluster.session_dir, node)) > 1, "the node's raylet and its workers"
     assert wait_job(cluster, job) == "SUCCEEDED"
@@ -174,7 +175,7 @@ def test_a_lost_worker_node_costs_one_restart_from_the_last_checkpoint(cluster):
     assert [r.info.run_id for r in runs] == [run.info.run_id], "the restarted trial must log into the same child run"
     after = tracking().get_run(run.info.run_id)
     assert after.info.status == "FINISHED"
-    nodes = after.data.tags[keys.TAG_NODES_SEEN].split(",")
+    nodes = after.data.tags[schema.TAG_NODES_SEEN].split(",")
     assert nodes[0] == node and len(nodes) == 2 and nodes[1] != node, f"trained on {nodes}; expected the lost node, then another"
     history = tracking().get_metric_history(run.info.run_id, keys.VAL_TOP1)
     resumed = [m for m in history if m.timestamp / 1000 > killed_at]
@@ -217,7 +218,7 @@ def test_ray_data_decodes_on_the_cpu_node_and_the_autoscaler_replaces_it_when_lo
     killed_at = time.time()
     kill_node(cluster.session_dir, lost)  # epochs are ~1 s: kill first, look at where tasks ran after
     assert wait_job(cluster, job) == "SUCCEEDED"
-    trainer = tracking().get_run(run.info.run_id).data.tags[f"{keys.TAG_NODE_PREFIX}0"]
+    trainer = tracking().get_run(run.info.run_id).data.tags[f"{schema.TAG_NODE_PREFIX}0"]
     decoders = ray_data_task_nodes(cluster)
     assert lost in decoders and trainer not in decoders and HEAD_NODE not in decoders, \
         f"Ray Data tasks ran on {decoders}; the CPU-only node was {lost}, the trainer {trainer}"
@@ -246,7 +247,7 @@ def test_a_lost_driver_then_sweep_resume_runs_every_trial_once(cluster):
     assert wait_job(cluster, resumed) == "SUCCEEDED", job_logs(cluster, resumed)
 
     runs = child_runs("cl-driver-loss")
-    trials = [r.data.tags[keys.TAG_TRIAL_ID] for r in runs]
+    trials = [r.data.tags[schema.TAG_TRIAL_ID] for r in runs]
     assert sorted(trials) == sorted(set(trials)) and len(trials) == 2, f"trials {trials}: each must have exactly one child run"
     assert sorted(r.info.status for r in runs) == ["FINISHED", "FINISHED"]
     LOSSES["the driver: from the kill to the resumed sweep's end, remaining training included"] = time.time() - killed_at
@@ -267,10 +268,10 @@ def test_two_workers_strictly_spread_over_two_nodes_train_as_one_worker(cluster)
     path.write_text(yaml.safe_dump(tree))
     assert wait_job(cluster, submit(cluster, "sweep", "run", str(path)), seconds=480) == "SUCCEEDED"
 
-    runs = {r.data.tags[f"{keys.TAG_SAMPLE_PREFIX}workers"]: r for r in child_runs("cl-spread")}
+    runs = {r.data.tags[f"{schema.TAG_SAMPLE_PREFIX}workers"]: r for r in child_runs("cl-spread")}
     two = runs["two"].data.tags
-    assert two[f"{keys.TAG_NODE_PREFIX}0"] != two[f"{keys.TAG_NODE_PREFIX}1"], "STRICT_SPREAD: one worker per node"
-    assert not {two[f"{keys.TAG_NODE_PREFIX}0"], two[f"{keys.TAG_NODE_PREFIX}1"]} & {HEAD_NODE}
+    assert two[f"{schema.TAG_NODE_PREFIX}0"] != two[f"{schema.TAG_NODE_PREFIX}1"], "STRICT_SPREAD: one worker per node"
+    assert not {two[f"{schema.TAG_NODE_PREFIX}0"], two[f"{schema.TAG_NODE_PREFIX}1"]} & {HEAD_NODE}
     one_loss, two_loss = runs["one"].data.metrics[keys.VAL_LOSS], runs["two"].data.metrics[keys.VAL_LOSS]
     assert abs(one_loss - two_loss) <= 2e-5 + 1e-4 * abs(one_loss), f"val/loss: 1 worker {one_loss}, 2 workers {two_loss}"
 

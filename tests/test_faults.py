@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from mjp import keys
+from trainables.tracking import schema
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = {
@@ -54,9 +55,9 @@ def read_until(proc: subprocess.Popen, marker: str) -> list[str]:
 
 def children(uri: str) -> list:
     client = mlflow.MlflowClient(uri)
-    parent = client.search_runs([client.get_experiment_by_name("faults").experiment_id], f"tags.`{keys.TAG_KIND}` = 'sweep'")
+    parent = client.search_runs([client.get_experiment_by_name("faults").experiment_id], f"tags.`{schema.TAG_KIND}` = 'sweep'")
     assert len(parent) == 1
-    kids = client.search_runs([parent[0].info.experiment_id], f"tags.`{keys.TAG_PARENT}` = '{parent[0].info.run_id}'")
+    kids = client.search_runs([parent[0].info.experiment_id], f"tags.`{schema.TAG_PARENT}` = '{parent[0].info.run_id}'")
     return parent[0], kids
 
 
@@ -64,7 +65,7 @@ def second_trial_reported(uri: str) -> bool:
     """Whether a second child run has logged an epoch's val/top1."""
     client = mlflow.MlflowClient(uri)
     experiment = client.get_experiment_by_name("faults")
-    runs = client.search_runs([experiment.experiment_id], f"tags.`{keys.TAG_PARENT}` != ''") if experiment else []
+    runs = client.search_runs([experiment.experiment_id], f"tags.`{schema.TAG_PARENT}` != ''") if experiment else []
     return sum(keys.VAL_TOP1 in r.data.metrics for r in runs) >= 2
 
 
@@ -75,8 +76,8 @@ def experiment_dir(tmp: Path) -> str:
 
 def assert_each_trial_once(uri: str) -> None:
     parent, kids = children(uri)
-    assert parent.info.status == "FINISHED" and keys.TAG_INTERRUPTED not in parent.data.tags
-    assert sorted(k.data.tags[keys.TAG_VARIANT] for k in kids) == ["baseline", "jp_unk", "jp_unk_dal_mlp"]
+    assert parent.info.status == "FINISHED" and schema.TAG_INTERRUPTED not in parent.data.tags
+    assert sorted(k.data.tags[schema.TAG_VARIANT] for k in kids) == ["baseline", "jp_unk", "jp_unk_dal_mlp"]
     assert {k.info.status for k in kids} == {"FINISHED"}
     client = mlflow.MlflowClient(uri)
     for k in kids:
@@ -106,7 +107,7 @@ def test_ctrl_c_then_sigkill_then_resume_runs_every_trial_exactly_once(tmp_path)
     finished = sum("] finished " in line for line in seen + out.splitlines())
     assert f"sweep faults: {finished} of 3 trials finished" in out, out
     parent, kids = children(uri)
-    assert parent.info.status == "KILLED" and parent.data.tags[keys.TAG_INTERRUPTED].startswith(f"{finished} of 3 trials finished")
+    assert parent.info.status == "KILLED" and parent.data.tags[schema.TAG_INTERRUPTED].startswith(f"{finished} of 3 trials finished")
     assert "RUNNING" not in {k.info.status for k in kids}
 
     second = mjp(tmp_path, "sweep", "resume", experiment_dir(tmp_path))
@@ -180,7 +181,7 @@ def test_a_trial_lost_with_the_driver_is_adopted_when_proposed_again_not_duplica
     from trainables.tracking.runs import RunTracker
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
-    parent = RunTracker.create(uri, "faults", run_name="sweep", tags={keys.TAG_KIND: "sweep"})
+    parent = RunTracker.create(uri, "faults", run_name="sweep", tags={schema.TAG_KIND: "sweep"})
     spec = TrialSpec(name="sweep", base_tree=TINY, uri=uri, experiment="faults", storage=str(tmp_path), parent_run_id=parent.run_id)
 
     def run(variant: str, trial_id: str) -> RunTracker:
@@ -193,8 +194,8 @@ def test_a_trial_lost_with_the_driver_is_adopted_when_proposed_again_not_duplica
     assert {client.get_run(r.run_id).info.status for r in (saved, lost)} == {"KILLED"}
     assert run("A", "aaaa0001").run_id == saved.run_id
     again = run("G", "bbbb0003")
-    assert again.run_id == lost.run_id and client.get_run(lost.run_id).data.tags[keys.TAG_TRIAL_ID] == "bbbb0003"
-    assert keys.TAG_ORPHAN not in client.get_run(lost.run_id).data.tags
+    assert again.run_id == lost.run_id and client.get_run(lost.run_id).data.tags[schema.TAG_TRIAL_ID] == "bbbb0003"
+    assert schema.TAG_ORPHAN not in client.get_run(lost.run_id).data.tags
     new = run("J", "bbbb0004")
     assert new.run_id not in (saved.run_id, lost.run_id)
     _, kids = children(uri)
@@ -204,13 +205,13 @@ def test_a_trial_lost_with_the_driver_is_adopted_when_proposed_again_not_duplica
 def test_a_lost_trial_that_no_searcher_proposes_again_ends_killed_saying_so(tmp_path):
     """A random or Bayesian searcher need not propose a lost trial's params again: at the end of
     the sweep its orphaned run stays KILLED, tagged with why, and `mjp sweep status` says so."""
-    from sweep.tuner.child_runs import LOST_NOT_PROPOSED, close_orphans, reopen_children
     from sweep.commands.status import trial_state
+    from sweep.tuner.child_runs import LOST_NOT_PROPOSED, close_orphans, reopen_children
     from trainables.launch.trial import TrialSpec, _trial_run
     from trainables.tracking.runs import RunTracker
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
-    parent = RunTracker.create(uri, "faults", run_name="sweep", tags={keys.TAG_KIND: "sweep"})
+    parent = RunTracker.create(uri, "faults", run_name="sweep", tags={schema.TAG_KIND: "sweep"})
     spec = TrialSpec(name="sweep", base_tree=TINY, uri=uri, experiment="faults", storage=str(tmp_path), parent_run_id=parent.run_id)
     lost = _trial_run(spec, spec.config({"mjp.variant": "G"}), {"mjp.variant": "G"}, "aaaa0002")
     reopen_children(parent, set())  # the driver was lost before Tune saved this trial
@@ -218,7 +219,7 @@ def test_a_lost_trial_that_no_searcher_proposes_again_ends_killed_saying_so(tmp_
     other.set_status("FINISHED")
     assert close_orphans(parent) == 1
     run = mlflow.MlflowClient(uri).get_run(lost.run_id)
-    assert run.info.status == "KILLED" and run.data.tags[keys.TAG_INTERRUPTED] == LOST_NOT_PROPOSED
+    assert run.info.status == "KILLED" and run.data.tags[schema.TAG_INTERRUPTED] == LOST_NOT_PROPOSED
     assert trial_state(type("Trial", (), {"status": run.info.status, "tags": run.data.tags})()) == "lost with a driver"
     assert mlflow.MlflowClient(uri).get_run(other.run_id).info.status == "FINISHED"
 
@@ -240,7 +241,7 @@ class KillAt:
         self.text += text
         if self.killed is None and self.marker in text:
             (run,) = mlflow.MlflowClient(self.uri).search_runs([mlflow.MlflowClient(self.uri).get_experiment_by_name("faults").experiment_id])
-            self.killed = int(run.data.tags[keys.TAG_PROCESS].rsplit(":", 1)[1])
+            self.killed = int(run.data.tags[schema.TAG_PROCESS].rsplit(":", 1)[1])
             os.kill(self.killed, signal.SIGKILL)
         return len(text)
 
@@ -272,8 +273,8 @@ def test_a_trial_process_killed_mid_epoch_resumes_from_its_checkpoint_logging_no
 def test_a_full_disk_under_a_checkpoint_is_one_line_naming_the_file(tmp_path):
     import torch
 
-    from trainables.train.state import CheckpointWriteError, TrainState
     from mjp import MJPConfig, create_model
+    from trainables.train.state import CheckpointWriteError, TrainState
 
     model = create_model("vit_tiny_patch16_224", mjp=MJPConfig(), num_classes=3, img_size=16, patch_size=4, embed_dim=32, depth=1, num_heads=2)
     opt = torch.optim.AdamW(model.parameters())

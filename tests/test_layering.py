@@ -93,8 +93,13 @@ def test_rooms_import_only_downwards():
     assert not bad, f"imports from a room to one on its own or a higher floor (importer, imported): {bad}"
 
 
+#: single modules a package may import beyond ALLOWED: analysis reads MLflow by the names the writers use
+ALLOWED_MODULES = {"analysis": {"trainables", "trainables.tracking", "trainables.tracking.schema"}}  # the packages: empty faces
+
+
 def test_no_upward_imports():
-    bad = [(a, b) for a, deps in graph().items() for b in deps if b.split(".")[0] not in ALLOWED[a.split(".")[0]]]
+    bad = [(a, b) for a, deps in graph().items() for b in deps
+           if b.split(".")[0] not in ALLOWED[a.split(".")[0]] and b not in ALLOWED_MODULES.get(a.split(".")[0], set())]
     assert not bad, f"imports against the layering (importer, imported): {bad}"
 
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trainables.tracking import schema
+
 
 @dataclass
 class PublishedReport:
@@ -52,17 +54,17 @@ def _context(uri: str, parents: list[str], runs: Any, title: str) -> Any:
     trial_ids = {r.get("trial_id") for r in newest.pareto}
     pareto = set(runs[runs["trial_id"].isin(trial_ids)].run_id) if trial_ids and "trial_id" in runs else set()
     optuna_url = optuna_storage_url(uri)
-    searched = params.get("search.algorithm") in ("tpe", "random", "nsga2")  # a grid's history and importances say nothing
+    searched = params.search_algorithm in ("tpe", "random", "nsga2")  # a grid's history and importances say nothing
     optuna = (optuna_url, newest.run_name) if searched and optuna_url and Path(optuna_url.removeprefix("sqlite:///")).is_file() and len(parents) == 1 else None
     histories = load_histories(uri, list(runs.run_id), (keys.VAL_TOP1, keys.TRAIN_LOSS)) if len(runs) else None
     sweep_lines = (
         f"{len(parents)} sweep(s), newest {newest.run_name} ({newest.status.lower()}); {len(runs)} runs; "
-        f"search {params.get('search.algorithm', '?')}, objective {params.get('objectives', '?')}",
+        f"search {params.search_algorithm or '?'}, objective {', '.join(f'{m}:{mode}' for m, mode in params.objectives) or '?'}",
         f"MLflow: parent run {newest.run_id} in {uri}",
     )
     return ReportContext(
-        study=params.get("study", "?"), title=title, description=description, study_yaml=newest.study_yaml,
-        paper_tables=tuple(t for t in params.get("paper_tables", "").split(",") if t), best=newest.tags.get(keys.TAG_BEST_TRIAL),
+        study=params.study or "?", title=title, description=description, study_yaml=newest.study_yaml,
+        paper_tables=params.paper_tables, best=newest.tags.get(schema.TAG_BEST_TRIAL),
         pareto_run_ids=pareto, optuna=optuna, experiment_ids=dict(zip(runs.run_id, runs.experiment_id)) if len(runs) else {},
         histories=histories, sweep_lines=sweep_lines, run_figures=_pe_run_figures(uri, runs),
     )
@@ -164,9 +166,9 @@ def publish_sweep_report(parent_run_id: str, study: Any, out_dir: str, uri: str 
         return None
     parent = RunTracker(uri, parent_run_id)
     for path in [files.html, files.markdown, *files.directory.glob("*table*.*"), files.directory / "runs.csv"]:
-        parent.log_artifact(path, "report")
+        parent.log_artifact(path, schema.ARTIFACT_REPORT_DIR)
     for path in (files.directory / "figures").glob("*.*"):
-        parent.log_artifact(path, "report/figures")
+        parent.log_artifact(path, schema.ARTIFACT_REPORT_FIGURES_DIR)
     description = " ".join(study.config.description.split())
     parent.set_note(f"{description}\n\n{to_markdown(files.table)}\n\nThe full report: artifacts, report/report.html")
     from analysis.tables import paper_text

@@ -10,34 +10,27 @@ its defaults (``--set eval.robustness.images=5000`` changes one).
 from __future__ import annotations
 
 import argparse
-import os
+
+from typing import TYPE_CHECKING
 
 from trainables.errors import UserError
+from trainables.tracking import schema
 
-WHAT = ("shuffle", "robustness", "pe", "privacy")
+if TYPE_CHECKING:
+    from trainables.evaluation.result import EvaluationResult
+
 #: the config a timm model is evaluated with when no --config is given (its data section matters)
 TIMM_DEFAULT_CONFIG = "trainables/configs/imagenet_deit_small.yaml"
 
 
 def parse_what(text: str) -> tuple[str, ...]:
+    from trainables.evaluation.registry import EVALUATIONS
+
     chosen = tuple(w.strip() for w in text.split(",") if w.strip())
-    unknown = [w for w in chosen if w not in WHAT]
+    unknown = [w for w in chosen if w not in EVALUATIONS]
     if unknown or not chosen:
-        raise UserError(f"--what {text!r}: unknown {', '.join(map(repr, unknown)) or 'nothing given'}; allowed: a comma-separated subset of {', '.join(WHAT)}")
+        raise UserError(f"--what {text!r}: unknown {', '.join(map(repr, unknown)) or 'nothing given'}; allowed: a comma-separated subset of {', '.join(EVALUATIONS)}")
     return chosen
-
-
-def _with_sections(cfg, what: tuple[str, ...]):
-    """``cfg`` with every chosen evaluation configured (its defaults where the config has none)."""
-    from trainables.config.schema import PEAnalysisSection, PrivacySection, RobustnessSection
-
-    update = {}
-    if "robustness" in what and cfg.eval.robustness is not None and cfg.eval.robustness.workers is None:
-        update["robustness"] = cfg.eval.robustness.model_copy(update={"workers": os.cpu_count() or 1})  # this process has the machine
-    for name, field, section in (("robustness", "robustness", RobustnessSection), ("pe", "pe_analysis", PEAnalysisSection), ("privacy", "privacy", PrivacySection)):
-        if name in what and getattr(cfg.eval, field) is None:
-            update[field] = section(workers=os.cpu_count() or 1) if field == "robustness" else section()
-    return cfg.model_copy(update={"eval": cfg.eval.model_copy(update=update)}) if update else cfg
 
 
 def _timm_config(args: argparse.Namespace):
@@ -60,24 +53,24 @@ def _timm_config(args: argparse.Namespace):
 
 def _model(args: argparse.Namespace, what: tuple[str, ...]):
     """(config, model in eval mode, the MLflow run to log into or None, tracking URI)."""
+    from trainables.evaluation.suite import with_sections
     from trainables.launch.preflight import preflight
     from trainables.train.trained import load_trained
 
     if args.timm:
-        cfg = _with_sections(_timm_config(args), what)
+        cfg = with_sections(_timm_config(args), what)
         preflight(cfg)
         from trainables.data.info import data_info
         from trainables.train.engine import build_model
 
         return cfg, build_model(cfg, data_info(cfg).shape).eval(), None, None
     trained = load_trained(run=args.run, checkpoint=args.checkpoint, config=args.config, uri=args.uri, overrides=args.set)
-    cfg = _with_sections(trained.cfg, what)
+    cfg = with_sections(trained.cfg, what)
     preflight(cfg)
     return cfg, trained.model, trained.run_id, trained.uri
 
 
 def _tracker(cfg, args: argparse.Namespace, run_id: str | None, uri: str | None):
-    from mjp import keys
     from trainables.config.build import flat_params
     from trainables.tracking.runs import RunTracker
     from trainables.tracking.store import check_store_writable, tracking_uri
@@ -88,50 +81,32 @@ def _tracker(cfg, args: argparse.Namespace, run_id: str | None, uri: str | None)
         return RunTracker(uri, run_id)
     source = args.timm or args.checkpoint
     tracker = RunTracker.create(uri, cfg.tracking.experiment, run_name=f"evaluate {source}", tags={
-        keys.TAG_KIND: "evaluation", keys.TAG_VARIANT: cfg.variant, "mjp.model": cfg.model.name, "mjp.dataset": cfg.data.name,
-        "mjp.source": f"timm:{args.timm}" + (f" weights {args.pretrained_file}" if args.pretrained_file else " (random weights)") if args.timm else f"checkpoint {args.checkpoint}",
+        schema.TAG_KIND: schema.KIND_EVALUATION, schema.TAG_VARIANT: cfg.variant, schema.TAG_MODEL: cfg.model.name, schema.TAG_DATASET: cfg.data.name,
+        schema.TAG_SOURCE: f"timm:{args.timm}" + (f" weights {args.pretrained_file}" if args.pretrained_file else " (random weights)") if args.timm else f"checkpoint {args.checkpoint}",
     })
     tracker.log_params(flat_params(cfg))
     return tracker
 
 
-def evaluate_model(cfg, model, what: tuple[str, ...]) -> tuple[dict[str, float], list, dict[str, list[str]], list[tuple[str, str]]]:
-    """Run the chosen evaluations on one process, one line each on the console: metrics, figures,
-    notes, text artifacts."""
+def evaluate_model(cfg, model, what: tuple[str, ...]) -> dict[str, "EvaluationResult"]:
+    """Run the chosen evaluations on one process, one line each on the console with its time."""
     import time
 
     import torch
 
     from trainables.data.datasets import load_datasets
-    from trainables.evaluation.suite import extra_evaluations, run_title
+    from trainables.evaluation.suite import run_evaluations
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model = model.to(device)
     bundle = load_datasets(cfg)
-    metrics: dict[str, float] = {}
-    figures: list = []
-    notes: dict[str, list[str]] = {}
-    texts: list[tuple[str, str]] = []
+    results = {}
     for name in what:
         start = time.perf_counter()
         print(f"  {name} ...", end="", flush=True)
-        if name == "shuffle":
-            from torch.utils.data import DataLoader
-
-            from trainables.evaluation.accuracy import evaluate, evaluate_shuffles
-            from trainables.evaluation.figures import shuffle_accuracy_figure
-
-            loader = DataLoader(bundle.val, batch_size=cfg.data.batch_size, shuffle=False, num_workers=cfg.data.loader_workers)
-            metrics.update(evaluate(model, loader, device))
-            metrics.update(evaluate_shuffles(cfg, model, loader, device))
-            figures.append((shuffle_accuracy_figure(metrics, cfg.eval.shuffle_ratios, run_title(cfg)), "top1_vs_shuffle_ratio.png"))
-        else:
-            more, found, text = extra_evaluations(cfg, model, bundle, device, metrics, (name,))
-            figures += more
-            notes.update(found)
-            texts += text
+        results.update(run_evaluations(cfg, model, bundle, device, (name,)))
         print(f" {time.perf_counter() - start:.1f} s")
-    return metrics, figures, notes, texts
+    return results
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -149,20 +124,18 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     cfg, model, run_id, uri = _model(args, what)
     tracker = _tracker(cfg, args, run_id, uri)
     print(f"evaluating {cfg.model.name} / {cfg.variant} on {cfg.data.name}: {', '.join(what)}")
-    metrics, figures, notes, texts = evaluate_model(cfg, model, what)
+    results = evaluate_model(cfg, model, what)
 
-    from analysis.markdown import markdown_table
-    from mjp import keys
+    from analysis.markdown import format_value, markdown_table
+    from trainables.evaluation.result import log_evaluation
 
+    metrics = {k: v for result in results.values() for k, v in result.metrics.items()}
     tracker.log_new_metrics(metrics)
-    tracker.set_tags({keys.notes_tag(name): "; ".join(lines) for name, lines in notes.items() if lines})
-    for text, name in texts:
-        tracker.log_text(text, name)
-    for figure, name in figures:
-        tracker.log_figure(figure, name)
-    print(markdown_table(["metric", "value"], [[k, keys.format_value(k, v)] for k, v in sorted(metrics.items())]))
-    for name, lines in notes.items():
-        for line in lines:
+    for name, result in results.items():
+        log_evaluation(tracker, name, result)
+    print(markdown_table(["metric", "value"], [[k, format_value(k, v)] for k, v in sorted(metrics.items())]))
+    for name, result in results.items():
+        for line in result.notes:
             print(f"note ({name}): {line}")
     from sweep.commands.common import mlflow_ui_command
 

@@ -10,9 +10,9 @@ import platform
 import subprocess
 from pathlib import Path
 
-from mjp import keys
 from sweep.study.names import PROJECT_DIR
 from trainables.errors import UserError
+from trainables.tracking import schema
 
 #: the checkout: README.md, docs/ and results/ live here
 ROOT = PROJECT_DIR
@@ -64,10 +64,10 @@ def cmd_analyze_results(args: argparse.Namespace) -> int:
         raise no_sweep_error(args.study, recorded_studies(uri), uri)
     newest = sweeps.iloc[0]
     record = sweep_record(uri, newest.run_id)
-    if record.tags.get(keys.TAG_SMOKE) == "True":
+    if record.tags.get(schema.TAG_SMOKE) == "True":
         raise UserError(f"the newest sweep of {args.study!r} ({record.run_name}) is a smoke run: results files hold full studies; run the study without --smoke")
     paper = tuple(str(t) for t in (yaml.safe_load(record.study_yaml) or {}).get("paper", [])) if record.study_yaml else ()
-    commit = record.tags.get("mlflow.source.git.commit") or current_commit()  # the code the sweep ran
+    commit = record.tags.get(schema.TAG_GIT_COMMIT) or current_commit()  # the code the sweep ran
     runs = load_runs(uri, parent_run_id=newest.run_id)
     started = datetime.datetime.fromtimestamp(newest.start_time.timestamp() if hasattr(newest.start_time, "timestamp") else 0, datetime.timezone.utc)
     results = from_runs(runs, study=args.study, command=args.command or f"mjp sweep run {args.study}", machine=machine_description(),

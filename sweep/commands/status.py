@@ -14,8 +14,10 @@ import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from analysis.markdown import format_value
 from mjp import keys
 from trainables.errors import UserError
+from trainables.tracking import schema
 
 if TYPE_CHECKING:
     from analysis.runs import SweepSummary, TrialSummary
@@ -38,10 +40,10 @@ def driver_alive(driver: str | None) -> bool | None:
 
 def sweep_state(status: str, tags: dict[str, str]) -> str:
     """The sweep's state in words: finished, failed, interrupted (resumable), running or dead."""
-    resume = f"; resume: mjp sweep resume {tags.get('mjp.experiment_dir', '<dir>')}"
+    resume = f"; resume: mjp sweep resume {tags.get(schema.TAG_EXPERIMENT_DIR, '<dir>')}"
     if status == "KILLED":
-        return f"interrupted ({tags.get(keys.TAG_INTERRUPTED, 'killed')})" if keys.TAG_INTERRUPTED in tags else f"killed{resume}"
-    if status == "RUNNING" and driver_alive(tags.get("mjp.driver")) is False:
+        return f"interrupted ({tags.get(schema.TAG_INTERRUPTED, 'killed')})" if schema.TAG_INTERRUPTED in tags else f"killed{resume}"
+    if status == "RUNNING" and driver_alive(tags.get(schema.TAG_DRIVER)) is False:
         return f"driver gone (killed?), trials stopped{resume}"
     return status.lower()
 
@@ -49,18 +51,18 @@ def sweep_state(status: str, tags: dict[str, str]) -> str:
 def trial_state(trial: "TrialSummary") -> str:
     """A trial's state in words (a finished run the scheduler stopped says so)."""
     status = trial.status.lower()
-    if status == "finished" and keys.TAG_STOPPED in trial.tags:
+    if status == "finished" and schema.TAG_STOPPED in trial.tags:
         return "stopped early"
-    if status == "killed" and keys.TAG_ORPHAN in trial.tags:
+    if status == "killed" and schema.TAG_ORPHAN in trial.tags:
         return "lost with a driver"
-    if status == "killed" and keys.TAG_INTERRUPTED in trial.tags:
+    if status == "killed" and schema.TAG_INTERRUPTED in trial.tags:
         return "interrupted"
     return status
 
 
 def _metric_columns(sweep: "SweepSummary") -> list[str]:
     """The sweep's objectives, then val/top1 and val/consistency where a trial has them."""
-    columns = [o.split(":")[0] for o in sweep.params.get("objectives", "").split(",") if o]
+    columns = [metric for metric, _ in sweep.params.objectives]
     for key in (keys.VAL_TOP1, keys.VAL_CONSISTENCY):
         if key not in columns and any(key in t.metrics for t in sweep.trials):
             columns.append(key)
@@ -72,10 +74,10 @@ def trials_table(sweep: "SweepSummary", indent: str = "    ") -> str:
     reasons of failed trials below."""
     columns = _metric_columns(sweep)
     rows = [["trial", "state", *columns, "MLflow run id"]]
-    rows += [[t.name, trial_state(t), *(keys.format_value(c, t.metrics.get(c)) for c in columns), t.run_id] for t in sweep.trials]
+    rows += [[t.name, trial_state(t), *(format_value(c, t.metrics.get(c)) for c in columns), t.run_id] for t in sweep.trials]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = [indent + "  ".join(c.ljust(w) if i < 2 or i == len(r) - 1 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip() for r in rows]
-    lines += [f"{indent}{t.name}: {t.tags[keys.TAG_ERROR][:200]}" for t in sweep.trials if t.status == "FAILED" and keys.TAG_ERROR in t.tags]
+    lines += [f"{indent}{t.name}: {t.tags[schema.TAG_ERROR][:200]}" for t in sweep.trials if t.status == "FAILED" and schema.TAG_ERROR in t.tags]
     return "\n".join(lines)
 
 
@@ -118,7 +120,7 @@ def cmd_sweep_status(args: argparse.Namespace) -> int:
     print(f"sweeps in {uri} (newest first):")
     for s in sweeps:
         shown = ", ".join(f"{n} {k}" for k, n in sorted(s.trial_states.items())) or "no trials yet"
-        print(f"  {s.run_name}  [{sweep_state(s.status, s.tags)}]  {shown} of {s.params.get('trials', '?')} trials  parent={s.run_id}")
+        print(f"  {s.run_name}  [{sweep_state(s.status, s.tags)}]  {shown} of {s.params.trials or '?'} trials  parent={s.run_id}")
         if s.trials:
             print(trials_table(s))
     return 0

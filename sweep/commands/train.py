@@ -43,7 +43,7 @@ SUMMARY = (
 
 def metrics_table(metrics: dict[str, Any], title: str) -> str:
     """``title`` and one Markdown row of the paper's metrics (present ones only)."""
-    from analysis.markdown import markdown_table
+    from analysis.markdown import format_value, markdown_table
 
     shown = [(k, t) for k, t in SUMMARY if k in metrics]
-    return title + "\n" + markdown_table([t for _, t in shown], [[keys.format_value(k, metrics[k]) for k, _ in shown]])
+    return title + "\n" + markdown_table([t for _, t in shown], [[format_value(k, metrics[k]) for k, _ in shown]])

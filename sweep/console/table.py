@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from mjp.keys import format_value
+from analysis.markdown import format_value
 from trainables.tracking.progress import Progress, describe
 
 FINAL_STATES = ("done", "failed", "stopped")

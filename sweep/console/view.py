@@ -18,7 +18,7 @@ from typing import Any, Callable, TextIO
 
 from ray import tune
 
-from mjp.keys import format_value
+from analysis.markdown import format_value
 from sweep.console.table import ConsoleTable, Row, clock
 from trainables.tracking.progress import Progress, describe
 

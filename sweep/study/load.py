@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from mjp import keys
+from trainables.evaluation.registry import reported_metrics
 from sweep.study.names import PROJECT_DIR, shipped_studies, shipped_study
 from sweep.study.schema import Choice, Fixed, Grid, IntRange, Objective, StudyConfig, is_active
 from trainables.config.build import build_config, describe_validation_error, flat_params, known_keys
@@ -19,14 +19,6 @@ from trainables.config.overrides import did_you_mean, did_you_mean_key, expand_p
 from trainables.config.schema import TrackingSection, TrainConfig
 from trainables.config.yaml_files import read_yaml_mapping
 from trainables.errors import ConfigError
-
-
-def reported_metrics(cfg: TrainConfig) -> set[str]:
-    """Every metric key the trainable reports for ``cfg`` (what objectives may name)."""
-    final = {keys.VAL_CONSISTENCY, keys.VAL_DIFF_NORM} | {keys.top1_shuffled_key(r) for r in cfg.eval.shuffle_ratios}
-    if cfg.eval.privacy is not None:
-        final |= {keys.privacy_key(s, m) for s in cfg.eval.privacy.settings for m in ("mse", "psnr", "ssim", "fft2d")}
-    return final | set(keys.EPOCH_METRICS)
 
 
 class Study:

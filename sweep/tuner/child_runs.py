@@ -4,7 +4,7 @@ an orphan for the re-proposed trial to adopt, and one no trial adopted says why 
 
 from __future__ import annotations
 
-from mjp import keys
+from trainables.tracking import schema
 from trainables.tracking.runs import RunTracker
 
 
@@ -15,16 +15,16 @@ def reopen_children(parent: RunTracker, restored: set[str]) -> None:
     params adopts it instead of making a second run (``trainables.launch.trial.adopt_orphan``). A
     failure marked final for the last run's retries is retried once more by the resume."""
     experiment = parent.client.get_run(parent.run_id).info.experiment_id
-    query = f"tags.`{keys.TAG_PARENT}` = '{parent.run_id}'"
+    query = f"tags.`{schema.TAG_PARENT}` = '{parent.run_id}'"
     for run in parent.client.search_runs([experiment], filter_string=query):
         child = RunTracker(parent.uri, run.info.run_id)
         if run.info.status == "RUNNING":
-            child.set_tags({keys.TAG_INTERRUPTED: "the sweep's driver was lost; `mjp sweep resume` continues it"})
+            child.set_tags({schema.TAG_INTERRUPTED: "the sweep's driver was lost; `mjp sweep resume` continues it"})
             child.set_status("KILLED")
-        if run.data.tags.get(keys.TAG_TRIAL_ID) not in restored:
-            child.set_tags({keys.TAG_ORPHAN: "1"})
-        if keys.TAG_ERROR_FINAL in run.data.tags:
-            parent.client.delete_tag(child.run_id, keys.TAG_ERROR_FINAL)
+        if run.data.tags.get(schema.TAG_TRIAL_ID) not in restored:
+            child.set_tags({schema.TAG_ORPHAN: "1"})
+        if schema.TAG_ERROR_FINAL in run.data.tags:
+            parent.client.delete_tag(child.run_id, schema.TAG_ERROR_FINAL)
 
 
 def close_running_children(parent: RunTracker) -> None:
@@ -32,10 +32,10 @@ def close_running_children(parent: RunTracker) -> None:
     trials Tune still listed; this closes any other (a trial whose child run Tune no longer
     tracks) as KILLED, with the same "interrupted" tag, so `mjp sweep resume` continues it."""
     experiment = parent.client.get_run(parent.run_id).info.experiment_id
-    query = f"tags.`{keys.TAG_PARENT}` = '{parent.run_id}' and attributes.status = 'RUNNING'"
+    query = f"tags.`{schema.TAG_PARENT}` = '{parent.run_id}' and attributes.status = 'RUNNING'"
     for run in parent.client.search_runs([experiment], filter_string=query):
         child = RunTracker(parent.uri, run.info.run_id)
-        child.set_tags({keys.TAG_INTERRUPTED: "the sweep was interrupted; `mjp sweep resume` continues it"})
+        child.set_tags({schema.TAG_INTERRUPTED: "the sweep was interrupted; `mjp sweep resume` continues it"})
         child.set_status("KILLED")
 
 
@@ -50,8 +50,8 @@ def close_orphans(parent: RunTracker) -> int:
     propose the same params again) says so. The number of such runs. (An orphan that had finished
     before the driver was lost keeps its result and says nothing of the kind.)"""
     experiment = parent.client.get_run(parent.run_id).info.experiment_id
-    query = f"tags.`{keys.TAG_PARENT}` = '{parent.run_id}' and tags.`{keys.TAG_ORPHAN}` = '1' and attributes.status = 'KILLED'"
+    query = f"tags.`{schema.TAG_PARENT}` = '{parent.run_id}' and tags.`{schema.TAG_ORPHAN}` = '1' and attributes.status = 'KILLED'"
     orphans = parent.client.search_runs([experiment], filter_string=query)
     for run in orphans:
-        RunTracker(parent.uri, run.info.run_id).set_tags({keys.TAG_INTERRUPTED: LOST_NOT_PROPOSED})
+        RunTracker(parent.uri, run.info.run_id).set_tags({schema.TAG_INTERRUPTED: LOST_NOT_PROPOSED})
     return len(orphans)

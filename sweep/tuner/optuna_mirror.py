@@ -19,8 +19,8 @@ from typing import Any
 import optuna
 from ray import tune
 
-from mjp import keys
 from sweep.study.schema import Choice, Fixed, Grid, IntRange, LogUniform, StudyConfig, Uniform
+from trainables.tracking import schema
 
 MIRROR_ATTR = "tune_trial_id"
 
@@ -115,7 +115,7 @@ class OptunaMirror(tune.Callback):
         run = tracker.client.get_run(tracker.run_id)
         tags = run.data.tags
         attrs = {"mlflow_run_id": run.info.run_id, "mlflow_run_name": run.info.run_name or "",
-                 "variant": tags.get(keys.TAG_VARIANT, ""), "label": tags.get(keys.TAG_LABEL, "")}
+                 "variant": tags.get(schema.TAG_VARIANT, ""), "label": tags.get(schema.TAG_LABEL, "")}
         return {k: v for k, v in attrs.items() if v}, datetime.datetime.fromtimestamp(run.info.start_time / 1000)
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info: Any) -> None:

@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mjp import keys
 from sweep.study.load import Study
 from sweep.tuner.child_runs import close_orphans, close_running_children
 from sweep.tuner.recorder import SweepRecorder
 from trainables.launch.trial import TrialSpec
+from trainables.tracking import schema
 from trainables.tracking.runs import RunTracker
 
 
@@ -82,19 +82,19 @@ def finish_sweep(study: Study, spec: TrialSpec, parent: RunTracker, grid: Any, e
         o = objectives[0]
         outcome.best = (max if o.mode == "max" else min)(done, key=lambda t: t.metrics[o.metric])
         summary[f"best/{o.metric}"] = outcome.best.metrics[o.metric]
-        parent.set_tags({keys.TAG_BEST_TRIAL: outcome.best.label, keys.TAG_BEST_PARAMS: json.dumps(outcome.best.params)})
+        parent.set_tags({schema.TAG_BEST_TRIAL: outcome.best.label, schema.TAG_BEST_PARAMS: json.dumps(outcome.best.params)})
     elif done:
         outcome.pareto = pareto_front(done, [(o.metric, o.mode) for o in objectives])
         summary["pareto/size"] = len(outcome.pareto)
         rows = [{"trial": t.label, "trial_id": t.trial_id, **t.params, **{o.metric: t.metrics[o.metric] for o in objectives}} for t in outcome.pareto]
-        parent.log_text(json.dumps(rows, indent=2), "pareto/pareto_front.json")
+        parent.log_text(json.dumps(rows, indent=2), schema.ARTIFACT_PARETO)
     if outcome.interrupted:
         close_running_children(parent)
-        parent.set_tags({keys.TAG_INTERRUPTED: f"{len(done)} of {study.num_trials} trials finished; `mjp sweep resume {experiment_dir}` continues"})
+        parent.set_tags({schema.TAG_INTERRUPTED: f"{len(done)} of {study.num_trials} trials finished; `mjp sweep resume {experiment_dir}` continues"})
         parent.set_status("KILLED")
     else:
         close_orphans(parent)
         parent.log_new_metrics(summary)
-        parent.client.delete_tag(parent.run_id, keys.TAG_INTERRUPTED) if keys.TAG_INTERRUPTED in parent.client.get_run(parent.run_id).data.tags else None
+        parent.client.delete_tag(parent.run_id, schema.TAG_INTERRUPTED) if schema.TAG_INTERRUPTED in parent.client.get_run(parent.run_id).data.tags else None
         parent.set_status("FINISHED")
     return outcome

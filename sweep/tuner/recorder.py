@@ -10,10 +10,10 @@ from typing import Any
 
 from ray import tune
 
-from mjp import keys
 from sweep.console.view import failure_reason
 from trainables.errors import DiskFullError, disk_full_reason
 from trainables.launch.trial import find_child_run
+from trainables.tracking import schema
 from trainables.tracking.runs import RunTracker
 
 
@@ -49,10 +49,10 @@ class SweepRecorder(tune.Callback):
         if self.epochs is not None and epoch >= self.epochs:
             self._mark(trial, "FINISHED", {})
         else:
-            self._mark(trial, "FINISHED", {keys.TAG_STOPPED: f"stopped early by the scheduler at epoch {epoch}" + (f"/{self.epochs}" if self.epochs else "")})
+            self._mark(trial, "FINISHED", {schema.TAG_STOPPED: f"stopped early by the scheduler at epoch {epoch}" + (f"/{self.epochs}" if self.epochs else "")})
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        self._mark(trial, "FAILED", {keys.TAG_ERROR: failure_reason(trial)})
+        self._mark(trial, "FAILED", {schema.TAG_ERROR: failure_reason(trial)})
 
     def on_experiment_end(self, trials: list, **info: Any) -> None:
         unfinished = [t for t in trials if t.status not in ("TERMINATED", "ERROR")]
@@ -66,10 +66,10 @@ class SweepRecorder(tune.Callback):
         self.interrupted = bool(unfinished) or (bool(stopped) and not out_of_time) or (len(trials) < self.expected and not out_of_time)
         if out_of_time:
             for trial in stopped:
-                self._mark(trial, "KILLED", {keys.TAG_STOPPED: f"stopped by the sweep's time budget (budget.time_budget_s={self.time_budget_s:g})"})
+                self._mark(trial, "KILLED", {schema.TAG_STOPPED: f"stopped by the sweep's time budget (budget.time_budget_s={self.time_budget_s:g})"})
             stopped = []
         for trial in unfinished + stopped:
-            self._mark(trial, "KILLED", {keys.TAG_INTERRUPTED: "the sweep was interrupted; `mjp sweep resume` continues it"})
+            self._mark(trial, "KILLED", {schema.TAG_INTERRUPTED: "the sweep was interrupted; `mjp sweep resume` continues it"})
 
 
 class run_closed_on_error:
@@ -89,10 +89,10 @@ class run_closed_on_error:
         full = disk_full_reason(err) if err is not None else None
         try:
             if issubclass(kind, KeyboardInterrupt):
-                self.parent.set_tags({keys.TAG_INTERRUPTED: "interrupted before the trials started"})
+                self.parent.set_tags({schema.TAG_INTERRUPTED: "interrupted before the trials started"})
                 self.parent.set_status("KILLED")
             else:
-                self.parent.set_tags({keys.TAG_ERROR: f"{type(err).__name__}: {err}"[:2000]})
+                self.parent.set_tags({schema.TAG_ERROR: f"{type(err).__name__}: {err}"[:2000]})
                 self.parent.set_status("FAILED")
         except Exception as closing:
             if full is None and disk_full_reason(closing) is None:

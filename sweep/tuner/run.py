@@ -17,7 +17,6 @@ from typing import TextIO
 
 from ray import tune
 
-from mjp import keys
 from sweep.security.signatures import signing_key
 from sweep.security.signing_callback import sign_tuner_file
 from sweep.study.load import Study, check_study
@@ -48,6 +47,7 @@ from sweep.tuner.tuner import (
 )
 from trainables.errors import UserError
 from trainables.launch.ray_runtime import ensure_ray, require_cluster
+from trainables.tracking import schema
 from trainables.tracking.runs import RunTracker
 from trainables.tracking.store import check_store_writable, optuna_storage_url, require_server, tracking_uri
 
@@ -84,8 +84,8 @@ def _launch(study: Study, storage: str, address: str | None, uri: str, verbose: 
     log = start_logging(experiment_dir, run_name, verbose)
     announce(stream, f"sweep {run_name}: {study.num_trials} trials, {study.max_concurrent} at a time · logs: {log}")
     parent = RunTracker.create(uri, experiment, run_name=run_name, tags={
-        keys.TAG_KIND: "sweep", keys.TAG_STUDY: study.name, keys.TAG_SMOKE: str(study.smoke),
-        "mjp.driver": f"{socket.gethostname()}:{os.getpid()}", "mjp.experiment_dir": experiment_dir,
+        schema.TAG_KIND: "sweep", schema.TAG_STUDY: study.name, schema.TAG_SMOKE: str(study.smoke),
+        schema.TAG_DRIVER: f"{socket.gethostname()}:{os.getpid()}", schema.TAG_EXPERIMENT_DIR: experiment_dir,
     })
     recorder.parent_run_id = parent.run_id
     # closed FAILED/KILLED on any error from here; before the first trial the sweep's directory is
@@ -93,13 +93,12 @@ def _launch(study: Study, storage: str, address: str | None, uri: str, verbose: 
     then = lambda: f"`mjp sweep resume {experiment_dir}` continues the sweep" if recorder.trials_started else "run the command again"  # noqa: E731
     with run_closed_on_error(parent, then):
         c = study.config
-        parent.log_params({
-            "study": study.name, "search.algorithm": c.search.algorithm, "search.seed": c.search.seed,
-            "objectives": ",".join(f"{o.metric}:{o.mode}" for o in c.objectives), "trials": study.num_trials,
-            "max_concurrent": study.max_concurrent, "scheduler": c.scheduler.type, "smoke": study.smoke,
-            "space": ",".join(c.space), "experiment_dir": experiment_dir, "paper_tables": ",".join(map(str, c.paper)),
-        })
-        parent.log_artifact(study.source, "study")
+        parent.log_params(schema.SweepParams(
+            study=study.name, search_algorithm=c.search.algorithm, search_seed=c.search.seed, objectives=tuple((o.metric, o.mode) for o in c.objectives),
+            trials=study.num_trials, max_concurrent=study.max_concurrent, scheduler=c.scheduler.type, smoke=study.smoke, space=tuple(c.space),
+            experiment_dir=experiment_dir, paper_tables=tuple(map(str, c.paper)),
+        ).to_params())
+        parent.log_artifact(study.source, schema.ARTIFACT_STUDY_DIR)
         from trainables.tracking.store import set_experiment_note
 
         description = " ".join(study.config.description.split())
@@ -149,7 +148,7 @@ def resume_sweep(experiment_dir: str, loaded: tuple[SweepState, Study] | None = 
     storage = experiment_dir.rstrip("/").rsplit("/", 1)[0]
     with run_closed_on_error(parent, f"`mjp sweep resume {experiment_dir}` continues the sweep"):
         parent.set_status("RUNNING")
-        parent.set_tags({"mjp.driver": f"{socket.gethostname()}:{os.getpid()}"})
+        parent.set_tags({schema.TAG_DRIVER: f"{socket.gethostname()}:{os.getpid()}"})
         reopen_children(parent, restored_trial_ids(experiment_dir))
         ensure_ray(address, num_cpus=None if address else cpus_needed(study), verbose=verbose, dashboard=uses_ray_train(study))
         link_ray_logs(experiment_dir)

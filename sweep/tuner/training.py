@@ -19,6 +19,7 @@ from sweep.tuner.tuner import failure_config
 from trainables.config.schema import TrainConfig
 from trainables.launch.ray_runtime import check_local_resources, ensure_ray, require_cluster
 from trainables.launch.trial import TrialResources, TrialSpec, failure_text, start_run, tune_trial
+from trainables.tracking import schema
 from trainables.tracking.labels import run_label
 from trainables.tracking.runs import MlflowProgress
 from trainables.tracking.store import check_store_writable, tracking_uri
@@ -54,7 +55,7 @@ def run_training(cfg: TrainConfig, *, address: str | None = None, verbose: bool 
     announce(stream, f"train {label.display}: {cfg.optim.epochs} epochs on {cfg.data.name} · logs: {log}")
     s = cfg.scaling
     ensure_ray(address, num_cpus=None if address else max(os.cpu_count() or 1, math.ceil(s.cpus_per_worker * s.num_workers + 0.25)), verbose=verbose, dashboard=not s.in_process)
-    tracker = start_run(cfg, uri, run_name=name, tags={keys.TAG_LABEL: label.display})
+    tracker = start_run(cfg, uri, run_name=name, tags={schema.TAG_LABEL: label.display})
     spec = TrialSpec(name=stamp, base_tree=cfg.model_dump(mode="json"), uri=uri, experiment=cfg.tracking.experiment, storage=f"{storage}/{stamp}-train", run_id=tracker.run_id)
     view = ConsoleView(f"train {label.display}", lambda p: label.display, lambda p: cfg.optim.epochs, [(keys.VAL_TOP1, "max")], 1, per_epoch_lines=True, stream=stream,
                        progress_of=MlflowProgress(uri, cfg.tracking.experiment, run_id=tracker.run_id))
@@ -70,7 +71,7 @@ def run_training(cfg: TrainConfig, *, address: str | None = None, verbose: bool 
     with run_closed_on_error(tracker):
         result = tuner.fit()[0]
     if recorder.interrupted and tracker.status == "RUNNING":
-        tracker.set_tags({keys.TAG_INTERRUPTED: "interrupted"})
+        tracker.set_tags({schema.TAG_INTERRUPTED: "interrupted"})
         tracker.set_status("KILLED")
     error = failure_text(result.error) if result.error else None
     return TrainingOutcome(tracker.run_id, dict(result.metrics or {}), error, recorder.interrupted, str(log))

@@ -1,6 +1,7 @@
 import pytest
 import pandas as pd
 
+from mjp import keys
 from analysis.report import ReportContext, write_report
 from analysis.runs import tidy
 from analysis.tables import group_columns, missing_notes, paper_comparison, study_table, to_latex, to_markdown
@@ -186,3 +187,10 @@ def test_the_best_trial_of_one_seed_per_configuration_carries_the_seed_noise_cav
     assert "J seed 1 One run per configuration: its lead over the others may be seed noise" in html
     html = write_report(runs, tmp_path / "seeds", ReportContext(study="t", title="T", best="J seed 1")).html.read_text()
     assert "J seed 1" in html and "may be seed noise" not in html
+
+
+def test_a_fraction_shows_as_a_percentage_and_a_missing_value_as_a_dash():
+    from analysis.markdown import format_value
+
+    assert format_value(keys.VAL_TOP1, 0.9725) == "97.2%" and format_value(keys.VAL_DIFF_NORM, 4.951) == "4.95"
+    assert format_value(keys.VAL_TOP1, None) == "-" and format_value(keys.VAL_TOP1, float("nan")) == "-"

@@ -83,7 +83,7 @@ def test_robustness_and_pe_analysis_on_the_device(device):
     from trainables.config.build import load_config
     from trainables.data.datasets import load_datasets
     from trainables.train.engine import build_model
-    from trainables.evaluation.suite import extra_evaluations
+    from trainables.evaluation.suite import run_evaluations
 
     cfg = load_config("trainables/configs/digits_vit_tiny.yaml", [
         "model.kwargs={patch_size: 2, embed_dim: 32, depth: 2, num_heads: 2}",
@@ -92,8 +92,9 @@ def test_robustness_and_pe_analysis_on_the_device(device):
     ])
     bundle = load_datasets(cfg)
     model = build_model(cfg, bundle.shape).to(device).eval()
-    metrics: dict[str, float] = {}
-    figures, _, _ = extra_evaluations(cfg, model, bundle, device, metrics, ("robustness", "pe"))
+    results = run_evaluations(cfg, model, bundle, device, ("robustness", "pe"))
+    metrics = {**results["robustness"].metrics, **results["pe"].metrics}
+    figures = results["robustness"].figures + results["pe"].figures
     assert keys.ROBUST_MCE_UNNORMALIZED in metrics and keys.PE_MAE_2D in metrics and figures
 
 

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from sweep.cli import build_parser, main
+from trainables.tracking import schema
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMANDS = [["train"], ["sweep", "run"], ["sweep", "resume"], ["sweep", "status"], ["sweep", "list"], ["config", "show"],
@@ -62,13 +63,12 @@ def test_config_show_of_a_study_gives_its_base(capsys):
 
 
 def test_status_names_a_sweep_whose_driver_is_gone(tmp_path, capsys):
-    from mjp import keys
     from trainables.tracking.runs import RunTracker
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    RunTracker.create(uri, "e", run_name="s-1", tags={keys.TAG_KIND: "sweep", "mjp.driver": f"{os.uname().nodename}:{dead.pid}", "mjp.experiment_dir": "/x/s-1"})
+    RunTracker.create(uri, "e", run_name="s-1", tags={schema.TAG_KIND: "sweep", "mjp.driver": f"{os.uname().nodename}:{dead.pid}", "mjp.experiment_dir": "/x/s-1"})
     capsys.readouterr()
     assert main(["sweep", "status", "--uri", uri]) == 0
     out = capsys.readouterr().out

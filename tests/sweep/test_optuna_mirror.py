@@ -7,19 +7,19 @@ import optuna
 import pytest
 from ray.tune.experiment import Trial
 
-from mjp import keys
-from sweep.tuner.optuna_mirror import OptunaMirror
 from sweep.study.load import load_study
+from sweep.tuner.optuna_mirror import OptunaMirror
 from trainables.config.build import load_config
 from trainables.launch.trial import start_run
 from trainables.tracking.runs import RunTracker
+from trainables.tracking import schema
 
 
 def test_mirrored_trials_have_times_metric_names_and_their_mlflow_run(tmp_path):
     uri, url = f"sqlite:///{tmp_path}/mlflow.db", f"sqlite:///{tmp_path}/optuna.db"
-    parent = RunTracker.create(uri, "mjp-quickstart", run_name="quickstart-x", tags={keys.TAG_KIND: "sweep"})
+    parent = RunTracker.create(uri, "mjp-quickstart", run_name="quickstart-x", tags={schema.TAG_KIND: "sweep"})
     cfg = load_config("trainables/configs/digits_vit_tiny.yaml", ["mjp.variant=A", "tracking.experiment=mjp-quickstart"])
-    child = start_run(cfg, uri, run_name="A-baseline-s0", tags={keys.TAG_TRIAL_ID: "t1", keys.TAG_LABEL: "A baseline seed 0"}, parent_run_id=parent.run_id)
+    child = start_run(cfg, uri, run_name="A-baseline-s0", tags={schema.TAG_TRIAL_ID: "t1", schema.TAG_LABEL: "A baseline seed 0"}, parent_run_id=parent.run_id)
     study = load_study("quickstart", smoke=True, check=False)
     mirror = OptunaMirror(url, "quickstart-x", study.config, epochs=3, tracking=(uri, "mjp-quickstart", parent.run_id))
     done, stopped = Trial("fake", config={"mjp.variant": "A"}, trial_id="t1", stub=True), Trial("fake", config={"mjp.variant": "J"}, trial_id="t2", stub=True)
@@ -49,8 +49,8 @@ def test_mirrored_trials_have_times_metric_names_and_their_mlflow_run(tmp_path):
 
 
 def test_an_unreadable_optuna_storage_is_one_line_naming_it(tmp_path):
-    from sweep.tuner.optuna_mirror import check_storage
     from sweep.study.load import load_study
+    from sweep.tuner.optuna_mirror import check_storage
     from trainables.errors import UserError
 
     config = load_study("quickstart").config

@@ -11,13 +11,14 @@ import torch
 import yaml
 from ray.tune.schedulers import ASHAScheduler
 
-from sweep.tuner.tuner import asha_rungs, make_scheduler, objectives_checked_at_the_end
-from sweep.tuner.run import run_sweep
-from sweep.study.space import sampled_params
 from sweep.study.load import load_study
 from sweep.study.names import STUDIES_DIR
+from sweep.study.space import sampled_params
+from sweep.tuner.run import run_sweep
+from sweep.tuner.tuner import asha_rungs, make_scheduler, objectives_checked_at_the_end
 from trainables.errors import ConfigError
 from trainables.tracking.store import TrackingError
+from trainables.tracking import schema
 
 SHIPPED = sorted(p.stem for p in STUDIES_DIR.glob("*.yaml"))
 
@@ -107,14 +108,13 @@ def test_a_smoke_size_may_not_name_its_own_experiment(tmp_path):
 
 
 def test_analyze_results_never_writes_a_smoke_sweep(tmp_path, capsys):
-    from mjp import keys
     from sweep.cli import main
     from sweep.commands.results import RESULTS
     from trainables.tracking.runs import RunTracker
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     parent = RunTracker.create(uri, "mjp-quickstart-smoke", run_name="quickstart-smoke-20260101-000000", tags={
-        keys.TAG_KIND: "sweep", keys.TAG_STUDY: "quickstart-smoke", keys.TAG_SMOKE: "True"})
+        schema.TAG_KIND: "sweep", schema.TAG_STUDY: "quickstart-smoke", schema.TAG_SMOKE: "True"})
     parent.set_status("FINISHED")
     before = sorted(p.name for p in RESULTS.glob("*.json"))
     assert main(["analyze", "results", "--study", "quickstart", "--uri", uri]) == 2

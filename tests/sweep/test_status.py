@@ -8,6 +8,7 @@ from sweep.cli import main
 from trainables.config.build import load_config
 from trainables.launch.trial import start_run
 from trainables.tracking.runs import RunTracker
+from trainables.tracking import schema
 
 
 @pytest.fixture
@@ -18,16 +19,16 @@ def store(tmp_path):
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     sweep_dir = tmp_path / "ray_results" / "quickstart-20260101-000000"
     parent = RunTracker.create(uri, "mjp-quickstart", run_name=sweep_dir.name, tags={
-        keys.TAG_KIND: "sweep", keys.TAG_STUDY: "quickstart", "mjp.experiment_dir": str(sweep_dir)})
+        schema.TAG_KIND: "sweep", schema.TAG_STUDY: "quickstart", "mjp.experiment_dir": str(sweep_dir)})
     parent.log_params({"objectives": "val/top1:max", "trials": 3})
     parent.set_status("FINISHED")
     write_state(str(sweep_dir), SweepState(name=sweep_dir.name, study="quickstart", uri=uri, experiment="mjp-quickstart", parent_run_id=parent.run_id))
     cfg = load_config("trainables/configs/digits_vit_tiny.yaml", ["tracking.experiment=mjp-quickstart"])
     runs = {}
     for name, top1, status, tags in (("A-baseline-s0", 0.964, "FINISHED", {}),
-                                     ("J-jp_unk_dal_mlp-s0", None, "FAILED", {keys.TAG_ERROR: "CUDA out of memory"}),
-                                     ("E-jp-s0", 0.5, "FINISHED", {keys.TAG_STOPPED: "stopped early by the scheduler"})):
-        child = start_run(cfg, uri, run_name=name, tags={keys.TAG_STUDY: "quickstart", **tags}, parent_run_id=parent.run_id)
+                                     ("J-jp_unk_dal_mlp-s0", None, "FAILED", {schema.TAG_ERROR: "CUDA out of memory"}),
+                                     ("E-jp-s0", 0.5, "FINISHED", {schema.TAG_STOPPED: "stopped early by the scheduler"})):
+        child = start_run(cfg, uri, run_name=name, tags={schema.TAG_STUDY: "quickstart", **tags}, parent_run_id=parent.run_id)
         if top1 is not None:
             child.log_metrics({keys.VAL_TOP1: top1, keys.VAL_CONSISTENCY: 0.369}, step=3)
         child.set_status(status)

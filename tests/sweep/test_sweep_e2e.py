@@ -13,10 +13,11 @@ import yaml
 
 from analysis.runs import load_runs, load_sweeps
 from mjp import keys
-from sweep.tuner.run import resume_sweep, run_sweep
 from sweep.study.load import load_study
+from sweep.tuner.run import resume_sweep, run_sweep
 from trainables.errors import UserError
 from trainables.tracking.progress import Progress
+from trainables.tracking import schema
 
 pytestmark = pytest.mark.slow
 
@@ -101,8 +102,8 @@ def test_mlflow_shows_what_each_run_is(seeded_sweep):
     assert {i.dataset.name for i in inputs} == {"digits-train", "digits-val"}
     assert '"num_images": 256' in next(i.dataset.profile for i in inputs if i.dataset.name == "digits-train")
     experiment = client.get_experiment_by_name("sweep-test")
-    assert experiment.tags[keys.TAG_NOTE].startswith("A and J on digits, two seeds.")
-    assert client.get_run(outcome.parent_run_id).data.tags[keys.TAG_NOTE].startswith("A and J on digits, two seeds.")
+    assert experiment.tags[schema.TAG_NOTE].startswith("A and J on digits, two seeds.")
+    assert client.get_run(outcome.parent_run_id).data.tags[schema.TAG_NOTE].startswith("A and J on digits, two seeds.")
 
 
 def test_the_report_of_a_real_sweep(seeded_sweep):
@@ -117,7 +118,7 @@ def test_the_report_of_a_real_sweep(seeded_sweep):
     client = mlflow.MlflowClient(uri)
     logged = {a.path for a in client.list_artifacts(outcome.parent_run_id, "report")}
     assert "report/report.html" in logged and "report/table.md" in logged and "report/figures" in logged
-    note = client.get_run(outcome.parent_run_id).data.tags[keys.TAG_NOTE]
+    note = client.get_run(outcome.parent_run_id).data.tags[schema.TAG_NOTE]
     assert "| A: baseline |" in note and "report/report.html" in note
 
 
@@ -163,10 +164,10 @@ def test_interrupted_sweep_resumes_every_trial_once(tmp_path, local_ray, monkeyp
     assert failed_run["error"] == "InjectedFailure: runtime.fail_after_epoch=1: injected failure after the checkpoint"
 
     # the local Ray this test session started (every process of it) listens on loopback only
+    import ray
+
     from tests.listeners import tcp_listeners
     from trainables.launch.ray_cleanup import descendants
-
-    import ray
 
     assert ray.util.get_node_ip_address() == "127.0.0.1"
     listening = tcp_listeners(set(descendants(os.getpid())) | {os.getpid()})
@@ -232,7 +233,7 @@ def test_asha_leaves_every_child_run_with_a_final_status(tmp_path, local_ray):
     client = mlflow.MlflowClient(uri)
     for r in runs.itertuples():  # ASHA ends every trial, even at its last epoch: only the early ones are "stopped"
         run = client.get_run(r.run_id)
-        assert (keys.TAG_STOPPED in run.data.tags) == (epochs[r.run_id] < 4)
+        assert (schema.TAG_STOPPED in run.data.tags) == (epochs[r.run_id] < 4)
         wait = [m.value for m in client.get_metric_history(r.run_id, "perf/data_wait_frac")]
         assert len(wait) == epochs[r.run_id] and all(0 <= w < 1 for w in wait)
         assert Progress.from_tag(run.data.tags["mjp.progress"]).steps == 8  # 256 images / 32 per batch

@@ -11,10 +11,11 @@ from mjp import keys
 from sweep.console.view import ConsoleView
 from trainables.config.build import build_config
 from trainables.launch.trial import start_run
-from trainables.train.engine import build_model, build_state, seed_everything, train_one_epoch
-from trainables.tracking.progress import PERF_DATA_WAIT_FRAC, Progress, pace
 from trainables.tracking.epochs import EpochLogger
+from trainables.tracking.progress import PERF_DATA_WAIT_FRAC, Progress, pace
 from trainables.tracking.runs import MlflowProgress, RunTracker
+from trainables.train.engine import build_model, build_state, seed_everything, train_one_epoch
+from trainables.tracking import schema
 
 TINY = {"model": {"kwargs": {"patch_size": 2, "embed_dim": 16, "depth": 1, "num_heads": 2}}, "optim": {"epochs": 3},
         "runtime": {"log_every": 1}, "tracking": {"experiment": "progress"}}
@@ -77,7 +78,7 @@ def test_the_console_shows_a_running_trial_s_progress_from_its_mlflow_run(tmp_pa
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     cfg = build_config(TINY, {"tracking.system_metrics_s": None})
     parent = RunTracker.create(uri, "progress", run_name="sweep")
-    run = start_run(cfg, uri, run_name="A-baseline-s0", tags={keys.TAG_TRIAL_ID: "t1"}, parent_run_id=parent.run_id)
+    run = start_run(cfg, uri, run_name="A-baseline-s0", tags={schema.TAG_TRIAL_ID: "t1"}, parent_run_id=parent.run_id)
     assert MlflowProgress(uri, "progress", parent.run_id)("t1") is None  # no report yet
     EpochLogger(run).running({keys.TRAIN_LOSS: 2.0, keys.TRAIN_LOSS_DAL: 0.0, **pace(2, 30, 120, 30 * 64, 6.0, 20.0)}, 150)
     by_trial, by_run = MlflowProgress(uri, "progress", parent.run_id)("t1"), MlflowProgress(uri, "progress", run_id=run.run_id)("t1")

@@ -12,8 +12,12 @@ from mjp import keys
 from mjp.metrics import consistency_per_image, shuffled_correct
 from trainables.config.schema import TrainConfig
 from trainables.config.seeds import derive_seed
+from trainables.data.datasets import DatasetBundle
+from trainables.evaluation.result import EvaluationResult
 
 Reduce = Callable[[torch.Tensor], torch.Tensor]
+#: the artifact of top-1 against the shuffle ratio
+SHUFFLE_FIGURE = "top1_vs_shuffle_ratio.png"
 
 
 @torch.no_grad()
@@ -62,3 +66,15 @@ def evaluate_shuffles(cfg: TrainConfig, model: nn.Module, loader: Iterable, devi
     out = {keys.VAL_CONSISTENCY: sums[0].item() / n, keys.VAL_DIFF_NORM: sums[1].item() / n}
     out.update({keys.top1_shuffled_key(r): sums[3 + i].item() / n for i, r in enumerate(ratios)})
     return out
+
+
+def shuffle_evaluation(cfg: TrainConfig, model: nn.Module, bundle: DatasetBundle, device: torch.device, title: str) -> EvaluationResult:
+    """``mjp evaluate``'s ``shuffle``: top-1 and the shuffle protocol on the validation set, on one
+    process, with the figure of top-1 against the shuffle ratio."""
+    from torch.utils.data import DataLoader
+
+    from trainables.evaluation.figures import shuffle_accuracy_figure
+
+    loader = DataLoader(bundle.val, batch_size=cfg.data.batch_size, shuffle=False, num_workers=cfg.data.loader_workers)
+    metrics = {**evaluate(model, loader, device), **evaluate_shuffles(cfg, model, loader, device)}
+    return EvaluationResult(metrics, [(shuffle_accuracy_figure(metrics, cfg.eval.shuffle_ratios, title), SHUFFLE_FIGURE)])

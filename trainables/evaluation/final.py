@@ -15,11 +15,12 @@ from typing import Any, Callable
 
 import torch
 
-from mjp import keys
 from trainables.config.schema import TrainConfig
 from trainables.data.datasets import DatasetBundle
-from trainables.evaluation.accuracy import evaluate_shuffles
-from trainables.evaluation.suite import extra_evaluations, run_title
+from trainables.evaluation.accuracy import SHUFFLE_FIGURE, evaluate_shuffles
+from trainables.evaluation.result import log_evaluation, run_title
+from trainables.evaluation.suite import run_evaluations
+from trainables.tracking import schema
 from trainables.tracking.runs import RunTracker
 
 
@@ -43,22 +44,20 @@ def final_evaluation(
         metrics["data/skipped_images"] = float(reduce(torch.tensor([float(len(skipped))], device=session.device)).item())
     if session.rank != 0:
         return metrics
-    figures, notes, texts = extra_evaluations(cfg, model, bundle, session.device, metrics, what=("privacy", "robustness", "pe"))
-    if tracker is not None:
-        tracker.set_tags({keys.notes_tag(name): "; ".join(lines) for name, lines in notes.items() if lines})
-        for text, name in texts:
-            tracker.log_text(text, name)
-    if tracker is not None and skipped:
-        tracker.log_text("\n".join(skipped) + "\n", "data/skipped_images.txt")  # the paths of rank 0's shard
+    results = run_evaluations(cfg, model, bundle, session.device, ("privacy", "robustness", "pe"))
+    for result in results.values():
+        metrics.update(result.metrics)
     if tracker is not None:
         from trainables.evaluation.figures import shuffle_accuracy_figure
 
-        figures.append((shuffle_accuracy_figure(metrics, cfg.eval.shuffle_ratios, run_title(cfg)), "top1_vs_shuffle_ratio.png"))
-        for figure, name in figures:
-            tracker.log_figure(figure, name)
+        for name, result in results.items():
+            log_evaluation(tracker, name, result)
+        if skipped:
+            tracker.log_text("\n".join(skipped) + "\n", "data/skipped_images.txt")  # the paths of rank 0's shard
+        tracker.log_figure(shuffle_accuracy_figure(metrics, cfg.eval.shuffle_ratios, run_title(cfg)), SHUFFLE_FIGURE)
         if cfg.tracking.log_checkpoint:
             with tempfile.TemporaryDirectory() as d:
-                path = Path(d) / "model.pt"
+                path = Path(d) / schema.ARTIFACT_CHECKPOINT_FILE
                 torch.save(model.state_dict(), path)
-                tracker.log_artifact(path, "checkpoint")
+                tracker.log_artifact(path, schema.ARTIFACT_CHECKPOINT_DIR)
     return metrics

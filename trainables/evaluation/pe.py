@@ -9,8 +9,6 @@ with the reason in the notes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import torch
@@ -19,13 +17,7 @@ from torch import nn
 from mjp import keys
 from trainables.config.schema import TrainConfig
 from trainables.data.datasets import DatasetBundle, fixed_images
-
-
-@dataclass
-class PEResult:
-    metrics: dict[str, float] = field(default_factory=dict)
-    figures: list[tuple[Any, str]] = field(default_factory=list)  # (matplotlib Figure, file name)
-    notes: list[str] = field(default_factory=list)
+from trainables.evaluation.result import EvaluationResult
 
 
 def pe_rows(model: nn.Module) -> tuple[torch.Tensor, tuple[int, int]] | None:
@@ -46,13 +38,13 @@ def pe_rows(model: nn.Module) -> tuple[torch.Tensor, tuple[int, int]] | None:
     return rows.detach().float().cpu().reshape(-1, rows.shape[-1]), grid
 
 
-def pe_step(cfg: TrainConfig, model: nn.Module, bundle: DatasetBundle | None, device: torch.device, title: str) -> PEResult:
+def pe_evaluation(cfg: TrainConfig, model: nn.Module, bundle: DatasetBundle | None, device: torch.device, title: str) -> EvaluationResult:
     """Everything ``eval.pe_analysis`` asks for; ``bundle`` gives the attention maps' images."""
     from mjp import pe_analysis
     from trainables.evaluation import pe_figures
 
     section = cfg.eval.pe_analysis
-    result = PEResult()
+    result = EvaluationResult()
     found = pe_rows(model)
     if found is None:
         result.notes.append(f"{cfg.model.name} / {cfg.variant} has no absolute position embedding: no PE analysis")
@@ -77,7 +69,7 @@ def pe_step(cfg: TrainConfig, model: nn.Module, bundle: DatasetBundle | None, de
     return result
 
 
-def attention_figure(result: PEResult, model: nn.Module, bundle: DatasetBundle, count: int, device: torch.device, title: str) -> None:
+def attention_figure(result: EvaluationResult, model: nn.Module, bundle: DatasetBundle, count: int, device: torch.device, title: str) -> None:
     from mjp.pe_analysis import cls_attention_maps
     from trainables.evaluation.pe_figures import attention_figure as draw
 

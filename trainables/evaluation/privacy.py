@@ -11,7 +11,8 @@ from torch.utils.data import Dataset
 from mjp.keys import privacy_key
 from mjp.privacy import LPIPS, LPIPS_MISSING, AttackResult, attack_images
 from trainables.config.schema import PrivacySection, TrainConfig
-from trainables.data.datasets import fixed_images
+from trainables.data.datasets import DatasetBundle, fixed_images
+from trainables.evaluation.result import EvaluationResult
 
 
 def run_privacy_eval(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, cfg: PrivacySection, *, seed: int = 0, dal_weight: float = 0.0) -> tuple[dict[str, float], dict[str, AttackResult], list[str]]:
@@ -57,3 +58,9 @@ def reconstruction_grid(results: dict[str, AttackResult], title: str) -> Figure:
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def privacy_evaluation(cfg: TrainConfig, model: nn.Module, bundle: DatasetBundle, device: torch.device, title: str) -> EvaluationResult:
+    """The configured attacks, with the grid of reconstructions as a figure."""
+    scores, grid, notes = privacy_step(cfg, model, bundle.val, device, title)
+    return EvaluationResult(scores, [(grid, "privacy_reconstructions.png")], notes=notes)

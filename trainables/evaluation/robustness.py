@@ -27,6 +27,7 @@ from torch.utils.data import DataLoader, Dataset
 from mjp import keys
 from trainables.config.schema import TrainConfig
 from trainables.data.datasets import DatasetBundle, fixed_images
+from trainables.evaluation.result import EvaluationResult
 
 BATCH = 256
 
@@ -176,3 +177,12 @@ def robustness_step(cfg: TrainConfig, model: nn.Module, bundle: DatasetBundle, d
 
 def errors_json(result: RobustnessResult) -> str:
     return json.dumps({"errors_by_severity": result.errors, "metrics": result.metrics, "notes": result.notes}, indent=2)
+
+
+def robustness_evaluation(cfg: TrainConfig, model: nn.Module, bundle: DatasetBundle, device: torch.device, title: str) -> EvaluationResult:
+    """Everything ``eval.robustness`` asks for, with the errors by severity as a figure and JSON."""
+    from trainables.evaluation.figures import corruption_figure
+
+    result = robustness_step(cfg, model, bundle, device)
+    return EvaluationResult(result.metrics, [(corruption_figure(result.errors, f"{title}: corruption error by severity"), "robustness/errors_by_severity.png")],
+                            [(errors_json(result), "robustness/errors.json")], result.notes)

@@ -1,49 +1,38 @@
-"""Which of the paper's extra evaluations a run's config asks for (robustness, PE analysis,
-privacy), run one after another on rank 0, and the title its figures carry."""
+"""The paper's evaluations run together on one process: those a config asks for (at the end of a
+training, on rank 0) or those a user names (``mjp evaluate``, each configured with its defaults
+where the config sets none)."""
 
 from __future__ import annotations
 
-from typing import Any
+import os
+from typing import TYPE_CHECKING, Iterable
 
-import torch
+from trainables.evaluation.registry import EVALUATIONS
+from trainables.evaluation.result import EvaluationResult, run_title
 
-from trainables.config.schema import TrainConfig
-from trainables.data.datasets import DatasetBundle
+if TYPE_CHECKING:
+    import torch
+
+    from trainables.config.schema import TrainConfig
+    from trainables.data.datasets import DatasetBundle
 
 
-def run_title(cfg: TrainConfig) -> str:
-    return f"{cfg.model.name} / {cfg.variant}"
+def with_sections(cfg: "TrainConfig", names: Iterable[str]) -> "TrainConfig":
+    """``cfg`` with every named evaluation configured (its registry default where the config has
+    none); robustness spreads its corruptions over this machine's cores."""
+    update = {}
+    robustness = cfg.eval.robustness
+    if "robustness" in names and robustness is not None and robustness.workers is None:
+        update["robustness"] = robustness.model_copy(update={"workers": os.cpu_count() or 1})  # this process has the machine
+    for name in names:
+        evaluation = EVALUATIONS[name]
+        if evaluation.section is not None and getattr(cfg.eval, evaluation.section) is None:
+            update[evaluation.section] = evaluation.default()
+    return cfg.model_copy(update={"eval": cfg.eval.model_copy(update=update)}) if update else cfg
 
 
-def extra_evaluations(
-    cfg: TrainConfig, model: torch.nn.Module, bundle: DatasetBundle | None, device: torch.device, metrics: dict[str, float], what: tuple[str, ...]
-) -> tuple[list[tuple[Any, str]], dict[str, list[str]], list[tuple[str, str]]]:
-    """The evaluations in ``what`` that ``cfg.eval`` configures, on one process: their metrics go
-    into ``metrics``; returns (figure, file) pairs, notes per evaluation and (text, file) artifacts."""
+def run_evaluations(cfg: "TrainConfig", model: "torch.nn.Module", bundle: "DatasetBundle", device: "torch.device",
+                    names: Iterable[str]) -> dict[str, EvaluationResult]:
+    """The named evaluations that ``cfg.eval`` configures, in order, on this process."""
     title = run_title(cfg)
-    figures: list[tuple[Any, str]] = []
-    notes: dict[str, list[str]] = {}
-    texts: list[tuple[str, str]] = []
-    if "privacy" in what and cfg.eval.privacy is not None:
-        from trainables.evaluation.privacy import privacy_step
-
-        scores, grid, notes["privacy"] = privacy_step(cfg, model, bundle.val, device, title)
-        metrics.update(scores)
-        figures.append((grid, "privacy_reconstructions.png"))
-    if "robustness" in what and cfg.eval.robustness is not None:
-        from trainables.evaluation.figures import corruption_figure
-        from trainables.evaluation.robustness import errors_json, robustness_step
-
-        result = robustness_step(cfg, model, bundle, device)
-        metrics.update(result.metrics)
-        notes["robustness"] = result.notes
-        texts.append((errors_json(result), "robustness/errors.json"))
-        figures.append((corruption_figure(result.errors, f"{title}: corruption error by severity"), "robustness/errors_by_severity.png"))
-    if "pe" in what and cfg.eval.pe_analysis is not None:
-        from trainables.evaluation.pe import pe_step
-
-        result = pe_step(cfg, model, bundle, device, title)
-        metrics.update(result.metrics)
-        notes["pe"] = result.notes
-        figures += result.figures
-    return figures, notes, texts
+    return {name: EVALUATIONS[name].run(cfg, model, bundle, device, title) for name in names if EVALUATIONS[name].configured(cfg)}

@@ -16,11 +16,11 @@ import socket
 from dataclasses import dataclass, field
 from typing import Any
 
-from mjp import keys
 from trainables.config.build import build_config, flat_params
 from trainables.config.overrides import expand_presets
 from trainables.config.schema import TrainConfig
 from trainables.errors import UserError
+from trainables.tracking import schema
 from trainables.tracking.labels import RunLabel, run_label, variant_words
 from trainables.tracking.runs import RunTracker
 
@@ -116,7 +116,8 @@ def start_run(cfg: TrainConfig, uri: str, *, run_name: str, tags: dict[str, str]
         uri,
         cfg.tracking.experiment,
         run_name=run_name,
-        tags={keys.TAG_KIND: "train", keys.TAG_VARIANT: cfg.variant, "mjp.model": cfg.model.name, "mjp.dataset": cfg.data.name, **(tags or {})},
+        tags={schema.TAG_KIND: schema.KIND_TRAIN, schema.TAG_VARIANT: cfg.variant, schema.TAG_MODEL: cfg.model.name, schema.TAG_DATASET: cfg.data.name,
+              **(tags or {})},
         parent_run_id=parent_run_id,
     )
     words = variant_words(cfg.variant)
@@ -139,16 +140,16 @@ def _trial_run(spec: TrialSpec, cfg: TrainConfig, params: dict[str, Any], trial_
     else:
         tracker = find_child_run(spec.uri, spec.experiment, spec.parent_run_id, trial_id) or adopt_orphan(spec, params, trial_id)
     if tracker is not None:
-        if keys.TAG_ORPHAN in tracker.client.get_run(tracker.run_id).data.tags:  # restored after all: not for adoption
-            tracker.client.delete_tag(tracker.run_id, keys.TAG_ORPHAN)
+        if schema.TAG_ORPHAN in tracker.client.get_run(tracker.run_id).data.tags:  # restored after all: not for adoption
+            tracker.client.delete_tag(tracker.run_id, schema.TAG_ORPHAN)
         tracker.set_status("RUNNING")
         return tracker
     label = run_label(cfg, params, spec.presets)
-    tags = {keys.TAG_TRIAL_ID: trial_id, keys.TAG_TRIAL_KEY: trial_key(params), keys.TAG_LABEL: label.display,
-            **{f"{keys.TAG_SAMPLE_PREFIX}{k}": str(v) for k, v in params.items()}}
+    tags = {schema.TAG_TRIAL_ID: trial_id, schema.TAG_TRIAL_KEY: trial_key(params), schema.TAG_LABEL: label.display,
+            **{f"{schema.TAG_SAMPLE_PREFIX}{k}": str(v) for k, v in params.items()}}
     if spec.study:
-        tags[keys.TAG_STUDY] = spec.study
-    tags[keys.TAG_NOTE] = (f"Trial **{label.display}** of sweep `{spec.name}`: {cfg.model.name} on {cfg.data.name}, "
+        tags[schema.TAG_STUDY] = spec.study
+    tags[schema.TAG_NOTE] = (f"Trial **{label.display}** of sweep `{spec.name}`: {cfg.model.name} on {cfg.data.name}, "
                            f"{cfg.optim.epochs} epochs. Its full config is in the params; the paper's metrics of its final evaluation are logged once, per epoch the training curves.")
     return start_run(cfg, spec.uri, run_name=label.run_name, tags=tags, parent_run_id=spec.parent_run_id)
 
@@ -192,10 +193,10 @@ def tune_trial(params: dict[str, Any], spec: TrialSpec) -> None:
     cfg = spec.config(params)
     tracker = _trial_run(spec, cfg, params, trial_id)
     earlier = tracker.client.get_run(tracker.run_id).data.tags
-    if earlier.get(keys.TAG_ERROR_FINAL):  # Tune retries every failure; a retry would fail the same way
+    if earlier.get(schema.TAG_ERROR_FINAL):  # Tune retries every failure; a retry would fail the same way
         tracker.set_status("FAILED")
-        raise TrialFailed(earlier.get(keys.TAG_ERROR, "failed"), final=True)
-    tracker.set_tags({keys.TAG_PROCESS: f"{socket.gethostname()}:{os.getpid()}"})  # this attempt's trial process
+        raise TrialFailed(earlier.get(schema.TAG_ERROR, "failed"), final=True)
+    tracker.set_tags({schema.TAG_PROCESS: f"{socket.gethostname()}:{os.getpid()}"})  # this attempt's trial process
     try:
         if cfg.scaling.in_process:
             import torch
@@ -216,7 +217,7 @@ def tune_trial(params: dict[str, Any], spec: TrialSpec) -> None:
         # input, one that would recur from the checkpoint (a NaN loss, out of memory), or one Ray
         # Train already retried its workers for, ends the trial at once
         final = isinstance(err, UserError) or recurs(err) or not cfg.scaling.in_process
-        tracker.set_tags({keys.TAG_ERROR: reason, **({keys.TAG_ERROR_FINAL: "1"} if final else {})})
+        tracker.set_tags({schema.TAG_ERROR: reason, **({schema.TAG_ERROR_FINAL: "1"} if final else {})})
         tracker.set_status("FAILED")
         raise TrialFailed(reason, final) from err
     tracker.set_status("FINISHED")
@@ -242,11 +243,11 @@ def adopt_orphan(spec: TrialSpec, params: dict[str, Any], trial_id: str) -> RunT
     Tune saved it), now the run of ``trial_id``; None when there is none."""
     if spec.parent_run_id is None:
         return None
-    orphan = RunTracker.find(spec.uri, spec.experiment, {keys.TAG_PARENT: spec.parent_run_id, keys.TAG_TRIAL_KEY: trial_key(params), keys.TAG_ORPHAN: "1"})
+    orphan = RunTracker.find(spec.uri, spec.experiment, {schema.TAG_PARENT: spec.parent_run_id, schema.TAG_TRIAL_KEY: trial_key(params), schema.TAG_ORPHAN: "1"})
     if orphan is None:
         return None
-    orphan.set_tags({keys.TAG_TRIAL_ID: trial_id})
-    orphan.client.delete_tag(orphan.run_id, keys.TAG_ORPHAN)
+    orphan.set_tags({schema.TAG_TRIAL_ID: trial_id})
+    orphan.client.delete_tag(orphan.run_id, schema.TAG_ORPHAN)
     return orphan
 
 
@@ -254,4 +255,4 @@ def find_child_run(uri: str, experiment: str, parent_run_id: str | None, trial_i
     """The MLflow run of trial ``trial_id`` under sweep run ``parent_run_id``, if it exists."""
     if parent_run_id is None:
         return None
-    return RunTracker.find(uri, experiment, {keys.TAG_TRIAL_ID: trial_id, keys.TAG_PARENT: parent_run_id})
+    return RunTracker.find(uri, experiment, {schema.TAG_TRIAL_ID: trial_id, schema.TAG_PARENT: parent_run_id})

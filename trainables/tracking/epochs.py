@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from mjp import keys
-from trainables.tracking.progress import TAG as PROGRESS_TAG
 from trainables.tracking.progress import Progress
 from trainables.tracking.runs import RunTracker
+from trainables.tracking import schema
 
 
 class EpochLogger:
@@ -25,7 +25,7 @@ class EpochLogger:
     def running(self, metrics: dict[str, float], step: int) -> None:
         progress = Progress.from_report(metrics)
         if progress is not None:
-            self.tracker.set_tags({PROGRESS_TAG: progress.to_tag()})
+            self.tracker.set_tags({schema.TAG_PROGRESS: progress.to_tag()})
         if step > self.last_running:
             self.tracker.log_metrics({f"{k}{keys.RUNNING_SUFFIX}": v for k, v in metrics.items() if k.startswith("train/loss")}, step)
 
@@ -52,7 +52,7 @@ def start_system_metrics(tracker: RunTracker) -> Any:
     try:
         import psutil  # noqa: F401
     except ImportError:
-        tracker.set_tags({"mjp.system_metrics": "off: psutil is not importable in the training process"})
+        tracker.set_tags({schema.TAG_SYSTEM_METRICS: "off: psutil is not importable in the training process"})
         return None
     from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
 

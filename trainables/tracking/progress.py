@@ -22,7 +22,6 @@ STEP = "progress/step"
 STEPS = "progress/steps"
 ELAPSED_S = "progress/elapsed_s"
 IMG_PER_S = "perf/img_per_s"
-TAG = "mjp.progress"
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,7 @@ import mlflow
 from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
-from mjp import keys
-from trainables.tracking.progress import TAG as PROGRESS_TAG
+from trainables.tracking import schema
 from trainables.tracking.progress import Progress
 from trainables.tracking.store import TrackingError, check_store_readable, experiment_id, git_commit, ready_store
 
@@ -45,10 +44,10 @@ class RunTracker:
         client = ready_store(uri)
         all_tags = dict(tags or {})
         if parent_run_id:
-            all_tags[keys.TAG_PARENT] = parent_run_id
+            all_tags[schema.TAG_PARENT] = parent_run_id
         commit = git_commit()
         if commit:
-            all_tags.setdefault("mlflow.source.git.commit", commit)
+            all_tags.setdefault(schema.TAG_GIT_COMMIT, commit)
         run = client.create_run(experiment_id(client, experiment), run_name=run_name, tags=all_tags)
         return cls(uri, run.info.run_id)
 
@@ -79,7 +78,7 @@ class RunTracker:
 
     def set_note(self, text: str) -> None:
         """The run's description in the MLflow UI (Markdown)."""
-        self.set_tags({keys.TAG_NOTE: text})
+        self.set_tags({schema.TAG_NOTE: text})
 
     def log_metrics(self, metrics: dict[str, float], step: int = 0) -> None:
         ts = _now_ms()
@@ -103,10 +102,10 @@ class RunTracker:
         """A dataset in the run's Dataset column (``mlflow.log_input``), once per context."""
         have = self.client.get_run(self.run_id).inputs
         for existing in (have.dataset_inputs if have else []):
-            if any(t.key == "mlflow.data.context" and t.value == context for t in existing.tags):
+            if any(t.key == schema.TAG_DATA_CONTEXT and t.value == context for t in existing.tags):
                 return
         dataset = Dataset(name=name, digest=digest, source_type="local", source=json.dumps({"uri": source}), profile=json.dumps(profile))
-        self.client.log_inputs(self.run_id, datasets=[DatasetInput(dataset, tags=[InputTag("mlflow.data.context", context)])])
+        self.client.log_inputs(self.run_id, datasets=[DatasetInput(dataset, tags=[InputTag(schema.TAG_DATA_CONTEXT, context)])])
 
     def log_artifact(self, path: str | Path, artifact_path: str | None = None) -> None:
         self.client.log_artifact(self.run_id, str(path), artifact_path)
@@ -143,11 +142,11 @@ class MlflowProgress:
         if run_id is None:
             if self.parent_run_id is None:
                 return None
-            found = RunTracker.find(self.uri, self.experiment, {keys.TAG_TRIAL_ID: trial_id, keys.TAG_PARENT: self.parent_run_id})
+            found = RunTracker.find(self.uri, self.experiment, {schema.TAG_TRIAL_ID: trial_id, schema.TAG_PARENT: self.parent_run_id})
             if found is None:
                 return None
             run_id = self._runs[trial_id] = found.run_id
-        return Progress.from_tag(MlflowClient(self.uri).get_run(run_id).data.tags.get(PROGRESS_TAG))
+        return Progress.from_tag(MlflowClient(self.uri).get_run(run_id).data.tags.get(schema.TAG_PROGRESS))
 
 
 def run_config_tree(uri: str, run_id: str) -> dict[str, Any]:
@@ -174,6 +173,6 @@ def get_run_or_fail(uri: str, run_id: str) -> Any:
 def download_run_checkpoint(uri: str, run_id: str, into: str) -> Path:
     """The model weights a run logged (``checkpoint/model.pt``), downloaded into ``into``."""
     try:
-        return Path(MlflowClient(uri).download_artifacts(run_id, "checkpoint/model.pt", into))
+        return Path(MlflowClient(uri).download_artifacts(run_id, schema.ARTIFACT_CHECKPOINT, into))
     except (mlflow.exceptions.MlflowException, OSError):
-        raise TrackingError(f"MLflow run {run_id} has no checkpoint/model.pt artifact (was it trained with tracking.log_checkpoint=false, or did it fail?)") from None
+        raise TrackingError(f"MLflow run {run_id} has no {schema.ARTIFACT_CHECKPOINT} artifact (was it trained with tracking.log_checkpoint=false, or did it fail?)") from None

@@ -14,8 +14,8 @@ from typing import Iterator
 import mlflow
 from mlflow.tracking import MlflowClient
 
-from mjp import keys
 from trainables.errors import UserError
+from trainables.tracking import schema
 
 
 class TrackingError(UserError):
@@ -167,7 +167,7 @@ def ready_store(uri: str) -> MlflowClient:
 
 #: the kind the MLflow UI shows for our experiments (model training, not GenAI); it still opens an
 #: experiment on its overview, so the commands print the runs table's address (experiment_runs_page)
-EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}
+EXPERIMENT_KIND = {schema.TAG_EXPERIMENT_KIND: "custom_model_development"}
 
 
 def experiment_id(client: MlflowClient, name: str) -> str:
@@ -199,7 +199,7 @@ def set_experiment_note(uri: str, name: str, text: str) -> None:
     """The experiment's description in the MLflow UI (``mlflow.note.content``)."""
     client = ready_store(uri)
     exp = experiment_id(client, name)
-    client.set_experiment_tag(exp, keys.TAG_NOTE, text)
+    client.set_experiment_tag(exp, schema.TAG_NOTE, text)
     for key, value in EXPERIMENT_KIND.items():
         client.set_experiment_tag(exp, key, value)
 

@@ -20,7 +20,6 @@ from typing import Any, Iterable
 import torch
 import torch.distributed as dist
 
-from mjp import keys
 from trainables.config.schema import TrainConfig
 from trainables.config.seeds import derive_seed
 from trainables.data.datasets import dataset_inputs, load_datasets
@@ -28,6 +27,7 @@ from trainables.data.info import data_info
 from trainables.data.loaders import make_loaders
 from trainables.evaluation.accuracy import evaluate
 from trainables.evaluation.final import final_evaluation
+from trainables.tracking import schema
 from trainables.tracking.epochs import EpochLogger
 from trainables.tracking.runs import RunTracker
 from trainables.train.engine import build_algorithm, build_model, build_state, make_mixup, seed_everything, train_one_epoch
@@ -115,11 +115,11 @@ def train_loop(cfg: TrainConfig, session: Any, *, tracking_uri: str | None, run_
 def record_node(tracker: RunTracker, rank: int, node_id: str) -> None:
     """Tag the run with the Ray node this worker trains on; rank 0 also appends it to the run's
     node history (a trial restarted on another node after a node loss names both)."""
-    tags = {f"{keys.TAG_NODE_PREFIX}{rank}": node_id}
+    tags = {f"{schema.TAG_NODE_PREFIX}{rank}": node_id}
     if rank == 0:
-        seen = tracker.client.get_run(tracker.run_id).data.tags.get(keys.TAG_NODES_SEEN, "")
+        seen = tracker.client.get_run(tracker.run_id).data.tags.get(schema.TAG_NODES_SEEN, "")
         nodes = [n for n in seen.split(",") if n]
-        tags[keys.TAG_NODES_SEEN] = ",".join(nodes if nodes[-1:] == [node_id] else [*nodes, node_id])
+        tags[schema.TAG_NODES_SEEN] = ",".join(nodes if nodes[-1:] == [node_id] else [*nodes, node_id])
     tracker.set_tags(tags)
 
 
