@@ -14,9 +14,7 @@ def reopen_children(parent: RunTracker, restored: set[str]) -> None:
     after Tune's last save) is tagged an orphan, so the trial Tune proposes again with the same
     params adopts it instead of making a second run (``trainables.launch.trial.adopt_orphan``). A
     failure marked final for the last run's retries is retried once more by the resume."""
-    experiment = parent.client.get_run(parent.run_id).info.experiment_id
-    query = f"tags.`{schema.TAG_PARENT}` = '{parent.run_id}'"
-    for run in parent.client.search_runs([experiment], filter_string=query):
+    for run in parent.children():
         child = RunTracker(parent.uri, run.info.run_id)
         if run.info.status == "RUNNING":
             child.set_tags({schema.TAG_INTERRUPTED: "the sweep's driver was lost; `mjp sweep resume` continues it"})
@@ -24,16 +22,14 @@ def reopen_children(parent: RunTracker, restored: set[str]) -> None:
         if run.data.tags.get(schema.TAG_TRIAL_ID) not in restored:
             child.set_tags({schema.TAG_ORPHAN: "1"})
         if schema.TAG_ERROR_FINAL in run.data.tags:
-            parent.client.delete_tag(child.run_id, schema.TAG_ERROR_FINAL)
+            child.delete_tag(schema.TAG_ERROR_FINAL)
 
 
 def close_running_children(parent: RunTracker) -> None:
     """After an interruption no child run of the sweep may stay RUNNING: the recorder closes the
     trials Tune still listed; this closes any other (a trial whose child run Tune no longer
     tracks) as KILLED, with the same "interrupted" tag, so `mjp sweep resume` continues it."""
-    experiment = parent.client.get_run(parent.run_id).info.experiment_id
-    query = f"tags.`{schema.TAG_PARENT}` = '{parent.run_id}' and attributes.status = 'RUNNING'"
-    for run in parent.client.search_runs([experiment], filter_string=query):
+    for run in parent.children("attributes.status = 'RUNNING'"):
         child = RunTracker(parent.uri, run.info.run_id)
         child.set_tags({schema.TAG_INTERRUPTED: "the sweep was interrupted; `mjp sweep resume` continues it"})
         child.set_status("KILLED")
@@ -49,9 +45,7 @@ def close_orphans(parent: RunTracker) -> int:
     trial was lost with a driver and no trial adopted it; a random or Bayesian searcher need not
     propose the same params again) says so. The number of such runs. (An orphan that had finished
     before the driver was lost keeps its result and says nothing of the kind.)"""
-    experiment = parent.client.get_run(parent.run_id).info.experiment_id
-    query = f"tags.`{schema.TAG_PARENT}` = '{parent.run_id}' and tags.`{schema.TAG_ORPHAN}` = '1' and attributes.status = 'KILLED'"
-    orphans = parent.client.search_runs([experiment], filter_string=query)
+    orphans = parent.children(f"{schema.tag_filter(schema.TAG_ORPHAN, '1')} and attributes.status = 'KILLED'")
     for run in orphans:
         RunTracker(parent.uri, run.info.run_id).set_tags({schema.TAG_INTERRUPTED: LOST_NOT_PROPOSED})
     return len(orphans)

@@ -112,7 +112,7 @@ class OptunaMirror(tune.Callback):
         tracker = find_child_run(uri, experiment, parent, trial.trial_id)
         if tracker is None:
             return {}, None
-        run = tracker.client.get_run(tracker.run_id)
+        run = tracker.run()
         tags = run.data.tags
         attrs = {"mlflow_run_id": run.info.run_id, "mlflow_run_name": run.info.run_name or "",
                  "variant": tags.get(schema.TAG_VARIANT, ""), "label": tags.get(schema.TAG_LABEL, "")}

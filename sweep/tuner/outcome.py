@@ -95,6 +95,6 @@ def finish_sweep(study: Study, spec: TrialSpec, parent: RunTracker, grid: Any, e
     else:
         close_orphans(parent)
         parent.log_new_metrics(summary)
-        parent.client.delete_tag(parent.run_id, schema.TAG_INTERRUPTED) if schema.TAG_INTERRUPTED in parent.client.get_run(parent.run_id).data.tags else None
+        parent.delete_tag(schema.TAG_INTERRUPTED)
         parent.set_status("FINISHED")
     return outcome

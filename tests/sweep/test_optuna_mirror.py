@@ -37,7 +37,7 @@ def test_mirrored_trials_have_times_metric_names_and_their_mlflow_run(tmp_path):
     back = optuna.load_study(study_name="quickstart-x", storage=url)
     assert back.metric_names == ["val/top1"]
     first, second = back.get_trials()
-    run = child.client.get_run(child.run_id)
+    run = child.run()
     assert first.state == optuna.trial.TrialState.COMPLETE and first.value == 0.75 and first.intermediate_values == {1: 0.25, 2: 0.5, 3: 0.75}
     assert first.datetime_start == datetime.datetime.fromtimestamp(run.info.start_time / 1000)  # the MLflow run's start
     assert first.datetime_complete > first.datetime_start and first.duration.total_seconds() > 0

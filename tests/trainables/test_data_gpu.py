@@ -179,8 +179,10 @@ def test_one_epoch_of_training_from_a_jpeg_folder_with_decode_gpu(tmp_path):
     })
     check_data(cfg)
     bundle = load_datasets(cfg)
-    sampler, train, val = make_loaders(cfg, bundle, TuneSession(), len(bundle.train))
-    sampler.set_epoch(0)
+    loaders = make_loaders(cfg, bundle, TuneSession())
+    loaders.set_epoch(0)
+    train = loaders.train
+    assert loaders.train_size == len(bundle.train) == 16  # 2 classes x 8
     model = build_model(cfg, bundle.shape)
     from trainables.train.engine import make_mixup
 

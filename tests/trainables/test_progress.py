@@ -6,6 +6,7 @@ import io
 import pytest
 import torch
 from ray.tune.experiment import Trial
+from mlflow.tracking import MlflowClient
 
 from mjp import keys
 from sweep.console.view import ConsoleView
@@ -83,7 +84,7 @@ def test_the_console_shows_a_running_trial_s_progress_from_its_mlflow_run(tmp_pa
     EpochLogger(run).running({keys.TRAIN_LOSS: 2.0, keys.TRAIN_LOSS_DAL: 0.0, **pace(2, 30, 120, 30 * 64, 6.0, 20.0)}, 150)
     by_trial, by_run = MlflowProgress(uri, "progress", parent.run_id)("t1"), MlflowProgress(uri, "progress", run_id=run.run_id)("t1")
     assert by_trial == by_run and (by_trial.epoch, by_trial.step, by_trial.steps, by_trial.img_per_s) == (2, 30, 120, 96.0)
-    assert run.client.get_metric_history(run.run_id, "train/loss_running")[0].step == 150
+    assert MlflowClient(run.uri).get_metric_history(run.run_id, "train/loss_running")[0].step == 150
     out = io.StringIO()
     view = ConsoleView("sweep s", lambda p: "A baseline seed 0", lambda p: 3, [(keys.VAL_TOP1, "max")], 2, stream=out,
                        progress_of=MlflowProgress(uri, "progress", run_id=run.run_id), poll_s=0, plain_progress_s=0)
@@ -119,5 +120,5 @@ def test_system_metrics_are_logged_on_a_training_run_unless_switched_off(tmp_pat
     assert monitor.sampling_interval == 3600 and monitor._process.is_alive()
     logger.final({keys.VAL_CONSISTENCY: 0.5})  # the end of training stops it, with one last sample (no interval passed)
     assert logger.system_metrics is None and monitor._process is None
-    logged = on.client.get_run(on.run_id).data.metrics
+    logged = on.run().data.metrics
     assert {"system/cpu_utilization_percentage", "system/system_memory_usage_megabytes"} <= logged.keys()

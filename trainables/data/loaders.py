@@ -3,17 +3,32 @@ decoded on the device (``data/gpu``), per ``data.loader`` and ``data.decode``.""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from torch.utils.data import DataLoader, Subset
 
 from trainables.config.schema import TrainConfig
 from trainables.data.datasets import DatasetBundle
+from trainables.data.info import data_info
 from trainables.data.samplers import train_sampler
 
 
-def make_loaders(cfg: TrainConfig, bundle: DatasetBundle, session: Any, train_size: int) -> tuple[Any, Any, DataLoader]:
-    """Sharded train loader (per-epoch shuffled, seeded by ``data.seed``) and val loader."""
+@dataclass(frozen=True)
+class TrainLoaders:
+    """One worker's input. ``train`` yields ``(images [B, C, S, S], labels [B])`` on the device or
+    the host; ``val``: this worker's validation shard; ``set_epoch(e)`` reshuffles the training
+    order for epoch ``e``; ``train_size``: training images per epoch over all workers."""
+
+    train: Any
+    val: DataLoader
+    set_epoch: Callable[[int], None]
+    train_size: int
+
+
+def make_loaders(cfg: TrainConfig, bundle: DatasetBundle, session: Any) -> TrainLoaders:
+    """Sharded train loader (per-epoch shuffled, seeded by ``data.seed``) and val loader.
+    ``session``: the worker's (``rank``, ``world``, ``device``, ``prepare_loader``, ``train_iterator``)."""
     d, rank, world = cfg.data, session.rank, session.world
     common = dict(batch_size=d.batch_size, num_workers=d.loader_workers, pin_memory=cfg.scaling.use_gpu, persistent_workers=d.loader_workers > 0)
     # Validation: a disjoint shard per worker (no padding duplicates); sums are all-reduced.
@@ -21,16 +36,17 @@ def make_loaders(cfg: TrainConfig, bundle: DatasetBundle, session: Any, train_si
     if d.loader == "ray_data":
         from trainables.data.ray_data import RayDataLoader, shuffle_buffer_rows
 
+        train_size = min(data_info(cfg).train_size, d.train_limit or 2**62)  # Ray Data reads the split itself
         train = RayDataLoader(session.train_iterator(cfg), d.batch_size, train_size // (d.batch_size * world), d.seed, session.device, shuffle_buffer_rows(cfg))
-        return train, train, val
+        return TrainLoaders(train, val, train.set_epoch, train_size)
     if d.decode == "gpu":
         return _device_decode_loader(cfg, bundle, session, val)
     sampler = train_sampler(bundle.train, seed=d.seed, repeats=d.repeated_aug, rank=rank, world=world)
     train = DataLoader(bundle.train, sampler=sampler, drop_last=True, **common)
-    return sampler, session.prepare_loader(train), val
+    return TrainLoaders(session.prepare_loader(train), val, sampler.set_epoch, len(bundle.train))
 
 
-def _device_decode_loader(cfg: TrainConfig, bundle: DatasetBundle, session: Any, val: Any) -> tuple[Any, Any, Any]:
+def _device_decode_loader(cfg: TrainConfig, bundle: DatasetBundle, session: Any, val: DataLoader) -> TrainLoaders:
     """``data.decode: gpu``: the DataLoader reads encoded files, the training device decodes and augments them."""
     from trainables.data.gpu.augment import DeviceRecipe
     from trainables.data.gpu.decode import DeviceAugmentLoader, SeededSampler, collate_encoded
@@ -40,4 +56,4 @@ def _device_decode_loader(cfg: TrainConfig, bundle: DatasetBundle, session: Any,
     loader = DataLoader(bundle.train, sampler=sampler, batch_size=d.batch_size, drop_last=True, collate_fn=collate_encoded,
                         num_workers=d.loader_workers, pin_memory=cfg.scaling.use_gpu, persistent_workers=d.loader_workers > 0)
     train = DeviceAugmentLoader(loader, sampler, DeviceRecipe(bundle.shape.img_size, d.augment), session.device, bundle.train, bundle.skipped_log)
-    return train, train, val
+    return TrainLoaders(train, val, train.set_epoch, len(bundle.train))

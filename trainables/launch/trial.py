@@ -140,8 +140,7 @@ def _trial_run(spec: TrialSpec, cfg: TrainConfig, params: dict[str, Any], trial_
     else:
         tracker = find_child_run(spec.uri, spec.experiment, spec.parent_run_id, trial_id) or adopt_orphan(spec, params, trial_id)
     if tracker is not None:
-        if schema.TAG_ORPHAN in tracker.client.get_run(tracker.run_id).data.tags:  # restored after all: not for adoption
-            tracker.client.delete_tag(tracker.run_id, schema.TAG_ORPHAN)
+        tracker.delete_tag(schema.TAG_ORPHAN)  # restored after all: not for adoption
         tracker.set_status("RUNNING")
         return tracker
     label = run_label(cfg, params, spec.presets)
@@ -192,7 +191,7 @@ def tune_trial(params: dict[str, Any], spec: TrialSpec) -> None:
     trial_id = tune.get_context().get_trial_id()
     cfg = spec.config(params)
     tracker = _trial_run(spec, cfg, params, trial_id)
-    earlier = tracker.client.get_run(tracker.run_id).data.tags
+    earlier = tracker.tags()
     if earlier.get(schema.TAG_ERROR_FINAL):  # Tune retries every failure; a retry would fail the same way
         tracker.set_status("FAILED")
         raise TrialFailed(earlier.get(schema.TAG_ERROR, "failed"), final=True)
@@ -247,7 +246,7 @@ def adopt_orphan(spec: TrialSpec, params: dict[str, Any], trial_id: str) -> RunT
     if orphan is None:
         return None
     orphan.set_tags({schema.TAG_TRIAL_ID: trial_id})
-    orphan.client.delete_tag(orphan.run_id, schema.TAG_ORPHAN)
+    orphan.delete_tag(schema.TAG_ORPHAN)
     return orphan
 
 

@@ -46,7 +46,7 @@ def start_system_metrics(tracker: RunTracker) -> Any:
     ``tracking.system_metrics_s`` seconds as the run's params say (None when off). It stops at
     ``finish()`` or by itself once the run is no longer RUNNING. psutil comes with Ray (its
     vendored copy, importable once Ray is); GPU metrics need pynvml (``nvidia-ml-py``)."""
-    interval = tracker.client.get_run(tracker.run_id).data.params.get("tracking.system_metrics_s")
+    interval = tracker.run().data.params.get("tracking.system_metrics_s")
     if interval in (None, "", "None"):
         return None
     try:

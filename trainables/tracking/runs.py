@@ -36,7 +36,7 @@ class RunTracker:
     """One MLflow run, addressed by id."""
 
     def __init__(self, uri: str, run_id: str):
-        self.client = MlflowClient(uri)
+        self._client = MlflowClient(uri)
         self.uri, self.run_id = uri, run_id
 
     @classmethod
@@ -64,17 +64,36 @@ class RunTracker:
 
     @property
     def status(self) -> str:
-        return self.client.get_run(self.run_id).info.status
+        return self._client.get_run(self.run_id).info.status
+
+    def run(self) -> Any:
+        """The run as MLflow has it now (an MLflow ``Run``: ``.info``, ``.data``)."""
+        return self._client.get_run(self.run_id)
+
+    def tags(self) -> dict[str, str]:
+        return dict(self.run().data.tags)
+
+    def delete_tag(self, key: str) -> None:
+        """Remove ``key`` from the run's tags, if it is there."""
+        if key in self.tags():
+            self._client.delete_tag(self.run_id, key)
+
+    def children(self, condition: str = "") -> list[Any]:
+        """The child runs (MLflow ``Run`` entities: ``.info``, ``.data.tags``) meeting ``condition``
+        (an MLflow filter joined with ``and``), oldest first."""
+        experiment = self._client.get_run(self.run_id).info.experiment_id
+        query = schema.tag_filter(schema.TAG_PARENT, self.run_id) + (f" and {condition}" if condition else "")
+        return self._client.search_runs([experiment], filter_string=query, order_by=["attributes.start_time ASC"])
 
     def log_params(self, params: dict[str, Any]) -> None:
         """Log params not yet on the run (a resumed run keeps its originals)."""
-        have = self.client.get_run(self.run_id).data.params
+        have = self._client.get_run(self.run_id).data.params
         items = [Param(k, _param_value(v)) for k, v in sorted(params.items()) if k not in have]
         for i in range(0, len(items), 100):
-            self.client.log_batch(self.run_id, params=items[i : i + 100])
+            self._client.log_batch(self.run_id, params=items[i : i + 100])
 
     def set_tags(self, tags: dict[str, Any]) -> None:
-        self.client.log_batch(self.run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
+        self._client.log_batch(self.run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
 
     def set_note(self, text: str) -> None:
         """The run's description in the MLflow UI (Markdown)."""
@@ -82,12 +101,12 @@ class RunTracker:
 
     def log_metrics(self, metrics: dict[str, float], step: int = 0) -> None:
         ts = _now_ms()
-        self.client.log_batch(self.run_id, metrics=[Metric(k, float(v), ts, step) for k, v in metrics.items()])
+        self._client.log_batch(self.run_id, metrics=[Metric(k, float(v), ts, step) for k, v in metrics.items()])
 
     def log_new_metrics(self, metrics: dict[str, float]) -> None:
         """Summary values, logged once: a key already holding the same value is not logged again;
         a changed value (a resumed sweep) is logged as the key's next step."""
-        have = self.client.get_run(self.run_id).data.metrics
+        have = self._client.get_run(self.run_id).data.metrics
         for key, value in metrics.items():
             if key in have and have[key] == float(value):
                 continue
@@ -96,22 +115,22 @@ class RunTracker:
 
     def last_step(self, key: str) -> int:
         """The largest step logged for ``key``; -1 when none is."""
-        return max((m.step for m in self.client.get_metric_history(self.run_id, key)), default=-1)
+        return max((m.step for m in self._client.get_metric_history(self.run_id, key)), default=-1)
 
     def log_dataset(self, name: str, digest: str, source: str, profile: dict[str, Any], context: str) -> None:
         """A dataset in the run's Dataset column (``mlflow.log_input``), once per context."""
-        have = self.client.get_run(self.run_id).inputs
+        have = self._client.get_run(self.run_id).inputs
         for existing in (have.dataset_inputs if have else []):
             if any(t.key == schema.TAG_DATA_CONTEXT and t.value == context for t in existing.tags):
                 return
         dataset = Dataset(name=name, digest=digest, source_type="local", source=json.dumps({"uri": source}), profile=json.dumps(profile))
-        self.client.log_inputs(self.run_id, datasets=[DatasetInput(dataset, tags=[InputTag(schema.TAG_DATA_CONTEXT, context)])])
+        self._client.log_inputs(self.run_id, datasets=[DatasetInput(dataset, tags=[InputTag(schema.TAG_DATA_CONTEXT, context)])])
 
     def log_artifact(self, path: str | Path, artifact_path: str | None = None) -> None:
-        self.client.log_artifact(self.run_id, str(path), artifact_path)
+        self._client.log_artifact(self.run_id, str(path), artifact_path)
 
     def log_text(self, text: str, artifact_file: str) -> None:
-        self.client.log_text(self.run_id, text, artifact_file)
+        self._client.log_text(self.run_id, text, artifact_file)
 
     def log_figure(self, figure: Any, name: str, artifact_dir: str = "figures") -> None:
         """Save a matplotlib figure as ``<artifact_dir>/<name>`` (``name`` may hold a sub-folder)."""
@@ -124,9 +143,9 @@ class RunTracker:
     def set_status(self, status: str) -> None:
         """``RUNNING`` (re-attach), or a terminal ``FINISHED`` / ``FAILED`` / ``KILLED``."""
         if status == "RUNNING":
-            self.client.update_run(self.run_id, status="RUNNING")
+            self._client.update_run(self.run_id, status="RUNNING")
         else:
-            self.client.set_terminated(self.run_id, status=status)
+            self._client.set_terminated(self.run_id, status=status)
 
 
 class MlflowProgress:

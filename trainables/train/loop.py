@@ -23,7 +23,6 @@ import torch.distributed as dist
 from trainables.config.schema import TrainConfig
 from trainables.config.seeds import derive_seed
 from trainables.data.datasets import dataset_inputs, load_datasets
-from trainables.data.info import data_info
 from trainables.data.loaders import make_loaders
 from trainables.evaluation.accuracy import evaluate
 from trainables.evaluation.final import final_evaluation
@@ -65,8 +64,8 @@ def train_loop(cfg: TrainConfig, session: Any, *, tracking_uri: str | None, run_
     rank = session.rank
     seed_everything(derive_seed(cfg.runtime.seed, "process", rank))
     bundle = load_datasets(cfg)
-    train_size = min(data_info(cfg).train_size, cfg.data.train_limit or 2**62) if cfg.data.loader == "ray_data" else len(bundle.train)
-    sampler, train_loader, val_loader = make_loaders(cfg, bundle, session, train_size)
+    loaders = make_loaders(cfg, bundle, session)
+    train_loader, val_loader = loaders.train, loaders.val
     model = build_model(cfg, bundle.shape)
     algorithm = build_algorithm(cfg, model, rank, session.device)
     if cfg.runtime.channels_last:
@@ -91,7 +90,7 @@ def train_loop(cfg: TrainConfig, session: Any, *, tracking_uri: str | None, run_
     last_save = time.monotonic()
 
     while state.epoch < cfg.optim.epochs:
-        sampler.set_epoch(state.epoch)
+        loaders.set_epoch(state.epoch)
         metrics = train_one_epoch(cfg, state, train_loader, session.device, mixup, log.running if log else None)
         state.epoch += 1
         metrics.update(evaluate(unwrap(model), val_loader, session.device, all_reduce))
@@ -117,7 +116,7 @@ def record_node(tracker: RunTracker, rank: int, node_id: str) -> None:
     node history (a trial restarted on another node after a node loss names both)."""
     tags = {f"{schema.TAG_NODE_PREFIX}{rank}": node_id}
     if rank == 0:
-        seen = tracker.client.get_run(tracker.run_id).data.tags.get(schema.TAG_NODES_SEEN, "")
+        seen = tracker.tags().get(schema.TAG_NODES_SEEN, "")
         nodes = [n for n in seen.split(",") if n]
         tags[schema.TAG_NODES_SEEN] = ",".join(nodes if nodes[-1:] == [node_id] else [*nodes, node_id])
     tracker.set_tags(tags)

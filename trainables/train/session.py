@@ -72,13 +72,18 @@ class TuneSession:
     use_gpu: bool = False
 
     def __post_init__(self) -> None:
-        import ray
         from ray import tune
 
         self._tune = tune
         self.rank, self.world = 0, 1
-        self.node_id = ray.get_runtime_context().get_node_id()
         self.device = torch.device("cuda" if self.use_gpu and torch.cuda.is_available() else "cpu")
+
+    @property
+    def node_id(self) -> str:
+        """The Ray node of this process (asked when needed: asking starts a local Ray where none runs)."""
+        import ray
+
+        return ray.get_runtime_context().get_node_id()
 
     def prepare_model(self, model: nn.Module, find_unused_parameters: bool) -> nn.Module:
         return model.to(self.device)
