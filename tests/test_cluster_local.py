@@ -257,7 +257,7 @@ def test_two_workers_strictly_spread_over_two_nodes_train_as_one_worker(cluster)
     """Variant A (no random masks), 1 epoch: 2 Ray Train workers on 2 "GPU" nodes with 32 images
     each per step against 1 worker with 64. DistributedSampler gives the 2 ranks the 64 images the
     1 worker sees at each step, so the weights and the validation loss agree to float rounding
-    (tests/trainables/test_ddp_equivalence.py's tolerance)."""
+    (tests/trainables/train/test_ddp_equivalence.py's tolerance)."""
     path = Path(study(cluster, "cl-spread", 1, ["A"]))
     tree = yaml.safe_load(path.read_text())
     tree["space"] = {"workers": {"type": "grid", "values": ["one", "two"], "presets": {

@@ -7,7 +7,7 @@ import pytest
 @pytest.fixture(scope="module")
 def fake_fashion(tmp_path_factory):
     """Four tiny Fashion-MNIST IDX files (256 images a split), for studies whose base reads them."""
-    from tests.trainables.test_data import write_idx
+    from tests.trainables.data.test_datasets import write_idx
 
     root = tmp_path_factory.mktemp("fashion")
     for split in ("train", "t10k"):

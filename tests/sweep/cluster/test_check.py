@@ -8,7 +8,7 @@ import yaml
 from sweep.cluster.check import validate_cluster_config
 from trainables.errors import ConfigError
 
-CLUSTER = Path(__file__).resolve().parents[2] / "cluster.yaml"
+CLUSTER = Path(__file__).resolve().parents[3] / "cluster.yaml"
 
 
 def test_cluster_yaml_passes_rays_schema():
@@ -122,7 +122,7 @@ def test_the_bucket_is_set_in_one_place_and_nodes_install_the_locked_versions():
 
     import yaml
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     files = [root / "cluster.yaml", *sorted((root / "trainables" / "configs").glob("*.yaml"))]
     assert sum(f.read_text().count("YOUR-BUCKET") for f in files) == 1
     setup = " ".join(yaml.safe_load((root / "cluster.yaml").read_text())["setup_commands"])
@@ -187,7 +187,7 @@ def test_with_the_twins_exports_left_after_down_a_command_answers_in_one_line(ar
     """MLflow retries an absent server for minutes and Ray an absent GCS; the commands ask first."""
     from sweep.cli import main
 
-    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    monkeypatch.chdir(Path(__file__).resolve().parents[3])
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"http://127.0.0.1:{_closed_port()}")
     monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{_closed_port()}")
     monkeypatch.setenv("MJP_SWEEP_STORAGE", str(tmp_path / "sweeps"))

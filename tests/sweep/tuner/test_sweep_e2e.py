@@ -174,7 +174,7 @@ def test_interrupted_sweep_resumes_every_trial_once(tmp_path, local_ray, monkeyp
     assert len(listening) >= 3 and all(ip == "127.0.0.1" for _, ip, _ in listening), listening
 
     # what Ray wrote is signed; a planted or changed pickle is refused before Ray opens it
-    from tests.sweep.test_signatures import MakesMarker
+    from tests.sweep.security.test_signatures import MakesMarker
 
     directory, marker = Path(first.experiment_dir), tmp_path / "marker"
     trial_dir = next(p for p in directory.iterdir() if (p / "params.pkl").is_file())

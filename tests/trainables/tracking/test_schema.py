@@ -6,7 +6,7 @@ from pathlib import Path
 
 from trainables.tracking import schema
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_sweep_params_round_trip_through_mlflow_s_strings():

@@ -17,7 +17,7 @@ from sweep.tuner.state import SweepState
 from sweep.security.signatures import MANIFEST, key_path, sign_files, sign_tree, verify_sweep_dir
 from trainables.errors import UserError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 class MakesMarker:

@@ -26,7 +26,7 @@ import yaml
 pytest.importorskip("moto")
 boto3 = pytest.importorskip("boto3")
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 BUCKET = "mjp-test-bucket"
 SSH_FROM = "203.0.113.7/32"
 REGION = "us-west-2"

@@ -8,7 +8,7 @@ from trainables.errors import ConfigError
 from trainables.config.overrides import expand_presets, flatten, parse_override, parse_overrides, set_dotted, unflatten
 from trainables.config.seeds import derive_seed
 
-CONFIGS = Path(__file__).resolve().parents[2] / "trainables" / "configs"
+CONFIGS = Path(__file__).resolve().parents[3] / "trainables" / "configs"
 
 
 @pytest.mark.parametrize("path", sorted(CONFIGS.glob("*.yaml")), ids=lambda p: p.name)
