@@ -1,8 +1,8 @@
-"""``mjp sweep plan <study>``: what a study will cost before it starts.
+"""What a study will cost before it starts (``mjp sweep plan``; ``commands/plan.py`` prints it).
 
 Trials, epochs, the resources each trial asks for, how many run at once on the machines described
 (this machine, or a ``ray up`` cluster file) and the wall time and GPU-hours that follow from a
-throughput figure. Where the figure comes from is always printed: a short measurement on this
+throughput figure. The plan names where the figure comes from: a short measurement on this
 machine (CPU trials), BENCHMARKS.md (GPU trials: its DeiT-S target, which no run has measured yet),
 or ``--img-per-s``. Training images only: start-up and evaluation are not counted, and ASHA makes
 the real time shorter.

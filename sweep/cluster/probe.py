@@ -4,8 +4,8 @@ driver and CUDA, a CPU-only node, and from each the images, the bucket and the M
 
 A digits smoke sweep fits on the head's CPUs, so it proves none of these. The probe asks for one
 task on a node that offers ``--gpu-resource`` (``GPU``; the local twin's ``mjp_gpu``) and one on a
-node that offers ``--cpu-resource`` (``mjp_data``), each running ``probe_here``; it prints each
-check and exits 1 when one failed or a node did not come within ``--timeout``.
+node that offers ``--cpu-resource`` (``mjp_data``), each running ``probe_here`` (the job and its
+printout: ``sweep/commands/cluster.py``).
 """
 
 from __future__ import annotations

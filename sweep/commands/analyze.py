@@ -59,7 +59,7 @@ def _context(uri: str, parents: list[str], runs: Any, title: str) -> Any:
     histories = load_histories(uri, list(runs.run_id), (keys.VAL_TOP1, keys.TRAIN_LOSS)) if len(runs) else None
     sweep_lines = (
         f"{len(parents)} sweep(s), newest {newest.run_name} ({newest.status.lower()}); {len(runs)} runs; "
-        f"search {params.search_algorithm or '?'}, objective {', '.join(f'{m}:{mode}' for m, mode in params.objectives) or '?'}",
+        f"search {params.search_algorithm or '?'}, objective {','.join(f'{m}:{mode}' for m, mode in params.objectives) or '?'}",
         f"MLflow: parent run {newest.run_id} in {uri}",
     )
     return ReportContext(

@@ -10,9 +10,10 @@ from pathlib import Path
 from trainables.config.overrides import did_you_mean
 from trainables.errors import UserError
 
-#: the checkout (the folder of pyproject.toml, whatever depth this module sits at) and its studies
-PROJECT_DIR = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
-STUDIES_DIR = PROJECT_DIR / "sweep" / "studies"
+#: the shipped studies (inside the package), and the checkout: the folder of pyproject.toml above
+#: this module, or the package's parent where the package was installed without its checkout
+STUDIES_DIR = Path(__file__).resolve().parents[1] / "studies"
+PROJECT_DIR = next((p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file()), STUDIES_DIR.parents[1])
 
 
 def shipped_studies() -> list[str]:

@@ -84,7 +84,7 @@ def _launch(study: Study, storage: str, address: str | None, uri: str, verbose: 
     log = start_logging(experiment_dir, run_name, verbose)
     announce(stream, f"sweep {run_name}: {study.num_trials} trials, {study.max_concurrent} at a time · logs: {log}")
     parent = RunTracker.create(uri, experiment, run_name=run_name, tags={
-        schema.TAG_KIND: "sweep", schema.TAG_STUDY: study.name, schema.TAG_SMOKE: str(study.smoke),
+        schema.TAG_KIND: schema.KIND_SWEEP, schema.TAG_STUDY: study.name, schema.TAG_SMOKE: str(study.smoke),
         schema.TAG_DRIVER: f"{socket.gethostname()}:{os.getpid()}", schema.TAG_EXPERIMENT_DIR: experiment_dir,
     })
     recorder.parent_run_id = parent.run_id

@@ -18,8 +18,8 @@ from trainables.errors import UserError
 
 
 def filesystem(path: str) -> tuple[Any, str]:
-    """``pyarrow.fs.FileSystem`` and path for a local path or a URI (imported here: ``mjp sweep
-    status`` reads a state without pyarrow's import cost)."""
+    """``pyarrow.fs.FileSystem`` and path for a local path or a URI (pyarrow is imported when a
+    state is read or written, not when this module is)."""
     import pyarrow.fs
 
     if "://" in path:

@@ -1,4 +1,5 @@
-"""``TrainConfig``: one training run, validated before anything starts.
+"""A ``TrainConfig`` (``config/schema.py``) built from YAML and ``--set`` overrides, validated before
+anything starts, every error one line per key; and the config as flat params.
 
 Flat dotted keys (``optim.base_lr``, ``mjp.mask_ratio``) are the one spelling used by ``--set``,
 Tune's search spaces, MLflow params and the analysis columns. Pure pydantic: importing this

@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 PROC = Path("/proc")
-#: the checkout (the folder of pyproject.toml), where ``python -m`` finds this module
-PROJECT_DIR = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
+#: where ``python -m`` finds this module: the folder that holds the ``trainables`` package
+PROJECT_DIR = Path(__file__).resolve().parents[2]
 _watching: set[int] = set()
 
 

@@ -38,7 +38,7 @@ class NonFiniteLossError(RuntimeError):
 def seed_everything(seed: int) -> None:
     """Seed the process-global generators (weight init, augmentation, mixup) of one worker."""
     random.seed(seed)
-    np.random.seed(seed)  # seeds are < 2**32 (trainables.config.seeds.SEED_BOUND)
+    np.random.seed(seed)  # seeds are < 2**32 (mjp.config.SEED_BOUND)
     torch.manual_seed(seed)
 
 
