@@ -32,27 +32,30 @@ How, in one pass:
    several keeps the earliest slot's priority. If the nominal remainder let the union exceed ``k``,
    the final top-k drops patches of the latest slot only.
 4. Exact count. ``topk(score, k)`` with ``score`` = slot priority on the blocks, then a bonus for
-   patches beside a block (3 x 3 neighbourhood), then ``-distance^2`` to a random point of the
-   grid. The patches the rectangles leave over (BEiT's remainder rounds, and the patches lost to
-   overlaps) thus grow as a strip along the side of a block nearest that point, or, when the point
-   is more than about ``sqrt(RIM_BONUS)`` patches from every block, as one compact piece around it:
-   BEiT's two kinds of remainder pieces. ``topk`` returns exactly ``k`` indices per row.
+   patches beside a block (3 x 3 neighbourhood), then ``-distance^2`` to a random point. The
+   patches the rectangles leave over (BEiT's remainder rounds, and the patches lost to overlaps)
+   thus grow as a strip along the side of a block nearest that point, or, when the point is more
+   than about ``sqrt(RIM_BONUS)`` patches from every block, as one compact piece around it: BEiT's
+   two kinds of remainder pieces. The point is uniform in the grid shrunk by ``INSET *
+   sqrt(deficit)`` on each side, ``deficit`` the patches still missing: BEiT places a remainder
+   rectangle of ``d`` patches uniformly where it fits, so its centre keeps about ``sqrt(d) / 2``
+   from the edge (a point uniform on the whole grid covered the outer ring 10-26% more than
+   Algorithm 1). ``topk`` returns exactly ``k`` indices per row.
 
 Measured against a loop implementation of Algorithm 1 run to the exact count (``min_block`` 16,
-4,000 masks per setting, ratios 0.1/0.25/0.5 on 7x7, 14x14 and 16x16, this project's 2-core CPU;
-``tests/mjp/test_masking_statistics.py`` checks the same with 1,500): fill of the pieces' bounding
-boxes within 0.03; pieces per mask within 7%; mean log(h/w) of the pieces within 0.012 of 0; edge
-rows and edge columns covered alike (ratio 0.99-1.04). Where it differs: the share of masks made
-only of clean rectangles is within 0.045 except at 16x16 ratio 0.1 (0.39 against 0.44) and at
-7x7 ratio 0.1, where ``k = 5 < min_block`` (0.52 against 0.69); the grid's edges are covered
-0-26% more than Algorithm 1's (most at ratio 0.5), as step 4's pieces sit anywhere on the grid;
-and step 4 places 12-21% of the patches on 14x14 and 16x16 (2-36% on 7x7), where BEiT's own
-remainder rounds (fewer than ``min_block`` left) place 7-21%, the rest being patches our nominal
-remainder loses to overlaps. BENCHMARKS.md has the top-up share per case.
+1,000 masks per setting, ratios 0.1/0.25/0.4/0.5 on 7x7, 14x14 and 16x16, this project's 2-core
+CPU; ``tests/mjp/test_masking_statistics.py`` checks the same with 1,500): coverage of the grid's
+outer ring 0.92-1.07 of Algorithm 1's (7x7 at ratio 0.1, where ``k = 5 < min_block``: 0.82); fill
+of the pieces' bounding boxes within 0.02; pieces per mask 0.91-1.08 of Algorithm 1's; mean
+log(h/w) of the pieces within 0.012 of 0; edge rows and edge columns covered alike. Where it
+differs: the share of masks made only of clean rectangles is within 0.045 except at 7x7 ratio 0.1
+(0.08 fewer); and step 4 places 12-21% of the patches on 14x14 and 16x16 (2-36% on 7x7), where
+BEiT's own remainder rounds (fewer than ``min_block`` left) place 7-21%, the rest being patches
+our nominal remainder loses to overlaps. BENCHMARKS.md has the top-up share per case.
 
 Coverage. Like BEiT's, the rectangles cover the centre of the grid more often than its border.
 
-Cost. 48 aten ops per call (55 for ``mjp.sample_shuffle`` with its permutation), whatever the
+Cost. 63 aten ops per call (70 for ``mjp.sample_shuffle`` with its permutation), whatever the
 batch, ratio, square grid or ``min_block``; a non-square grid adds 2 (two slices). The largest
 tensors are ``[B, R, T, 2, 1]`` (shapes of the tries) and ``[B, R, H, W]`` (the kept rectangles).
 """
@@ -77,7 +80,9 @@ TRIES = 32
 #: aspect ratio and place; see the module docstring, step 2).
 AREA_GROUP = 16
 #: Score bonus of a patch beside a block, in squared patch distances to the random point (step 4).
-RIM_BONUS = 2.0
+RIM_BONUS = 0.5
+#: The top-up's point keeps ``INSET * sqrt(deficit)`` patches from the grid's edge (step 4).
+INSET = 0.4
 #: Score of a block patch: far above any bonus or distance term on grids up to 256 x 256.
 _BLOCK = 2.0**20
 
@@ -141,9 +146,9 @@ def _constants(h: int, w: int, slots: int, tries: int, min_block: int, aspect_ra
         "coords": torch.arange(max(h, w), dtype=torch.float32),  # [L]
         # Earlier slots keep their patches first if the union overshoots k.
         "priority": (_BLOCK * (2.0 - torch.arange(slots, dtype=torch.float32) / slots)).view(slots, 1, 1),
-        # -|p - c|^2 + |c|^2 for a point c = (H u0 - 1/2, W u1 - 1/2), u ~ U[0, 1)^2: addmm(const, u, lin).
-        "distance_const": -(rows * rows + cols * cols + rows + cols).unsqueeze(0),  # [1, N]
-        "distance_lin": torch.stack([2.0 * h * rows, 2.0 * w * cols]),  # [2, N]
+        # -|p' - c|^2 + |c|^2 = -|p'|^2 + 2 p'.c for patch centres p' = p + 1/2: addmm(const, c, lin).
+        "distance_const": -((rows + 0.5) ** 2 + (cols + 0.5) ** 2).unsqueeze(0),  # [1, N]
+        "distance_lin": torch.stack([2.0 * (rows + 0.5), 2.0 * (cols + 0.5)]),  # [2, N]
     }
     return {name: t.to(device) for name, t in made.items()}
 
@@ -200,11 +205,22 @@ def sample_block_masks(
     blocks = _rectangles(b, (h, w), k, c, generator, gen_device, min_block)
     # 4. Exact count: blocks, then strips beside them or a compact piece near a random point.
     rim = F.max_pool2d(blocks, 3, stride=1, padding=1)  # a block's priority on its 3 x 3 neighbourhood
-    near = torch.addmm(c["distance_const"], torch.rand(b, 2, generator=generator, device=gen_device), c["distance_lin"])
+    near = torch.addmm(c["distance_const"], _top_up_point(blocks, k, c, generator, gen_device), c["distance_lin"])
     score = torch.add(blocks, rim, alpha=RIM_BONUS / _BLOCK).view(b, n) + near
     chosen = score.topk(k, dim=1).indices
     out = torch.zeros(b, n, dtype=torch.bool, device=gen_device).scatter_(1, chosen, True)
     return out.to(out_device, non_blocking=True)
+
+
+def _top_up_point(blocks: torch.Tensor, k: int, c: dict[str, torch.Tensor], generator: torch.Generator | None, gen_device: torch.device) -> torch.Tensor:
+    """``[B, 2]`` float: the point the top-up grows towards, ``(row, col)`` in patch units (a patch's
+    centre is its index + 1/2), uniform in the grid shrunk by ``INSET * sqrt(deficit)`` on every side,
+    ``deficit = k - patches the rectangles cover`` (>= 1). BEiT places a remainder rectangle of ``d``
+    patches uniformly where it fits, so its centre keeps about ``sqrt(d) / 2`` from the edge."""
+    deficit = torch.rsub((blocks > 0).sum((1, 2, 3)), k).clamp(min=1).unsqueeze(1)  # [B, 1]
+    inset = deficit.sqrt() * INSET
+    u = torch.rand(blocks.shape[0], 2, generator=generator, device=gen_device)
+    return torch.addcmul(inset, u, c["limits"].view(1, 2) - 2 * inset)
 
 
 def _rectangles(b: int, grid: tuple[int, int], k: int, c: dict[str, torch.Tensor], generator: torch.Generator | None, gen_device: torch.device, min_block: int) -> torch.Tensor:

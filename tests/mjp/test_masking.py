@@ -86,7 +86,7 @@ class _CountOps(torch.utils._python_dispatch.TorchDispatchMode):
 
 
 def test_sample_shuffle_runs_a_small_constant_number_of_ops():
-    """No Python loop over rounds: the same op count whatever the batch, ratio, square grid and min block (<= 60)."""
+    """No Python loop over rounds: the same op count whatever the batch, ratio, square grid and min block (<= 80)."""
     from mjp import sample_shuffle
 
     counts = {}
@@ -98,7 +98,7 @@ def test_sample_shuffle_runs_a_small_constant_number_of_ops():
             s = sample_shuffle(batch, grid, ratio, generator=torch.Generator().manual_seed(0), min_block=min_block)
         counts[(batch, ratio, grid, min_block)] = ops.count
         assert (s.mask.sum(1) == target_count(grid[0] * grid[1], ratio)).all()
-    assert len(set(counts.values())) == 1 and max(counts.values()) <= 60, counts
+    assert len(set(counts.values())) == 1 and max(counts.values()) <= 80, counts
 
 
 @pytest.mark.parametrize("n, ratio, ok", [(16, 0.0, True), (16, 0.01, False), (16, 0.09, False), (16, 0.0938, True), (196, 0.005, False), (196, 0.01, True)])

@@ -6,7 +6,8 @@ exact count as the issue's reference: propose area ~ U(min_block, remaining), as
 uniformly, keep it when the patches it adds are in (0, remaining]. Both samplers draw 1,500 masks
 per setting; the statistics are those of the issue: fill of the pieces' bounding boxes, share of
 masks made only of clean rectangles, pieces per mask (4-connected), mean log(h/w) of the pieces,
-and the coverage of the edge rows and edge columns.
+the coverage of the edge rows and edge columns, and of the grid's outer ring as a whole (the
+positions that get E_unk and lose DAL weight when a mask covers them).
 """
 
 import math
@@ -63,11 +64,19 @@ def mask_statistics(masks: np.ndarray) -> dict[str, float]:
         "log_aspect": float(np.mean(log_aspects)),
         "edge_rows": float(masks[:, [0, -1], :].mean()),
         "edge_cols": float(masks[:, :, [0, -1]].mean()),
+        "ring": float(masks[:, outer_ring(masks.shape[1], masks.shape[2])].mean()),
     }
 
 
+def outer_ring(h: int, w: int) -> np.ndarray:
+    """``[H, W]`` bool: the grid's border positions."""
+    ring = np.ones((h, w), bool)
+    ring[1:-1, 1:-1] = False
+    return ring
+
+
 @pytest.mark.parametrize("size", [7, 14, 16])
-@pytest.mark.parametrize("ratio", [0.1, 0.25, 0.5])
+@pytest.mark.parametrize("ratio", [0.1, 0.25, 0.4, 0.5])
 def test_mask_statistics_match_algorithm_1(size, ratio):
     k = target_count(size * size, ratio)
     rng = np.random.default_rng(size * 100 + int(ratio * 100))
@@ -84,10 +93,11 @@ def test_mask_statistics_match_algorithm_1(size, ratio):
     assert abs(ours["log_aspect"]) <= 0.05 and abs(ours["log_aspect"] - reference["log_aspect"]) <= 0.05, report
     # No tall or wide bias: edge rows covered as often as edge columns (the old sampler: 9-19% apart).
     assert abs(ours["edge_rows"] / ours["edge_cols"] - 1) <= 0.10, report
-    # Edges as a whole: the top-up's pieces sit anywhere on the grid, BEiT's remainder rectangles lean
-    # to the centre like its blocks: ours covers the edges 0-26% more (measured with 4,000 masks).
-    edge = (ours["edge_rows"] + ours["edge_cols"]) / (reference["edge_rows"] + reference["edge_cols"])
-    assert 0.9 <= edge <= 1.35, report
+    # The outer ring as a whole: within 10% of Algorithm 1's where k >= min_block (0.92-1.07 measured
+    # on 14x14 and 16x16); the top-up grows towards a point kept off the edge as BEiT's remainder
+    # rectangles are (the old sampler's uniform point: 10-26% more). 7x7 at 0.1 (k = 5): 0.82.
+    bound = 0.10 if k >= DEFAULT_MIN_BLOCK else 0.25
+    assert abs(ours["ring"] / reference["ring"] - 1) <= bound, report
 
 
 def test_half_grid_masks_are_rare_and_duplicates_as_few_as_algorithm_1s():
