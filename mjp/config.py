@@ -12,6 +12,7 @@ jigsaw_prob            1.0             0.5                   the paper describes
 (jigsaw warm-up)       0 epochs        20 epochs             an engine option (``TrainConfig``), not a model one
 unk_init_std           0.02            1.0 (N(0,1) table)    same init as timm's PE: no confound in the ablation
 dal_weight             0.01            0.01 (then cosine)    paper Sec. 4.2; schedule in ``mjp.dal.dal_weight_at``
+dal_pca                reference       reference             row H as the paper ran it; ``affine`` (ours) is free of the PCA's orientation
 =====================  ==============  ====================  =========================================
 """
 
@@ -84,6 +85,10 @@ class MJPConfig(NoBooleanNumbers):
     jigsaw_prob: float = Field(1.0, ge=0.0, le=1.0)
     unk_init_std: float = Field(0.02, gt=0.0)
     dal: DalHead = "mlp"
+    #: the ``pca`` head (row H): ``reference`` (the reference code's: the PE rows projected on two
+    #: principal directions from 5 subspace iterations, compared with (row, col) directly) or
+    #: ``affine`` (ours: exact directions, then a least-squares affine map to (row, col))
+    dal_pca: Literal["reference", "affine"] = "reference"
     dal_weight: float = Field(0.01, ge=0.0)
     dal_schedule: DalSchedule = "constant"
     dal_final_weight: float = Field(0.005, ge=0.0)

@@ -6,11 +6,16 @@ as the paper and the reference code. Rows are weighted by their share of the bat
 batch is left out and gets no DAL gradient. Heads ``g``:
 
 - ``linear``: ``Linear(D, 2)``; ``mlp``: ``Linear(D, D) - ReLU - Linear(D, 2)`` (the paper's NLN);
-- ``pca``: no parameters. The weighted PE rows are projected on their top-2 principal directions
-  and a closed-form weighted least-squares affine map takes the projection to (row, col); the loss
-  is the L1 residual, i.e. how far the PE is from laying out its grid in a 2-D linear subspace.
+- ``pca``: no parameters; two modes (``MJPConfig.dal_pca``):
+  ``reference`` (the default; the reference code's ``ssl/dlocr.py``, the paper's row H): the PE
+  rows are projected, uncentred, on two principal directions found by ``REFERENCE_PCA_ITERATIONS``
+  subspace iterations from a random start (``torch.pca_lowrank(q=2, niter=5)``), and the
+  projection is compared with (row, col) directly, whatever the directions' signs and order;
+  ``affine`` (ours): the exact top-2 directions, then a closed-form weighted least-squares affine
+  map from the projection to (row, col): the loss is then how far the PE is from laying out its
+  grid in a 2-D linear subspace, free of the arbitrary orientation.
 
-The pca head's directions are exact (to float64 precision) whenever the spectrum separates its
+The affine mode's directions are exact (to float64 precision) whenever the spectrum separates its
 second and third singular values, early in training too, where a PE at initialisation has a flat
 spectrum (s1..s4 = 0.66, 0.66, 0.65, 0.64 on DeiT-S): a fixed count of subspace iterations left
 that subspace 40 degrees off. ``top2_subspace`` runs the power method with repeated squaring
@@ -19,6 +24,12 @@ direction at a time with the first deflated. It uses no random draws (the refere
 ``torch.pca_lowrank`` uses the global RNG) and no host synchronisation (``torch.linalg.svd``,
 ``eigh`` and ``solve`` check their results on the host under CUDA). Gradients flow through the
 projection, the mean and the affine fit, not through the directions.
+
+The reference mode draws its start once, from the run's seed, where the reference draws a fresh
+one per call from the global RNG: the loss is then a function of the PE alone, and a resumed run
+computes the same one. Gram-Schmidt on two columns stands in for QR and a closed-form 2 x 2
+eigen-decomposition for the small SVD, so no step syncs with the host; gradients flow through the
+projected rows, not through the directions (as in the affine mode).
 """
 
 from __future__ import annotations
@@ -32,6 +43,8 @@ from mjp.config import MJPConfig
 
 #: squarings per direction in ``top2_subspace``: 2**12 power steps, enough for a 0.65 / 0.66 gap
 PCA_SQUARINGS = 12
+#: subspace iterations of the reference mode (``torch.pca_lowrank``'s ``niter=5`` in the reference)
+REFERENCE_PCA_ITERATIONS = 5
 
 
 def grid_targets(grid: tuple[int, int], device: torch.device | None = None) -> torch.Tensor:
@@ -79,14 +92,44 @@ def top2_subspace(rows: torch.Tensor, weights: torch.Tensor, squarings: int = PC
     return _orthonormal(basis).to(rows.dtype)
 
 
-class DALHead(nn.Module):
-    """``g``: PE rows ``[N, D]`` -> predicted positions ``[N, 2]``."""
+def reference_pca_directions(rows: torch.Tensor, weights: torch.Tensor, start: torch.Tensor, iterations: int = REFERENCE_PCA_ITERATIONS) -> torch.Tensor:
+    """Two principal directions ``[D, 2]`` of the weighted rows, as ``torch.pca_lowrank(q=2)`` finds them.
 
-    def __init__(self, kind: str, dim: int):
+    ``rows [N, D]`` (centred here, with ``weights [N]``), ``start [D, 2]`` (the random start):
+    ``Q = orth(A R)``, then ``iterations`` times ``Q = orth(A orth(A^T Q))``, then the right
+    singular vectors of ``B = Q^T A`` (``[2, D]``) from the eigen-decomposition of ``B B^T``,
+    largest first. Columns are unit vectors; their signs are arbitrary, as the reference's.
+    """
+    a = (rows - (weights.unsqueeze(1) * rows).sum(0, keepdim=True)) * weights.clamp_min(0).sqrt().unsqueeze(1)  # [N, D]
+    q = _orthonormal(a @ start)
+    for _ in range(iterations):
+        q = _orthonormal(a @ _orthonormal(a.T @ q))
+    b = q.T @ a  # [2, D]
+    bbt = b @ b.T
+    angle = 0.5 * torch.atan2(2 * bbt[0, 1], bbt[0, 0] - bbt[1, 1])  # the larger eigenvalue's axis
+    cos, sin = angle.cos(), angle.sin()
+    u = torch.stack([torch.stack([cos, -sin]), torch.stack([sin, cos])])  # [2, 2], columns = eigenvectors
+    v = b.T @ u  # [D, 2]
+    return v / v.norm(dim=0, keepdim=True).clamp_min(1e-12)
+
+
+class DALHead(nn.Module):
+    """``g``: PE rows ``[N, D]`` -> predicted positions ``[N, 2]``.
+
+    ``pca_mode`` (``pca`` only): ``reference`` or ``affine`` (see the module docstring);
+    ``seed`` draws the reference mode's start ``[D, 2]`` from N(0, 1), once.
+    """
+
+    def __init__(self, kind: str, dim: int, *, pca_mode: str = "reference", seed: int = 0):
         super().__init__()
         if kind not in ("pca", "linear", "mlp"):
             raise ValueError(f"unknown DAL head {kind!r}; allowed: pca, linear, mlp")
-        self.kind = kind
+        if pca_mode not in ("reference", "affine"):
+            raise ValueError(f"unknown pca mode {pca_mode!r}; allowed: reference, affine")
+        self.kind, self.pca_mode = kind, pca_mode
+        if kind == "pca" and pca_mode == "reference":
+            start = torch.randn(dim, 2, generator=torch.Generator().manual_seed(seed))
+            self.register_buffer("start", start, persistent=False)
         if kind == "linear":
             self.proj = nn.Linear(dim, 2)
         elif kind == "mlp":
@@ -97,6 +140,8 @@ class DALHead(nn.Module):
         if self.kind != "pca":
             return self.proj(rows)
         rows, w = rows.float(), weights.float()
+        if self.pca_mode == "reference":
+            return rows @ reference_pca_directions(rows.detach(), w, self.start.float())
         centred = rows - (w.unsqueeze(1) * rows).sum(0, keepdim=True)
         directions = top2_subspace(centred.detach(), w)  # [D, 2]
         z = centred @ directions

@@ -13,13 +13,59 @@ def linear_grid_pe(grid=(6, 7), dim=16, seed=0):
     return grid_targets(grid) @ basis + torch.randn(dim, generator=g)
 
 
-def test_pca_head_gives_zero_loss_for_a_pe_that_encodes_its_grid_linearly():
+def test_affine_pca_head_gives_zero_loss_for_a_pe_that_encodes_its_grid_linearly():
     pe = linear_grid_pe()
-    assert dal_loss(DALHead("pca", 16), pe, (6, 7)) < 1e-3
+    assert dal_loss(DALHead("pca", 16, pca_mode="affine"), pe, (6, 7)) < 1e-3
 
 
-def test_pca_head_loss_is_large_for_a_random_pe():
-    assert dal_loss(DALHead("pca", 16), torch.randn(42, 16), (6, 7)) > 0.5
+@pytest.mark.parametrize("mode", ["reference", "affine"])
+def test_pca_head_loss_is_large_for_a_random_pe(mode):
+    assert dal_loss(DALHead("pca", 16, pca_mode=mode), torch.randn(42, 16), (6, 7)) > 0.5
+
+
+def test_reference_pca_directions_are_pca_lowranks_subspace():
+    """The reference mode finds the subspace ``torch.pca_lowrank(q=2, niter=5)`` finds (the
+    reference code's call) and the exact top-2 one, on rows with a spectral gap; unit columns,
+    largest first."""
+    from mjp.dal import reference_pca_directions
+
+    g = torch.Generator().manual_seed(1)
+    rows = torch.randn(42, 16, generator=g) * torch.tensor([6.0, 3.0] + [0.5] * 14)
+    weights = torch.full((42,), 1 / 42)
+    v = reference_pca_directions(rows, weights, torch.randn(16, 2, generator=g))
+    torch.manual_seed(0)
+    _, _, v_lowrank = torch.pca_lowrank(rows, q=2, niter=5)
+    exact = torch.linalg.svd(rows - rows.mean(0), full_matrices=False).Vh[:2].T
+    for other in (v_lowrank, exact):
+        assert torch.allclose(v @ v.T, other @ other.T, atol=1e-4)
+    assert torch.allclose(v.norm(dim=0), torch.ones(2), atol=1e-6)
+    assert torch.allclose((v.T @ exact).abs(), torch.eye(2), atol=1e-4)  # same order: largest first
+
+
+def test_reference_pca_head_compares_the_uncentred_projection_with_the_grid():
+    """The reference's loss: L1 between (row, col) and the PE rows projected on the directions,
+    without an affine fit. A PE that is exactly the grid in two coordinates gives 0 (up to the
+    directions' signs; rows spread more than columns on a 7 x 6 grid, so the first direction is the
+    row's); shifted by a constant, it does not (the affine mode absorbs the shift)."""
+    from mjp.dal import reference_pca_directions
+
+    grid = grid_targets((7, 6))
+    pe = torch.cat([grid, torch.zeros(42, 14)], dim=1)
+    head = DALHead("pca", 16, seed=3)
+    weights = torch.full((42,), 1 / 42)
+    directions = reference_pca_directions(pe, weights, head.start)
+    assert torch.allclose(head(pe, grid, weights), pe @ directions)
+    assert torch.allclose((pe @ directions).abs(), grid, atol=1e-4)
+    shifted = pe + 5.0
+    assert dal_loss(head, shifted, (7, 6)) > 1.0 and dal_loss(DALHead("pca", 16, pca_mode="affine"), shifted, (7, 6)) < 1e-3
+    # The start comes from the seed: one loss per PE and seed, as a resumed run recomputes it.
+    assert torch.equal(DALHead("pca", 16, seed=3).start, head.start) and not torch.equal(DALHead("pca", 16, seed=4).start, head.start)
+
+
+def test_row_h_runs_the_reference_pca_head_by_default():
+    assert MJPConfig.variant("H").dal_pca == "reference" and MJPConfig.variant("H", dal_pca="affine").dal_pca == "affine"
+    with pytest.raises(ValueError, match="pca mode 'svd'"):
+        DALHead("pca", 4, pca_mode="svd")
 
 
 @pytest.mark.parametrize("kind", ["linear", "mlp"])
@@ -92,8 +138,8 @@ def test_pca_head_fits_only_unshuffled_rows():
     pe = linear_grid_pe()
     pe[[3, 10, 11]] = torch.randn(3, 16) * 50  # rows the batch shuffled everywhere: garbage
     mask = rows_shuffled_everywhere()
-    assert dal_loss(DALHead("pca", 16), pe, (6, 7), mask) < 1e-3
-    assert dal_loss(DALHead("pca", 16), pe, (6, 7)) > 0.5  # the same rows counted spoil the fit
+    assert dal_loss(DALHead("pca", 16, pca_mode="affine"), pe, (6, 7), mask) < 1e-3
+    assert dal_loss(DALHead("pca", 16, pca_mode="affine"), pe, (6, 7)) > 0.5  # the same rows counted spoil the fit
 
 
 def test_pca_subspace_matches_the_svd():
