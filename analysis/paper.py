@@ -21,6 +21,8 @@ class PaperTable:
     rows: dict[str, dict[str, float]]  # the paper's row -> {our metric key: the paper's value}
     note: str = ""
     units: dict[str, str] = field(default_factory=dict)  # metric key -> "%" where the paper prints percent
+    #: the masking ratio gamma the paper trained its shuffling rows at, where the paper shows it
+    ratio: float | None = None
 
 
 def _rows(columns: tuple[str, ...], table: dict[str, tuple[float, ...]]) -> dict[str, dict[str, float]]:
@@ -42,7 +44,7 @@ TABLES: dict[str, PaperTable] = {
         "ResNet-50": (79.3, 11.77, 51.5), "ResNet-50 + MJP": (79.4, 7.11, 69.3),
         "DeiT-S": (79.8, 16.21, 64.3), "DeiT-S + MJP": (80.5, 8.96, 82.9),
         "Swin-T": (81.3, 15.49, 41.5), "Swin-T + MJP": (81.3, 12.36, 66.9),
-    }), units=PERCENT),
+    }), units=PERCENT, ratio=0.03, note="the MJP rows trained at gamma = 0.03: DeiT-S + MJP is Table 3's 0.03 column"),
     "2": PaperTable("2", "Table 2: robustness of DeiT-S (ImageNet-C mCE, ImageNet-A top-1 % and AURRA %, ImageNet-O AUPR %)", {
         keys.ROBUST_MCE: "mCE", keys.ROBUST_IMAGENET_A_TOP1: "A: top-1", keys.ROBUST_IMAGENET_A_AURRA: "A: AURRA", keys.ROBUST_IMAGENET_O_AUPR: "O: AUPR"},
         _rows((keys.ROBUST_MCE, keys.ROBUST_IMAGENET_A_TOP1, keys.ROBUST_IMAGENET_A_AURRA, keys.ROBUST_IMAGENET_O_AUPR), {
@@ -58,7 +60,7 @@ TABLES: dict[str, PaperTable] = {
     "4": PaperTable("4", "Table 4: MJP variants on DeiT-S (top-1 %, consistency %)", {keys.VAL_TOP1: "top-1", keys.VAL_CONSISTENCY: "consistency"}, _rows(T4, {
         "A": (79.8, 64.3), "B": (77.5, 100.0), "C": (74.9, 74.8), "D": (80.0, 64.0), "E": (79.2, 73.8),
         "F": (79.9, 79.6), "G": (80.1, 83.8), "H": (79.9, 83.4), "I": (80.0, 83.8), "J": (80.5, 82.9),
-    }), units=PERCENT),
+    }), units=PERCENT, ratio=0.03, note="the rows that shuffle trained at gamma = 0.03: row J is Table 3's 0.03 column"),
     "5": PaperTable("5", "Table 5: the APRIL attack on DeiT-S, ImageNet-1K (per setting: MSE, FFT-2D, PSNR dB, SSIM, LPIPS)", {
         **{keys.privacy_key(s, m): f"({s}) {m.upper()}" for s in ("a", "b", "c") for m in T5}}, {
         "DeiT-S": {**dict(zip((keys.privacy_key("a", m) for m in T5), (0.0350, 0.0057, 18.94, 0.5182, 0.3767))),
@@ -66,7 +68,7 @@ TABLES: dict[str, PaperTable] = {
         "DeiT-S + MJP": {**dict(zip((keys.privacy_key("a", m) for m in T5), (0.1055, 0.0166, 11.52, 0.4053, 0.6545))),
                          **dict(zip((keys.privacy_key("b", m) for m in T5), (0.1043, 0.0059, 11.66, 0.4493, 0.6519))),
                          **dict(zip((keys.privacy_key("c", m) for m in T5), (0.1706, 0.0338, 8.07, 0.0875, 0.8945)))},
-    }, note="setting (c) is reported for DeiT-S + MJP only"),
+    }, note="setting (b) shuffles the attacked image at gamma = 0.27 (the poster); (c) is reported for DeiT-S + MJP only"),
     "6": PaperTable("6", "Table 6: explained variance of the PE at k PCA dimensions (%)", {keys.pe_ev_key(k): f"EV@{k}" for k in range(3, 8)}, {
         "DeiT-S": dict(zip((keys.pe_ev_key(k) for k in range(3, 8)), (54.61, 68.55, 77.95, 85.54, 90.74))),
         "DeiT-S + MJP": dict(zip((keys.pe_ev_key(k) for k in range(3, 8)), (46.74, 58.36, 69.10, 78.13, 84.55))),
@@ -86,6 +88,36 @@ TABLES: dict[str, PaperTable] = {
 
 #: preset labels of the backbones study -> Table 1 rows
 BACKBONE_ROWS = {"deit_s": "DeiT-S", "deit_s_mjp": "DeiT-S + MJP", "swin_t": "Swin-T", "swin_t_mjp": "Swin-T + MJP", "resnet50": "ResNet-50", "resnet50_mjp": "ResNet-50 + MJP"}
+
+
+#: the paper's MJP row of each table whose ratio Table 3 varies (DeiT-S + MJP at gamma = 0.03)
+RATIO_ROWS = {"1": "DeiT-S + MJP", "4": "J"}
+
+
+def paper_values(table: str, target: str, ours_ratio: float | None) -> tuple[str, dict[str, float]]:
+    """The label and the values of the paper's row ``target`` of ``table`` to set beside ours.
+
+    A row the paper trained at a ratio (``PaperTable.ratio``) says so in its label (``J (gamma =
+    0.03)``); where ours trained the MJP row at another ratio and Table 3 has a column at it, the
+    MJP row is Table 3's column at our ratio instead (``J (Table 3, gamma = 0.27)``), for the
+    metrics Table 3 has: like for like.
+    """
+    paper = TABLES[table]
+    values = paper.rows[target]
+    if paper.ratio is None or not _shuffles(table, target):
+        return target, values
+    if target == RATIO_ROWS.get(table) and ours_ratio is not None and f"{ours_ratio:g}" != f"{paper.ratio:g}" and f"{ours_ratio:g}" in TABLES["3"].rows:
+        return f"{target} (Table 3, γ={ours_ratio:g})", TABLES["3"].rows[f"{ours_ratio:g}"]
+    return f"{target} (γ={paper.ratio:g})", values
+
+
+def _shuffles(table: str, target: str) -> bool:
+    """Whether the paper's row trained with a shuffle (so at a masking ratio)."""
+    from mjp.config import TABLE4_NAMES, table4_row
+
+    if table == "4":
+        return target in TABLE4_NAMES and table4_row(target).switches["shuffle"] != "none"
+    return "MJP" in target
 
 
 def paper_row(table: str, group: dict[str, object]) -> str | None:

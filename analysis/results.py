@@ -27,7 +27,7 @@ from analysis.tables import finished, paper_comparison, paper_text, setup_captio
 
 FORMAT = 1
 #: run columns kept besides the metrics (``<section>/<name>``): identity and what the run measured on
-IDENTITY = ("run_id", "run_name", "status", "variant", "study", "trial_id", "runtime.seed", "data.name", "model.name", "optim.epochs")
+IDENTITY = ("run_id", "run_name", "status", "variant", "study", "trial_id", "runtime.seed", "data.name", "model.name", "optim.epochs", "mjp.mask_ratio")
 IDENTITY_PREFIXES = ("sample.", "model.kwargs.")
 METRIC_PREFIXES = ("val/", "robust/", "pe/", "privacy/")
 

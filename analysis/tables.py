@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis.markdown import is_fraction, markdown_table
-from analysis.paper import TABLES, paper_row
+from analysis.paper import TABLES, paper_row, paper_values
 from mjp import keys
 from mjp.config import table4_row
 
@@ -181,6 +181,7 @@ def paper_comparison(runs: pd.DataFrame, table_key: str, by: list[str] | None = 
     paper = TABLES[table_key]
     by = by or group_columns(runs)
     agg = aggregate(runs, by, tuple(paper.columns.items()))
+    ratio = training_ratio(runs)
     pairs = []  # (our label, paper row, {metric title: (ours, theirs)}, n)
     for index, row in (agg.iterrows() if not agg.empty else []):
         values = index if isinstance(index, tuple) else (index,)
@@ -191,10 +192,11 @@ def paper_comparison(runs: pd.DataFrame, table_key: str, by: list[str] | None = 
         if target is None or target not in paper.rows:
             continue
         cells = {}
+        shown, theirs_row = paper_values(table_key, target, ratio)
         for key, title in paper.columns.items():
-            theirs = paper.rows[target].get(key)
+            theirs = theirs_row.get(key)
             cells[title] = (cell(row, key) if (key, "mean") in agg.columns else "", "" if theirs is None else f"{theirs:g}")
-        pairs.append((", ".join(label(c, v) for c, v in zip(by, values)), target, cells, str(int(row[("n", "")]))))
+        pairs.append((", ".join(label(c, v) for c, v in zip(by, values)), shown, cells, str(int(row[("n", "")]))))
     if len(paper.columns) <= WIDE:
         return pd.DataFrame([{"ours": ours, "paper row": target, **{f"{t}: {side}": v for t, (a, b) in cells.items() for side, v in (("ours", a), ("paper", b))}, "n": n}
                              for ours, target, cells, n in pairs])
@@ -205,6 +207,14 @@ def paper_comparison(runs: pd.DataFrame, table_key: str, by: list[str] | None = 
             out[f"{ours} (n={n})"], out[f"paper: {target}"] = cells[title]
         rows.append(out)
     return pd.DataFrame(rows) if pairs else pd.DataFrame()
+
+
+def training_ratio(runs: pd.DataFrame) -> float | None:
+    """The one masking ratio the finished runs trained at (``mjp.mask_ratio``), or None when they
+    trained at several or did not record it."""
+    done = finished(runs)
+    ratios = set(done["mjp.mask_ratio"].dropna().astype(float)) if "mjp.mask_ratio" in done else set()
+    return ratios.pop() if len(ratios) == 1 else None
 
 
 #: what the paper's numbers were measured on (every table of ``analysis.paper``)

@@ -62,3 +62,34 @@ def test_identical_differences_over_seeds_are_a_steady_move_or_none():
     base = pd.Series([0.5, 0.625, 0.75])
     assert _paired_p(base - 0.0625, base) == 0.0  # every seed lost 6.25 points: significant
     assert _paired_p(base.copy(), base) == 1.0  # nothing moved
+
+
+def test_holm_corrects_the_three_directions_step_down():
+    """Holm: the smallest p times 3, the next times 2, the largest times 1, kept non-decreasing."""
+    from analysis.directions import holm
+
+    assert holm([0.01, 0.04, 0.03]) == [0.03, 0.06, 0.06]
+    assert holm([0.02, 0.6, 0.001]) == [0.04, 0.6, 0.003]
+    assert holm([0.5, 0.9]) == [1.0, 1.0]
+
+
+def test_a_loss_significant_alone_is_not_after_the_correction_and_gets_its_interval():
+    """The old fashion verdict's shape: top-1 at p = 0.03 alone, the second smallest of the three
+    p-values, so Holm doubles it to 0.06: no longer a significant loss. Every difference carries
+    its 95% interval (t with 4 degrees of freedom over five seeds)."""
+    from scipy.stats import t
+
+    a, j = [0.872, 0.869, 0.875, 0.871, 0.870], [0.868, 0.866, 0.866, 0.870, 0.862]
+    consistency = {"A": [0.56, 0.55, 0.59, 0.57, 0.55], "J": [0.58, 0.53, 0.60, 0.56, 0.57]}  # p = 0.65
+    diff_norm = {"A": [6.8, 7.0, 6.6, 6.9, 6.7], "J": [2.4, 2.5, 2.3, 2.4, 2.45]}
+    found = by_metric(runs({"A": a, "J": j}, consistency, diff_norm))
+    top1 = found[keys.VAL_TOP1]
+    assert math.isclose(top1.p_value, 0.0300, abs_tol=1e-4) and math.isclose(top1.p_corrected, 2 * top1.p_value)
+    assert not top1.significant and top1.holds  # within noise after the correction
+    diffs = [x - y for x, y in zip(j, a)]
+    mean = sum(diffs) / 5
+    half = t.ppf(0.975, 4) * (sum((d - mean) ** 2 for d in diffs) / 4) ** 0.5 / 5**0.5
+    assert math.isclose(top1.interval[0], mean - half) and math.isclose(top1.interval[1], mean + half)
+    text = directions_text(runs({"A": a, "J": j}, consistency, diff_norm))
+    assert f"95% interval {100 * (mean - half):+.1f} points to {100 * (mean + half):+.1f} points" in text
+    assert "corrected for the three directions p = 0.06" in text and "Holm's correction for the 3 directions" in text

@@ -53,9 +53,23 @@ def test_a_missing_metric_is_an_empty_cell_with_a_note():
 
 def test_the_paper_beside_ours_for_table_4():
     side = paper_comparison(runs_frame(), "4")
-    assert list(side["paper row"]) == ["A", "J"]
+    assert list(side["paper row"]) == ["A", "J (γ=0.03)"]  # the paper's J trained at 0.03: the label says so
     assert list(side["top-1: paper"]) == ["79.8", "80.5"] and list(side["top-1: ours"]) == ["81.0 ± 1.4", "83.0 ± 2.8"]
     assert list(side["consistency: paper"]) == ["64.3", "82.9"]
+
+
+@pytest.mark.parametrize("table, row", [("4", "J"), ("1", "DeiT-S + MJP")])
+def test_j_at_another_ratio_is_compared_with_table_3_at_that_ratio(table, row):
+    """Tables 1 and 4 print the paper's gamma = 0.03 run (Table 3's 0.03 column); ours at 0.27 is set
+    beside Table 3's 0.27 column (80.3 / 3.97 / 93.1), and says so."""
+    runs = runs_frame().assign(**{"mjp.mask_ratio": 0.27})
+    side = paper_comparison(runs, table)
+    assert list(side["paper row"]) == ["DeiT-S" if table == "1" else "A", f"{row} (Table 3, γ=0.27)"]
+    assert list(side["top-1: paper"]) == ["79.8", "80.3"] and list(side["consistency: paper"]) == ["64.3", "93.1"]
+    # At the paper's own ratio, or at one Table 3 does not have, the row is the table's own, labelled with its ratio.
+    for ratio in (0.03, 0.5):
+        side = paper_comparison(runs_frame().assign(**{"mjp.mask_ratio": ratio}), table)
+        assert list(side["paper row"])[1] == f"{row} (γ=0.03)" and list(side["top-1: paper"])[1] == "80.5"
 
 
 def test_formats_and_the_report(tmp_path):
