@@ -44,7 +44,8 @@ TABLES: dict[str, PaperTable] = {
         "ResNet-50": (79.3, 11.77, 51.5), "ResNet-50 + MJP": (79.4, 7.11, 69.3),
         "DeiT-S": (79.8, 16.21, 64.3), "DeiT-S + MJP": (80.5, 8.96, 82.9),
         "Swin-T": (81.3, 15.49, 41.5), "Swin-T + MJP": (81.3, 12.36, 66.9),
-    }), units=PERCENT, ratio=0.03, note="the MJP rows trained at gamma = 0.03: DeiT-S + MJP is Table 3's 0.03 column"),
+    }), units=PERCENT, ratio=0.03, note="the paper's MJP rows trained at gamma = 0.03 (DeiT-S + MJP is Table 3's 0.03 column); "
+             "ours trained at another ratio is set beside Table 3's column at that ratio"),
     "2": PaperTable("2", "Table 2: robustness of DeiT-S (ImageNet-C mCE, ImageNet-A top-1 % and AURRA %, ImageNet-O AUPR %)", {
         keys.ROBUST_MCE: "mCE", keys.ROBUST_IMAGENET_A_TOP1: "A: top-1", keys.ROBUST_IMAGENET_A_AURRA: "A: AURRA", keys.ROBUST_IMAGENET_O_AUPR: "O: AUPR"},
         _rows((keys.ROBUST_MCE, keys.ROBUST_IMAGENET_A_TOP1, keys.ROBUST_IMAGENET_A_AURRA, keys.ROBUST_IMAGENET_O_AUPR), {
@@ -60,7 +61,8 @@ TABLES: dict[str, PaperTable] = {
     "4": PaperTable("4", "Table 4: MJP variants on DeiT-S (top-1 %, consistency %)", {keys.VAL_TOP1: "top-1", keys.VAL_CONSISTENCY: "consistency"}, _rows(T4, {
         "A": (79.8, 64.3), "B": (77.5, 100.0), "C": (74.9, 74.8), "D": (80.0, 64.0), "E": (79.2, 73.8),
         "F": (79.9, 79.6), "G": (80.1, 83.8), "H": (79.9, 83.4), "I": (80.0, 83.8), "J": (80.5, 82.9),
-    }), units=PERCENT, ratio=0.03, note="the rows that shuffle trained at gamma = 0.03: row J is Table 3's 0.03 column"),
+    }), units=PERCENT, ratio=0.03, note="the paper's rows that shuffle trained at gamma = 0.03 (its J is Table 3's 0.03 column); "
+             "a J of ours trained at another ratio is set beside Table 3's column at that ratio"),
     "5": PaperTable("5", "Table 5: the APRIL attack on DeiT-S, ImageNet-1K (per setting: MSE, FFT-2D, PSNR dB, SSIM, LPIPS)", {
         **{keys.privacy_key(s, m): f"({s}) {m.upper()}" for s in ("a", "b", "c") for m in T5}}, {
         "DeiT-S": {**dict(zip((keys.privacy_key("a", m) for m in T5), (0.0350, 0.0057, 18.94, 0.5182, 0.3767))),
