@@ -172,3 +172,25 @@ def test_a_resume_finds_the_study_its_sweep_started_and_only_that_one(tmp_path):
     mine.write_text(mine.read_text().replace("max_concurrent: 2", "max_concurrent: 1"))
     with pytest.raises(UserError, match="changed since sweep mine-1 started"):
         study_of_state(replace(state, study=str(mine), extra={"model.kwargs": {1: "x", "depth": 2}}, name="mine-1", study_digest=started.digest))
+
+
+def test_variants_trains_at_table_4s_ratio_with_c_and_f_on_the_reference_schedule(fake_imagenet):
+    """The paper's Table 4 is its gamma = 0.03 run; rows C and F run as the study says the reference
+    ran them (one mask per batch, 20 warm-up epochs, half the batches); the others every batch.
+    At smoke size 0.03 selects no patch of a 4x4 grid: 0.27, and 2 warm-up epochs of 10."""
+    full = load_study("variants", overrides={"data.root": str(fake_imagenet)})
+    smoke = load_study("variants", smoke=True)
+    for study, ratio, warmup in ((full, 0.03, 20), (smoke, 0.27, 2)):
+        for letter in "CF":
+            cfg = study.train_config({"mjp.variant": letter})
+            assert (cfg.mjp.mask_ratio, cfg.mjp.jigsaw_prob, cfg.mjp.mask_mode, cfg.optim.jigsaw_warmup_epochs) == (ratio, 0.5, "per_batch", warmup)
+        for letter in "EGHJ":
+            cfg = study.train_config({"mjp.variant": letter})
+            assert (cfg.mjp.mask_ratio, cfg.mjp.jigsaw_prob, cfg.optim.jigsaw_warmup_epochs) == (ratio, 1.0, 0)
+        assert study.train_config({"mjp.variant": "H"}).mjp.dal_pca == "reference"
+        assert study.train_config({"mjp.variant": "C"}).mjp.spp_mode == "reference"
+
+
+def test_privacy_trains_and_attacks_setting_b_at_the_papers_ratio():
+    cfg = load_study("privacy").train_config({"mjp.variant": "J"})
+    assert cfg.mjp.mask_ratio == 0.27 and cfg.eval.privacy.ratio == 0.27
