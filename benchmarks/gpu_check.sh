@@ -20,9 +20,14 @@ for arg in "$@"; do
         *) echo "gpu_check.sh: unknown argument '$arg' (allowed: --cpu, --help)" >&2; exit 2 ;;
     esac
 done
+case "${OUT:-}" in ""|/*) ;; *) OUT="$PWD/$OUT" ;; esac  # a relative OUT is the caller's, not the tree's
 cd "$(dirname "$0")/.." || exit 2
 PY=${PYTHON:-python3}
 command -v "$PY" >/dev/null 2>&1 || { echo "gpu_check.sh: no '$PY' on PATH (set PYTHON to the image's interpreter)" >&2; exit 2; }
+if [ "$MODE" = cuda ]; then
+    "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null \
+        || { echo "gpu_check.sh: torch.cuda.is_available() is False with $PY (no GPU? run with --cpu to check the check)" >&2; exit 2; }
+fi
 KIT=${GPU_KIT:-.gpu-kit}
 OUT=${OUT:-gpu-check-out/$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$OUT/steps" "$OUT/logs" || { echo "gpu_check.sh: cannot write to OUT='$OUT'" >&2; exit 2; }
@@ -31,13 +36,11 @@ TARGET=$(mktemp -d "${TMPDIR:-/tmp}/gpu-kit.XXXXXX")
 trap 'rm -rf "$TARGET"' EXIT
 export PYTHONPATH="$TARGET:$PWD${PYTHONPATH:+:$PYTHONPATH}" GPU_CHECK_KIT_TARGET="$TARGET" HF_HUB_OFFLINE=1
 if [ "$MODE" = cuda ]; then
-    "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null \
-        || { echo "gpu_check.sh: torch.cuda.is_available() is False with $PY (no GPU? run with --cpu to check the check)" >&2; exit 2; }
     export MJP_GPU_TEST_DEVICE=cuda
-    LIMITS="kit=60 environment=60 tests=150 model_eager=120 model_compiled=240 engine_eager=150 engine_compiled=300 input=300 april=90 host_syncs=150"
+    LIMITS="kit=60 environment=120 tests=150 model_eager=120 model_compiled=240 engine_eager=150 engine_compiled=300 input=300 april=90 host_syncs=150"
 else
     export MJP_GPU_TEST_DEVICE=cpu
-    LIMITS="kit=60 environment=60 tests=300 model_eager=300 model_compiled=300 engine_eager=300 engine_compiled=300 input=300 april=300 host_syncs=300"
+    LIMITS="kit=60 environment=300 tests=300 model_eager=300 model_compiled=300 engine_eager=300 engine_compiled=300 input=300 april=300 host_syncs=300"
 fi
 : > "$OUT/steps.tsv"
 limit_of() { local pair; for pair in $LIMITS; do [ "${pair%%=*}" = "$1" ] && echo "${pair#*=}"; done; }

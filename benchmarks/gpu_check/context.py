@@ -51,7 +51,7 @@ SIZES = {
     ),
     "cpu": Sizes(
         device="cpu", model="vit_tiny_patch16_224", model_kwargs=TINY, img_size=32, num_classes=10, batch=8, amp=False,
-        steps=3, warmup=2, compile_backend="aot_eager", jpegs=48, jpeg_hw=(60, 80), loader_epochs=2,
+        steps=2, warmup=1, compile_backend="aot_eager", jpegs=48, jpeg_hw=(60, 80), loader_epochs=2,
         april_models={"tiny ViT 32x32 (D=64, 64 patches)": ("vit_tiny_patch16_224", {"img_size": 32, "patch_size": 4, "embed_dim": 64, "depth": 2, "num_heads": 4, "num_classes": 10})},
     ),
 }

@@ -7,8 +7,10 @@ from __future__ import annotations
 import importlib
 import os
 import platform
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 from benchmarks.gpu_check.context import sizes, step_args, write_result
 
@@ -28,15 +30,26 @@ def where(name: str) -> str:
     return f"{version} ({origin})".strip()
 
 
+def tree_commit() -> str:
+    """The tree's commit from git, or, where the tree was copied without ``.git``, the one ``make
+    gpu-kit`` recorded in the kit (``.gpu-kit/COMMIT``)."""
+    if shutil.which("git"):
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], check=False, capture_output=True, text=True).stdout.strip()
+        if out:
+            return out
+    recorded = Path(os.environ.get("GPU_KIT", ".gpu-kit")) / "COMMIT"
+    return f"{recorded.read_text().strip()} (recorded when the kit was made; no git here)" if recorded.is_file() else "unknown (no git, no .gpu-kit/COMMIT)"
+
+
 def main() -> None:
     args = step_args(__doc__)
     import timm
     import torch
 
     cuda = torch.cuda.is_available()
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], check=False, capture_output=True, text=True).stdout.strip() or "unknown (no git)"
+    commit = tree_commit()
     smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
-                         check=False, capture_output=True, text=True).stdout.strip() if cuda else ""
+                         check=False, capture_output=True, text=True).stdout.strip() if cuda and shutil.which("nvidia-smi") else ""
     write_result(args.out, {
         "gpu": torch.cuda.get_device_name(0) if cuda else None,
         "gpu_count": torch.cuda.device_count() if cuda else 0,

@@ -6,9 +6,19 @@ the standard library: it runs before anything else is known to import."""
 from __future__ import annotations
 
 import argparse
+import platform
 import sys
 import zipfile
 from pathlib import Path
+
+#: what ``make gpu-kit`` downloads for (``make_kit.py``): the stock image's Python
+KIT_PYTHON = (3, 12)
+
+
+def kit_fits() -> bool:
+    """Whether this interpreter can import the kit's compiled wheels (cp312, manylinux x86_64)."""
+    return (sys.implementation.name == "cpython" and sys.version_info[:2] == KIT_PYTHON
+            and platform.system() == "Linux" and platform.machine() == "x86_64")
 
 
 def unpack(kit: Path, target: Path) -> list[str]:
@@ -35,6 +45,10 @@ def main() -> None:
     args = parser.parse_args()
     if not args.kit.is_dir():
         print(f"no kit at {args.kit}: the image's own packages only (make gpu-kit makes one)")
+        return
+    if not kit_fits():
+        print(f"the kit is for CPython {KIT_PYTHON[0]}.{KIT_PYTHON[1]} on Linux x86_64, this is {platform.python_implementation()} "
+              f"{platform.python_version()} on {platform.system()} {platform.machine()}: not unpacked, this environment's packages only")
         return
     names = unpack(args.kit, args.target)
     print(f"{len(names)} wheels from {args.kit} unpacked into {args.target}: {', '.join(names) or 'none'}")

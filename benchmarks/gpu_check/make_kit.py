@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import re
+import subprocess
 import tomllib
 import urllib.request
 from pathlib import Path
@@ -57,6 +58,15 @@ def fetch(url: str, sha256: str, dest: Path) -> None:
     dest.write_bytes(data)
 
 
+def tree_commit() -> str:
+    """This tree's commit (``+dirty`` with uncommitted changes), for a GPU machine whose copy has no ``.git``."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], check=False, capture_output=True, text=True).stdout.strip()
+
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--lock", type=Path, default=Path("uv.lock"))
@@ -64,7 +74,7 @@ def main() -> None:
     args = parser.parse_args()
     lock = tomllib.loads(args.lock.read_text())
     args.out.mkdir(exist_ok=True)
-    rows, keep = [], {"MANIFEST.md"}
+    rows, keep = [], {"MANIFEST.md", "COMMIT"}
     for name, why in KIT.items():
         _version, wheel = locked_wheel(lock, name)
         filename = wheel["url"].rsplit("/", 1)[1]
@@ -74,6 +84,7 @@ def main() -> None:
     for stale in args.out.iterdir():
         if stale.name not in keep:
             stale.unlink()
+    (args.out / "COMMIT").write_text(tree_commit() + "\n")
     total = sum(f.stat().st_size for f in args.out.glob("*.whl")) / 2**20
     (args.out / "MANIFEST.md").write_text("\n".join([
         "# .gpu-kit: what `benchmarks/gpu_check.sh` unpacks on a stock PyTorch image (made by `make gpu-kit` from uv.lock)", "",
