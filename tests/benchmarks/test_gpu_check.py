@@ -133,3 +133,13 @@ def test_a_step_past_its_limit_reads_timed_out_and_its_rows_not_measured(tmp_pat
     assert row["value"] == "not measured (step `model_compiled` failed (timed out after 240 s): compiling ...)"
     eager = next(r for r in record["rows"] if r["row"] == "MJP / timm step, eager (bench_mjp)")
     assert eager["value"] == "not measured (step `model_eager` not run (step `model_eager` did not start))"
+
+
+def test_the_benchmarks_that_need_no_ray_load_without_it(tmp_path):
+    """bench_attack and bench_mjp (and common's environment line) on an image without Ray."""
+    (tmp_path / "ray.py").write_text("raise ImportError('ray is not on this image')\n")
+    code = "import common, bench_attack, bench_mjp; print(common.environment())"
+    out = subprocess.run([sys.executable, "-c", code], check=False, cwd=ROOT / "benchmarks", capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().endswith("ray not installed")
