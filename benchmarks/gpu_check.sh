@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU check: every GPU row of BENCHMARKS.md from one short visit to a bare GPU machine.
 #
-#   bash benchmarks/gpu_check.sh          # on the GPU machine, from the tree's root (about 8 min on one H100)
+#   bash benchmarks/gpu_check.sh          # on the GPU machine, from the tree's root (sized for about 8 min on one H100)
 #   bash benchmarks/gpu_check.sh --cpu    # the same check at tiny sizes on the CPU (a few minutes)
 #
 # Needs only the image's python3 (torch, torchvision, timm, numpy, pillow, pyyaml, pytest) and the
@@ -16,7 +16,7 @@ MODE=cuda
 for arg in "$@"; do
     case "$arg" in
         --cpu) MODE=cpu ;;
-        -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "gpu_check.sh: unknown argument '$arg' (allowed: --cpu, --help)" >&2; exit 2 ;;
     esac
 done
@@ -66,7 +66,7 @@ step() { run_step "$1" "$PY" -m "benchmarks.gpu_check.$2" --mode "$MODE" --out "
 echo "gpu check ($MODE): report and logs in $OUT"
 run_step kit "$PY" -m benchmarks.gpu_check.kit "$KIT" "$TARGET"
 step environment environment
-run_step tests "$PY" -m pytest -q -o addopts= -p no:cacheprovider -m gpu tests/gpu --junitxml "$OUT/steps/tests.xml"
+run_step tests "$PY" -m pytest -q -o addopts= -p no:cacheprovider -m gpu tests/gpu tests/trainables/data/gpu/test_decode.py --junitxml "$OUT/steps/tests.xml"
 step model_eager model_step
 step model_compiled model_step --compile
 step engine_eager engine_step

@@ -71,7 +71,7 @@ def _syncs(r: dict[str, Any]) -> str:
 
 
 ROWS = (
-    Row("gpu tests (tests/gpu)", "tests", _tests, "all pass"),
+    Row("gpu tests (tests/gpu and the CUDA case of test_decode.py)", "tests", _tests, "all pass"),
     Row("MJP / timm step, eager (bench_mjp)", "model_eager", _model, "<= 1.01"),
     Row("MJP / timm step, compiled (bench_mjp)", "model_compiled", _model, "<= 1.01"),
     Row("engine training step, row J / row A, eager", "engine_eager", _engine, "<= 1.01"),

@@ -55,7 +55,9 @@ def test_the_cpu_check_names_every_gpu_row_and_goes_on_past_a_failed_step(tmp_pa
     assert record["failed"] == ["tests", "april"]
     april = next(v for k, v in rows.items() if "APRIL" in k)
     assert april.startswith("not measured (step `april` failed (exit 1)") and "pytorch_msssim" in april
-    assert "test_privacy_attack_is_exact_on_the_device" in rows["gpu tests (tests/gpu)"]
+    tests = next(v for k, v in rows.items() if k.startswith("gpu tests"))
+    assert "failed test_cuda::test_privacy_attack_is_exact_on_the_device" in tests
+    assert "skipped test_decode::test_on_cuda_the_pipeline_matches_its_cpu_run: needs CUDA" in tests
     syncs = rows["host syncs and kernel counts per step"]
     assert "MJP model step (bench_mjp):" in syncs and "aten ops" in syncs and "APRIL solve: not counted (ImportError" in syncs
     for name, value in rows.items():  # every other row measured, its number in bold
