@@ -6,7 +6,7 @@ PYTHON ?= python3
 UV := $(PYTHON) -m uv
 RUN := $(UV) run --frozen --no-sync
 
-.PHONY: setup test test-fast test-cluster test-gpu demo bench clean
+.PHONY: setup test test-fast test-cluster test-gpu gpu-kit demo bench clean
 setup: .venv/.synced
 
 .venv/.synced: pyproject.toml uv.lock Makefile
@@ -43,6 +43,13 @@ else
 	@$(RUN) python benchmarks/bench_data.py --device cuda --skip-loaders --images 256 --out BENCHMARKS-gpu.md
 	@$(RUN) python benchmarks/bench_gpu_train.py --steps 100 --warmup 30 --batch 256 --amp bf16 --compile --out BENCHMARKS-gpu.md
 endif
+
+# The GPU check for a bare GPU machine (a stock PyTorch image, no registry, a short slot):
+# `make gpu-kit` here puts the wheels it needs beyond that image in .gpu-kit/ (uv.lock's versions
+# and hashes, at most 24 MiB, MANIFEST.md says why each); copy the tree with it over and run
+# `bash benchmarks/gpu_check.sh` there (docs/gpu-check.md). Needs only python3 and the network here.
+gpu-kit:
+	@$(PYTHON) -m benchmarks.gpu_check.make_kit
 
 demo: setup
 	@$(RUN) mjp demo

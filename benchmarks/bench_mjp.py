@@ -33,12 +33,13 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
-def make_step(model: torch.nn.Module, device: torch.device, batch: int, amp: bool, compile_model: bool, sample=None, dal_weight: float = 0.01):
+def make_step(model: torch.nn.Module, device: torch.device, batch: int, amp: bool, compile_model: bool, sample=None, dal_weight: float = 0.01,
+              img_size: int = 224, num_classes: int = 1000, backend: str = "inductor"):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    x = torch.randn(batch, 3, 224, 224, device=device)
-    y = torch.randint(0, 1000, (batch,), device=device)
+    x = torch.randn(batch, 3, img_size, img_size, device=device)
+    y = torch.randint(0, num_classes, (batch,), device=device)
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp)
-    run = torch.compile(model) if compile_model else model
+    run = torch.compile(model, backend=backend) if compile_model else model
 
     def step() -> None:
         opt.zero_grad(set_to_none=True)
@@ -62,13 +63,18 @@ def timed(fn, device: torch.device) -> float:
     return (time.perf_counter() - t0) * 1e3
 
 
-def bench_model(name: str, device: torch.device, batch: int, steps: int, amp: bool = False, compile_model: bool = False) -> dict[str, float]:
+def bench_model(name: str, device: torch.device, batch: int, steps: int, amp: bool = False, compile_model: bool = False,
+                backend: str = "inductor", **model_kwargs) -> dict[str, float]:
+    """Medians (ms) of the timm step, the MJP step and mask sampling; ``model_kwargs`` size both models
+    (``img_size``, ``num_classes``, ...: the GPU check's tiny CPU run), ``backend`` is torch.compile's."""
     torch.manual_seed(0)
-    base = timm.create_model(name).to(device).train()
+    base = timm.create_model(name, **model_kwargs).to(device).train()
     torch.manual_seed(0)
-    ours = create_model(name, mjp=MJPConfig(mask_ratio=0.27, dal="mlp")).to(device).train()
+    ours = create_model(name, mjp=MJPConfig(mask_ratio=0.27, dal="mlp"), **model_kwargs).to(device).train()
     algorithm = MJPAlgorithm.for_model(ours, seed=0, device=device)  # masks drawn on the device, as in training
-    step_base, step_ours = make_step(base, device, batch, amp, compile_model), make_step(ours, device, batch, amp, compile_model, algorithm.shuffle)
+    shape = dict(img_size=model_kwargs.get("img_size", 224), num_classes=model_kwargs.get("num_classes", 1000), backend=backend)
+    step_base = make_step(base, device, batch, amp, compile_model, **shape)
+    step_ours = make_step(ours, device, batch, amp, compile_model, algorithm.shuffle, **shape)
     for _ in range(3 if compile_model else 2):  # warm-up (and compile)
         step_base(), step_ours()
     t_base, t_ours = [], []
