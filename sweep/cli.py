@@ -98,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     resume = sweep.add_parser("resume", help="continue an interrupted sweep from its experiment directory")
     resume.add_argument("experiment_dir", help="the sweep's directory that `mjp sweep run` printed (under ray_results/, or an s3:// / gs:// URI)")
     resume.add_argument("--address", help="Ray cluster address (default: $RAY_ADDRESS, else a private local Ray)")
+    resume.add_argument("--uri", help="the sweep's MLflow store at a new address (its server moved: a new head or twin); checked to hold the sweep's parent run (default: the URI the sweep recorded)")
     _verbose(resume)
     resume.set_defaults(handler="sweep.commands.sweeps:cmd_sweep_resume")
 

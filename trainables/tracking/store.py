@@ -59,6 +59,24 @@ def require_server(uri: str, seconds: float = 5.0) -> None:
     _ANSWERED.add(uri)
 
 
+@contextlib.contextmanager
+def bounded_http(seconds: float = 10.0) -> Iterator[None]:
+    """MLflow's HTTP requests inside this block are tried once, for at most ``seconds``: a check
+    of a store fails in seconds, not after MLflow's retries with back-off (minutes). MLflow reads
+    these variables at each request."""
+    bounds = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": str(int(seconds))}
+    before = {k: os.environ.get(k) for k in bounds}
+    os.environ.update(bounds)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
 def server_silence(uri: str, seconds: float) -> str | None:
     """Why the tracking server at ``uri`` did not answer its health check within ``seconds``; None
     when it answered (any HTTP answer: a proxy in front of it may want a login for /health)."""
