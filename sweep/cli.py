@@ -5,7 +5,7 @@ Importing this module and building the parser costs only argparse: every handler
 command pays only for what it needs (``mjp sweep status`` reads MLflow, never torch or Ray).
 Bad input ends with one ``error:`` line and exit status 2 before anything is launched.
 Exit status, the same for every command (``EXIT_STATUS``, also in ``mjp --help``): 0 done,
-1 failed, 2 bad input, 130 interrupted.
+1 failed, 2 bad input, 130 interrupted (143 by SIGTERM).
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ EXIT_STATUS = """exit status (every command):
   0    done
   1    failed: a training, a trial or a check failed, or a disk filled (or an unexpected error, with its traceback)
   2    bad input: a config, study, path, key or argument was refused before anything started
-  130  interrupted (Ctrl-C): the MLflow run is marked KILLED; `mjp sweep resume DIR` continues a sweep"""
+  130  interrupted (Ctrl-C): the MLflow run is marked KILLED; `mjp sweep resume DIR` continues a sweep
+  143  stopped by SIGTERM (`ray job stop`, systemd, a batch scheduler): as 130"""
 
 
 def package_version() -> str:
@@ -229,6 +230,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from trainables.launch.ray_runtime import prepare_environment
 
     prepare_environment()
+    from trainables.launch.signals import interrupted_status, sigterm_as_ctrl_c
+
+    sigterm_as_ctrl_c()  # SIGTERM (`ray job stop`, systemd) stops as Ctrl-C does: runs closed KILLED, exit 143
     module, _, name = args.handler.partition(":")
     try:
         handler = getattr(importlib.import_module(module), name)
@@ -238,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return err.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return interrupted_status()
     except Exception as err:
         from trainables.errors import disk_full_reason
 

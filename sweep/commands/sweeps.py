@@ -39,8 +39,10 @@ def after_sweep(outcome: Any, study: Any) -> int:
         print(f"Optuna dashboard: {tool('optuna-dashboard')} {optuna_url}   (then open http://127.0.0.1:8080)")
     print(f"logs: {outcome.log_file}")
     if outcome.interrupted:
+        from trainables.launch.signals import interrupted_status
+
         print(f"\ninterrupted: the parent run is marked KILLED; continue with `mjp sweep resume {outcome.experiment_dir}`", file=sys.stderr)
-        return 130
+        return interrupted_status()
     return 1 if outcome.failed or not outcome.trials else 0
 
 

@@ -123,6 +123,8 @@ def ensure_ray(address: str | None = None, *, num_cpus: int | None = None, verbo
     prepare_environment()
     import ray
 
+    from trainables.launch.signals import sigterm_as_ctrl_c
+
     if ray.is_initialized():
         return
     address = address or os.environ.get("RAY_ADDRESS")
@@ -130,11 +132,13 @@ def ensure_ray(address: str | None = None, *, num_cpus: int | None = None, verbo
     if address:
         require_gcs(address)
         ray.init(address=address, **quiet)
+        sigterm_as_ctrl_c()  # ray.init's own SIGTERM handler exits at once, leaving MLflow runs RUNNING
         if not verbose:
             raylet_messages_to_log()
         return
     _node_address_is_loopback()
     ray.init(address="local", num_cpus=num_cpus, _node_ip_address="127.0.0.1", include_dashboard=dashboard or verbose, dashboard_host="127.0.0.1", **quiet)
+    sigterm_as_ctrl_c()
     if not verbose:
         raylet_messages_to_log()
     from trainables.launch.ray_cleanup import watch_local_ray
