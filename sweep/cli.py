@@ -228,13 +228,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from trainables.errors import UserError
     from trainables.launch.ray_runtime import prepare_environment
-
-    prepare_environment()
     from trainables.launch.signals import interrupted_status, sigterm_as_ctrl_c
 
     sigterm_as_ctrl_c()  # SIGTERM (`ray job stop`, systemd) stops as Ctrl-C does: runs closed KILLED, exit 143
     module, _, name = args.handler.partition(":")
     try:
+        prepare_environment()  # (refuses a database password in $MLFLOW_TRACKING_URI in one line)
+        if getattr(args, "set", None):
+            from trainables.tracking.credentials import scrub_overrides
+
+            args.set = scrub_overrides(args.set)  # `--set tracking.uri=http://user:password@...`: credentials to the environment only
         handler = getattr(importlib.import_module(module), name)
         return handler(args)
     except UserError as err:

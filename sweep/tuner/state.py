@@ -129,16 +129,8 @@ def in_store(state: SweepState, uri: str | None, experiment_dir: str) -> SweepSt
     twin, a replaced head), else at the recorded one: the store must hold the sweep's parent run,
     under its name and experiment. Refused in one line within seconds (MLflow's HTTP retries
     bounded) when it does not answer or is another store; nothing is written to either."""
-    from mlflow.tracking import MlflowClient
-
-    from trainables.tracking.store import (
-        TrackingError,
-        bounded_http,
-        check_store_readable,
-        is_tracking_server,
-        server_silence,
-        tracking_uri,
-    )
+    from trainables.tracking.runs import run_identity
+    from trainables.tracking.store import TrackingError, check_store_readable, is_tracking_server, server_silence, tracking_uri
 
     target = tracking_uri(uri) if uri else state.uri
     moved = f"if its server moved (a new head or twin), continue in it with `mjp sweep resume {experiment_dir} --uri NEW_URI`"
@@ -146,18 +138,12 @@ def in_store(state: SweepState, uri: str | None, experiment_dir: str) -> SweepSt
     if silence is not None:
         raise TrackingError(f"sweep {state.name}'s MLflow store at {target} does not answer ({silence}); {moved}")
     check_store_readable(target)  # a missing SQLite file is not created
-    with bounded_http():
-        try:
-            client = MlflowClient(target)
-            run = client.get_run(state.parent_run_id)
-            experiment = client.get_experiment(run.info.experiment_id).name
-        except Exception as err:  # noqa: BLE001 - any answer but the run: not this sweep's store
-            run, experiment = None, str(err).strip().splitlines()[0][:200] if str(err).strip() else type(err).__name__
-    if run is None or run.info.run_name != state.name or experiment != state.experiment:
-        found = f"its run {state.parent_run_id} is {run.info.run_name!r} in experiment {experiment!r}" if run is not None else f"no run {state.parent_run_id} ({experiment})"
+    found = run_identity(target, state.parent_run_id)
+    if found != (state.name, state.experiment):
+        what = f"its run {state.parent_run_id} is {found[0]!r} in experiment {found[1]!r}" if isinstance(found, tuple) else f"no run {state.parent_run_id} ({found})"
         then = "give the URI of the store the sweep started in" if uri else moved
         raise TrackingError(f"the MLflow store at {target} is not the store of sweep {state.name} (parent run {state.parent_run_id} in experiment "
-                            f"{state.experiment!r}): {found}; {then}")
+                            f"{state.experiment!r}): {what}; {then}")
     if target == state.uri:
         return state
     from trainables.tracking.store import optuna_storage_url

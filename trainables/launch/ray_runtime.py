@@ -45,9 +45,13 @@ _LOGGERS = ("ray", "py.warnings", "filelock", "urllib3", "alembic", "mlflow", "o
 
 
 def prepare_environment() -> None:
-    """Defaults this process and every Ray process it starts need; the user's values win."""
+    """Defaults this process and every Ray process it starts need; the user's values win. A
+    tracking URI's credentials leave ``$MLFLOW_TRACKING_URI`` (``trainables.tracking.credentials``)."""
     for key, value in _ENVIRONMENT.items():
         os.environ.setdefault(key, value)
+    from trainables.tracking.credentials import scrub_environment
+
+    scrub_environment()  # $MLFLOW_TRACKING_URI's user:password into MLflow's own variables, before anything prints or passes it on
 
 
 def console_logs_to(path: Path | None, verbose: bool = False) -> None:

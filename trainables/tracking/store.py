@@ -16,6 +16,7 @@ from mlflow.tracking import MlflowClient
 
 from trainables.errors import UserError
 from trainables.tracking import schema
+from trainables.tracking.credentials import without_credentials
 
 
 class TrackingError(UserError):
@@ -25,9 +26,10 @@ class TrackingError(UserError):
 def tracking_uri(configured: str | None = None, base_dir: str | Path | None = None) -> str:
     """The tracking URI: ``configured``, else ``$MLFLOW_TRACKING_URI``, else ``sqlite:///<abs>/mlflow.db``.
 
-    Relative SQLite paths become absolute (Ray workers run in other directories).
+    Relative SQLite paths become absolute (Ray workers run in other directories). A server's
+    user and password leave the URI for MLflow's environment (``credentials.without_credentials``).
     """
-    uri = configured or os.environ.get("MLFLOW_TRACKING_URI") or "sqlite:///mlflow.db"
+    uri = without_credentials(configured or os.environ.get("MLFLOW_TRACKING_URI") or "sqlite:///mlflow.db")  # user:password@ into the environment
     _check_scheme(uri)
     if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
         uri = "sqlite:///" + str((Path(base_dir or Path.cwd()) / uri[len("sqlite:///") :]).resolve())

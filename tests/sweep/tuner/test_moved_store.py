@@ -71,7 +71,7 @@ def test_a_run_of_the_same_id_under_another_name_is_not_the_sweep(sweep):
 class _NotMlflow(http.server.BaseHTTPRequestHandler):
     """Something else took the old port: it answers every request with 503, which MLflow retries."""
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self.send_response(503)
         self.end_headers()
 
