@@ -5,7 +5,7 @@ Importing this module and building the parser costs only argparse: every handler
 command pays only for what it needs (``mjp sweep status`` reads MLflow, never torch or Ray).
 Bad input ends with one ``error:`` line and exit status 2 before anything is launched.
 Exit status, the same for every command (``EXIT_STATUS``, also in ``mjp --help``): 0 done,
-1 failed, 2 bad input, 130 interrupted.
+1 failed, 2 bad input, 130 interrupted (143 by SIGTERM).
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ EXIT_STATUS = """exit status (every command):
   0    done
   1    failed: a training, a trial or a check failed, or a disk filled (or an unexpected error, with its traceback)
   2    bad input: a config, study, path, key or argument was refused before anything started
-  130  interrupted (Ctrl-C): the MLflow run is marked KILLED; `mjp sweep resume DIR` continues a sweep"""
+  130  interrupted (Ctrl-C): the MLflow run is marked KILLED; `mjp sweep resume DIR` continues a sweep
+  143  stopped by SIGTERM (`ray job stop`, systemd, a batch scheduler): as 130"""
 
 
 def package_version() -> str:
@@ -98,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     resume = sweep.add_parser("resume", help="continue an interrupted sweep from its experiment directory")
     resume.add_argument("experiment_dir", help="the sweep's directory that `mjp sweep run` printed (under ray_results/, or an s3:// / gs:// URI)")
     resume.add_argument("--address", help="Ray cluster address (default: $RAY_ADDRESS, else a private local Ray)")
+    resume.add_argument("--uri", help="the sweep's MLflow store at a new address (its server moved: a new head or twin); checked to hold the sweep's parent run (default: the URI the sweep recorded)")
     _verbose(resume)
     resume.set_defaults(handler="sweep.commands.sweeps:cmd_sweep_resume")
 
@@ -194,6 +196,11 @@ def build_parser() -> argparse.ArgumentParser:
     cdown = cluster.add_parser("down", help="end every process of the local twin (those whose command line names its --session)")
     cdown.add_argument("--session", default="/tmp/mjp-local-cluster", help="the twin's directory (default /tmp/mjp-local-cluster)")
     cdown.set_defaults(handler="sweep.commands.cluster:cmd_cluster_down")
+    cgate = cluster.add_parser("mlflow-gate", help="on cluster.yaml's head: the MLflow server behind the cluster's Ray token (401 without it)")
+    cgate.add_argument("--listen", required=True, metavar="HOST:PORT", help="where the gate listens (the head's private address, port 5000)")
+    cgate.add_argument("--upstream", default="http://127.0.0.1:5001", help="the MLflow server on the head's loopback (default http://127.0.0.1:5001)")
+    cgate.add_argument("--token-file", default="~/.ray/auth_token", help="the token a request must carry as MLFLOW_TRACKING_TOKEN (default ~/.ray/auth_token)")
+    cgate.set_defaults(handler="sweep.commands.cluster:cmd_cluster_mlflow_gate")
     caws = cluster.add_parser("aws-setup", help="make what cluster.yaml needs in your AWS account before `ray up`: the nodes' instance profiles, the security group")
     caws.add_argument("path", nargs="?", default="cluster.yaml", help="the cluster launcher YAML (default cluster.yaml): its bucket, SSH address, profiles and region")
     caws.set_defaults(handler="sweep.commands.cluster:cmd_cluster_aws_setup")
@@ -226,10 +233,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from trainables.errors import UserError
     from trainables.launch.ray_runtime import prepare_environment
+    from trainables.launch.signals import interrupted_status, sigterm_as_ctrl_c
 
-    prepare_environment()
+    sigterm_as_ctrl_c()  # SIGTERM (`ray job stop`, systemd) stops as Ctrl-C does: runs closed KILLED, exit 143
     module, _, name = args.handler.partition(":")
     try:
+        prepare_environment()  # (refuses a database password in $MLFLOW_TRACKING_URI in one line)
+        if getattr(args, "set", None):
+            from trainables.tracking.credentials import scrub_overrides
+
+            args.set = scrub_overrides(args.set)  # `--set tracking.uri=http://user:password@...`: credentials to the environment only
         handler = getattr(importlib.import_module(module), name)
         return handler(args)
     except UserError as err:
@@ -237,7 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return err.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return interrupted_status()
     except Exception as err:
         from trainables.errors import disk_full_reason
 

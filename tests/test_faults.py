@@ -1,4 +1,4 @@
-"""Faults, as they happen to a sweep: Ctrl-C and SIGKILL of the driver, a trial process killed
+"""Faults, as they happen to a sweep: Ctrl-C, SIGTERM and SIGKILL of the driver, a trial process killed
 mid-epoch, a full disk under a checkpoint. The interrupted sweep says so and resumes with every
 trial exactly once; nothing is logged twice; what the local default started is cleaned up."""
 
@@ -157,15 +157,38 @@ def test_driver_sigkill_then_resume_from_another_directory_makes_each_trial_once
 
 
 @pytest.mark.slow
-def test_ctrl_c_on_train_exits_130_with_the_run_killed_and_no_results_table(tmp_path):
+def test_sigterm_to_the_sweep_driver_stops_it_as_ctrl_c_does(tmp_path):
+    """What `ray job stop`, systemd and batch schedulers send: the parent and every child run end
+    KILLED (none RUNNING), the resume hint is printed, exit 143; no traceback or Ray abort (134)."""
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    first = mjp(tmp_path, "sweep", "run", study(tmp_path))
+    read_until(first, "finished ")  # the first trial is done, the second starts
+    client = mlflow.MlflowClient(uri)
+    experiment = client.get_experiment_by_name("faults").experiment_id
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not client.search_runs([experiment], f"tags.`{schema.TAG_PARENT}` != '' and attributes.status = 'RUNNING'"):
+        time.sleep(0.2)  # until the second trial's run is open: the signal must find a child RUNNING
+    first.send_signal(signal.SIGTERM)
+    out, err = first.communicate(timeout=300)
+    assert first.returncode == 143, out + err
+    assert "interrupted: the parent run is marked KILLED; continue with `mjp sweep resume" in err
+    assert "Traceback" not in out + err and "core dumped" not in err
+    parent, kids = children(uri)
+    assert parent.info.status == "KILLED" and len(kids) >= 2
+    assert "RUNNING" not in {k.info.status for k in kids} and "KILLED" in {k.info.status for k in kids}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_ctrl_c_or_sigterm_on_train_exits_130_or_143_with_the_run_killed_and_no_results_table(tmp_path, sig, status):
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     overrides = ["optim.epochs=30", "model.kwargs.patch_size=2", "model.kwargs.embed_dim=32", "model.kwargs.depth=2", "model.kwargs.num_heads=2",
                  "data.train_limit=256", "data.val_limit=64", "tracking.experiment=faults", f"tracking.storage_path={tmp_path / 'runs'}"]
     proc = mjp(tmp_path, "train", "trainables/configs/digits_vit_tiny.yaml", *(a for o in overrides for a in ("--set", o)))
     read_until(proc, "epoch 1/30")
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     out, err = proc.communicate(timeout=300)
-    assert proc.returncode == 130, out + err
+    assert proc.returncode == status, out + err
     assert "Traceback" not in out + err and "KILLED" in err
     assert "(MLflow run " not in out and "MLflow UI:" not in out  # no results table as if training had ended
     client = mlflow.MlflowClient(uri)

@@ -3,8 +3,10 @@
 A process belongs to the twin in ``session_dir`` when its command line names a path inside the
 session (the GCS, raylets, agents and workers carry ``--temp-dir`` / session paths, the autoscaler
 its config path, the MLflow server its store path), or when it is in one of the session's process
-groups: the MLflow server's (its uvicorn workers name only the port) and the head's (``ray start
---head`` runs in a session of its own: Ray's client proxy names only addresses).
+groups or sessions: the MLflow server's (its uvicorn workers name only the port) and the head's
+(``ray start --head`` runs in a session of its own: Ray's client proxy names only addresses, and
+Ray's workers and agents rename themselves ``ray::...`` and workers take process groups of their
+own; so ``mjp cluster down`` ends them all, not a minute later when they notice their raylet gone).
 """
 
 from __future__ import annotations
@@ -40,9 +42,13 @@ def session_processes(session_dir: str | Path) -> list[int]:
         if not entry.name.isdigit() or int(entry.name) in mine:
             continue
         try:
-            if entry.stat().st_uid != uid or (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+            state, _, group, sid = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:4]
+            if entry.stat().st_uid != uid or state == "Z":
                 continue  # another user's, or ended and waiting for its parent to reap it
-            in_group = os.getpgid(int(entry.name)) in groups
+            # Ray's workers leave the head's process group for one of their own, under a name
+            # (`ray::IDLE`) that names no path, but stay in its session (`ray start --head` and the
+            # MLflow server each start one): found by either
+            in_group = int(group) in groups or int(sid) in groups
             if in_group or needle in (entry / "cmdline").read_bytes():
                 found.append(int(entry.name))
         except OSError:

@@ -181,6 +181,7 @@ def _start_head(session: Path, config: Path, bucket: Path, env: dict[str, str], 
     # as cluster.yaml's head: the jobs submitted to it inherit the tracking URI and the sweep storage
     cluster = LocalCluster(str(session), f"127.0.0.1:{gcs}", f"http://127.0.0.1:{dash}", f"http://127.0.0.1:{mlflow_port}", str(bucket / "mjp-sweeps"), str(bucket))
     env.update({k: v for k, v in cluster.environment().items() if k in ("MLFLOW_TRACKING_URI", "MJP_SWEEP_STORAGE", "MJP_REPORTS_DIR")})
+    env.setdefault("RAY_JOB_STOP_WAIT_TIME_S", "120")  # `ray job stop`: SIGTERM, then 120 s (not 3) for the sweep to close its runs
     with open(session / "ray-start.log", "w") as log:
         start = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=session, start_new_session=True)
         (session / "ray-head.pgid").write_text(str(start.pid))

@@ -49,6 +49,17 @@ def cmd_cluster_down(args: argparse.Namespace) -> int:
     return 1 if left else 0
 
 
+def cmd_cluster_mlflow_gate(args: argparse.Namespace) -> int:
+    from sweep.cluster.mlflow_gate import read_token, serve
+
+    host, _, port = args.listen.rpartition(":")
+    if not host or not port.isdigit():
+        raise ConfigError(f"--listen {args.listen!r}: allowed HOST:PORT, e.g. 10.0.1.5:5000")
+    read_token(args.token_file)  # refused in one line before anything listens
+    serve(host, int(port), args.upstream, args.token_file)
+    return 0
+
+
 def cmd_cluster_aws_setup(args: argparse.Namespace) -> int:
     plan = read_plan(args.path)
     try:

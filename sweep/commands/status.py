@@ -21,6 +21,7 @@ from trainables.tracking import schema
 
 if TYPE_CHECKING:
     from analysis.runs import SweepSummary, TrialSummary
+    from sweep.tuner.state import SweepState
 
 def driver_alive(driver: str | None) -> bool | None:
     """Whether ``host:pid`` is a living process (None when it ran on another host or is unknown)."""
@@ -38,9 +39,26 @@ def driver_alive(driver: str | None) -> bool | None:
     return True
 
 
-def sweep_state(status: str, tags: dict[str, str]) -> str:
+def resume_command(tags: dict[str, str], uri: str | None = None) -> str:
+    """The command that resumes the sweep whose parent run has ``tags``, read in the store at ``uri``:
+    with ``--uri`` when its state file records another address (its server moved), as a resume
+    that follows the recorded one could not reach this store."""
+    where = tags.get(schema.TAG_EXPERIMENT_DIR, "<dir>")
+    command = f"mjp sweep resume {where}"
+    if uri is None or where == "<dir>":
+        return command
+    from sweep.tuner.state import read_state
+
+    try:
+        recorded = read_state(where).uri
+    except UserError:  # the directory is elsewhere (a bucket, another machine): nothing to compare
+        return command
+    return command if recorded == uri else f"{command} --uri {uri}"
+
+
+def sweep_state(status: str, tags: dict[str, str], uri: str | None = None) -> str:
     """The sweep's state in words: finished, failed, interrupted (resumable), running or dead."""
-    resume = f"; resume: mjp sweep resume {tags.get(schema.TAG_EXPERIMENT_DIR, '<dir>')}"
+    resume = f"; resume: {resume_command(tags, uri)}"
     if status == "KILLED":
         return f"interrupted ({tags.get(schema.TAG_INTERRUPTED, 'killed')})" if schema.TAG_INTERRUPTED in tags else f"killed{resume}"
     if status == "RUNNING" and driver_alive(tags.get(schema.TAG_DRIVER)) is False:
@@ -96,6 +114,19 @@ def _study_name(target: str, uri: str) -> str:
     return target
 
 
+def recorded_store(state: "SweepState", target: str) -> str:
+    """The store a sweep directory's state records, refused in one line naming ``--uri`` when no
+    server answers there (it moved: a new head or twin)."""
+    from trainables.tracking.store import TrackingError, is_tracking_server, server_silence, tracking_uri
+
+    uri = state.uri
+    silence = server_silence(uri, 5.0) if is_tracking_server(uri) else None
+    if silence is not None:
+        raise TrackingError(f"no MLflow server answers at {uri}, where sweep {target} recorded its store ({silence}); if it moved (a new head or twin): "
+                            f"`mjp sweep status {target} --uri NEW_URI`, then `mjp sweep resume {target} --uri NEW_URI`")
+    return tracking_uri(uri)
+
+
 def cmd_sweep_status(args: argparse.Namespace) -> int:
     from analysis.runs import sweep_summaries, sweep_summary
     from sweep.tuner.state import read_state
@@ -106,7 +137,7 @@ def cmd_sweep_status(args: argparse.Namespace) -> int:
         if not Path(target).is_dir():
             raise UserError(f"sweep directory {target} does not exist (the path `mjp sweep run` printed, under ray_results/)")
         state = read_state(target)
-        uri = tracking_uri(args.uri or state.uri)
+        uri = tracking_uri(args.uri) if args.uri else recorded_store(state, target)
         check_store_readable(uri)
         sweeps = [sweep_summary(uri, state.parent_run_id)]
     else:
@@ -120,7 +151,7 @@ def cmd_sweep_status(args: argparse.Namespace) -> int:
     print(f"sweeps in {uri} (newest first):")
     for s in sweeps:
         shown = ", ".join(f"{n} {k}" for k, n in sorted(s.trial_states.items())) or "no trials yet"
-        print(f"  {s.run_name}  [{sweep_state(s.status, s.tags)}]  {shown} of {s.params.trials or '?'} trials  parent={s.run_id}")
+        print(f"  {s.run_name}  [{sweep_state(s.status, s.tags, uri)}]  {shown} of {s.params.trials or '?'} trials  parent={s.run_id}")
         if s.trials:
             print(trials_table(s))
     return 0

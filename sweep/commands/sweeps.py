@@ -39,8 +39,10 @@ def after_sweep(outcome: Any, study: Any) -> int:
         print(f"Optuna dashboard: {tool('optuna-dashboard')} {optuna_url}   (then open http://127.0.0.1:8080)")
     print(f"logs: {outcome.log_file}")
     if outcome.interrupted:
+        from trainables.launch.signals import interrupted_status
+
         print(f"\ninterrupted: the parent run is marked KILLED; continue with `mjp sweep resume {outcome.experiment_dir}`", file=sys.stderr)
-        return 130
+        return interrupted_status()
     return 1 if outcome.failed or not outcome.trials else 0
 
 
@@ -55,12 +57,15 @@ def cmd_sweep_run(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep_resume(args: argparse.Namespace) -> int:
-    from sweep.tuner.state import load_resumable
+    from sweep.tuner.owner import claim
+    from sweep.tuner.state import load_resumable, read_state
 
+    read_state(args.experiment_dir)  # a sweep directory at all (plain JSON)? then it is this driver's, or refused naming its driver
+    claim(args.experiment_dir)
     state, study = load_resumable(args.experiment_dir)  # refused in one line before Ray is imported
     from sweep.tuner.run import resume_sweep
 
-    outcome = resume_sweep(args.experiment_dir, (state, study), address=args.address, verbose=args.verbose)
+    outcome = resume_sweep(args.experiment_dir, (state, study), address=args.address, verbose=args.verbose, uri=args.uri)
     return after_sweep(outcome, study)
 
 

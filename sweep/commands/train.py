@@ -21,8 +21,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     outcome = run_training(cfg, address=args.address, verbose=args.verbose)
     print(f"logs: {outcome.log_file}")
     if outcome.interrupted:
+        from trainables.launch.signals import interrupted_status
+
         print(f"interrupted: MLflow run {outcome.run_id} is marked KILLED", file=sys.stderr)
-        return 130
+        return interrupted_status()
     if outcome.error:
         print(f"training failed: {outcome.error} (MLflow run {outcome.run_id})", file=sys.stderr)
         return 1

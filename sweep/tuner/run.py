@@ -22,8 +22,9 @@ from sweep.security.signing_callback import sign_tuner_file
 from sweep.study.load import Study, check_study
 from sweep.tuner.child_runs import reopen_children
 from sweep.tuner.outcome import SweepOutcome, finish_sweep
+from sweep.tuner.owner import claim, release
 from sweep.tuner.recorder import SweepRecorder, run_closed_on_error
-from sweep.tuner.state import SweepState, in_project, load_resumable, write_state
+from sweep.tuner.state import SweepState, in_project, in_store, load_resumable, write_state
 from sweep.tuner.storage import (
     absolute,
     announce,
@@ -49,7 +50,7 @@ from trainables.errors import UserError
 from trainables.launch.ray_runtime import ensure_ray, require_cluster
 from trainables.tracking import schema
 from trainables.tracking.runs import RunTracker
-from trainables.tracking.store import check_store_writable, optuna_storage_url, require_server, tracking_uri
+from trainables.tracking.store import check_store_writable, optuna_storage_url, tracking_uri
 
 
 def run_sweep(study: Study, *, storage: str | None = None, address: str | None = None, uri: str | None = None, verbose: bool = False, stream: TextIO | None = None) -> SweepOutcome:
@@ -72,11 +73,14 @@ def run_sweep(study: Study, *, storage: str | None = None, address: str | None =
     experiment_dir = f"{storage}/{run_name}"
     recorder = SweepRecorder(uri, experiment, None, study.num_trials, study.config.budget.time_budget_s)
     try:
+        claim(experiment_dir)  # made just now, exclusively: this driver owns it until it ends (a resume meanwhile is refused)
         return _launch(study, storage, address, uri, verbose, stream, experiment, run_name, experiment_dir, recorder)
     except BaseException:
         if not recorder.trials_started:
             remove_sweep_dirs(experiment_dir, run_name)
         raise
+    finally:
+        release(experiment_dir)
 
 
 def _launch(study: Study, storage: str, address: str | None, uri: str, verbose: bool, stream: TextIO | None,
@@ -126,18 +130,33 @@ def _launch(study: Study, storage: str, address: str | None, uri: str, verbose: 
 
 
 def resume_sweep(experiment_dir: str, loaded: tuple[SweepState, Study] | None = None, *, address: str | None = None, verbose: bool = False,
-                 stream: TextIO | None = None) -> SweepOutcome:
+                 stream: TextIO | None = None, uri: str | None = None) -> SweepOutcome:
     """Continue an interrupted sweep: unfinished and errored trials run again under their own
     MLflow child runs; finished trials are kept; the Optuna state is restored by Tune.
-    ``loaded``: the directory's ``load_resumable``, when the caller has read it already."""
+    ``loaded``: the directory's ``load_resumable``, when the caller has read it already; ``uri``:
+    the sweep's MLflow store at a new address (checked to hold its parent run), else the recorded one.
+    The directory is this driver's while it runs: a second run or resume of it is refused."""
     experiment_dir = absolute(experiment_dir)
+    claim(experiment_dir)
+    try:
+        return _resume(experiment_dir, loaded, address, verbose, stream, uri)
+    finally:
+        release(experiment_dir)
+
+
+def _resume(experiment_dir: str, loaded: tuple[SweepState, Study] | None, address: str | None, verbose: bool, stream: TextIO | None,
+            uri: str | None) -> SweepOutcome:
     state, study = loaded or load_resumable(experiment_dir)  # before Ray opens (and unpickles) anything in it
     check_study(study)
-    require_server(state.uri)  # the store the sweep was started in, and its cluster, before any write
+    moved = in_store(state, uri, experiment_dir)  # the store holds the sweep's parent run, before any write
     require_cluster(address)
-    check_store_writable(state.uri)
+    check_store_writable(moved.uri)
     if not tune.Tuner.can_restore(experiment_dir):
         raise UserError(f"{experiment_dir} holds no restorable Tune experiment")
+    if moved != state:
+        write_state(experiment_dir, moved)  # signed: the next resume and `mjp sweep status` follow the store's new address
+        announce(stream, f"sweep {state.name} continues in the MLflow store at {moved.uri} (recorded: {state.uri})")
+        state = moved
     log = start_logging(experiment_dir, state.name, verbose)
     if state.optuna_storage:
         from sweep.tuner.optuna_mirror import check_storage

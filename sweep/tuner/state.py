@@ -122,3 +122,30 @@ def load_resumable(experiment_dir: str) -> tuple[SweepState, Study]:
     verify_sweep_dir(experiment_dir)
     state.check_resumable()
     return state, study_of_state(state, check=False)
+
+
+def in_store(state: SweepState, uri: str | None, experiment_dir: str) -> SweepState:
+    """The state a resume follows, in the MLflow store at ``uri`` (a server that moved: a new
+    twin, a replaced head), else at the recorded one: the store must hold the sweep's parent run,
+    under its name and experiment. Refused in one line within seconds (MLflow's HTTP retries
+    bounded) when it does not answer or is another store; nothing is written to either."""
+    from trainables.tracking.runs import run_identity
+    from trainables.tracking.store import TrackingError, check_store_readable, is_tracking_server, server_silence, tracking_uri
+
+    target = tracking_uri(uri) if uri else state.uri
+    moved = f"if its server moved (a new head or twin), continue in it with `mjp sweep resume {experiment_dir} --uri NEW_URI`"
+    silence = server_silence(target, 5.0) if is_tracking_server(target) else None
+    if silence is not None:
+        raise TrackingError(f"sweep {state.name}'s MLflow store at {target} does not answer ({silence}); {moved}")
+    check_store_readable(target)  # a missing SQLite file is not created
+    found = run_identity(target, state.parent_run_id)
+    if found != (state.name, state.experiment):
+        what = f"its run {state.parent_run_id} is {found[0]!r} in experiment {found[1]!r}" if isinstance(found, tuple) else f"no run {state.parent_run_id} ({found})"
+        then = "give the URI of the store the sweep started in" if uri else moved
+        raise TrackingError(f"the MLflow store at {target} is not the store of sweep {state.name} (parent run {state.parent_run_id} in experiment "
+                            f"{state.experiment!r}): {what}; {then}")
+    if target == state.uri:
+        return state
+    from trainables.tracking.store import optuna_storage_url
+
+    return dataclasses.replace(state, uri=target, optuna_storage=optuna_storage_url(target) if state.optuna_storage else None)

@@ -45,9 +45,13 @@ _LOGGERS = ("ray", "py.warnings", "filelock", "urllib3", "alembic", "mlflow", "o
 
 
 def prepare_environment() -> None:
-    """Defaults this process and every Ray process it starts need; the user's values win."""
+    """Defaults this process and every Ray process it starts need; the user's values win. A
+    tracking URI's credentials leave ``$MLFLOW_TRACKING_URI`` (``trainables.tracking.credentials``)."""
     for key, value in _ENVIRONMENT.items():
         os.environ.setdefault(key, value)
+    from trainables.tracking.credentials import scrub_environment
+
+    scrub_environment()  # $MLFLOW_TRACKING_URI's user:password into MLflow's own variables, before anything prints or passes it on
 
 
 def console_logs_to(path: Path | None, verbose: bool = False) -> None:
@@ -123,6 +127,8 @@ def ensure_ray(address: str | None = None, *, num_cpus: int | None = None, verbo
     prepare_environment()
     import ray
 
+    from trainables.launch.signals import sigterm_as_ctrl_c
+
     if ray.is_initialized():
         return
     address = address or os.environ.get("RAY_ADDRESS")
@@ -130,11 +136,13 @@ def ensure_ray(address: str | None = None, *, num_cpus: int | None = None, verbo
     if address:
         require_gcs(address)
         ray.init(address=address, **quiet)
+        sigterm_as_ctrl_c()  # ray.init's own SIGTERM handler exits at once, leaving MLflow runs RUNNING
         if not verbose:
             raylet_messages_to_log()
         return
     _node_address_is_loopback()
     ray.init(address="local", num_cpus=num_cpus, _node_ip_address="127.0.0.1", include_dashboard=dashboard or verbose, dashboard_host="127.0.0.1", **quiet)
+    sigterm_as_ctrl_c()
     if not verbose:
         raylet_messages_to_log()
     from trainables.launch.ray_cleanup import watch_local_ray

@@ -19,12 +19,13 @@ from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunT
 from mlflow.tracking import MlflowClient
 
 from trainables.tracking import schema
+from trainables.tracking.credentials import redact
 from trainables.tracking.progress import Progress
 from trainables.tracking.store import TrackingError, check_store_readable, experiment_id, git_commit, ready_store
 
 
 def _param_value(value: Any) -> str:
-    text = str(value)
+    text = redact(str(value))  # a URI's user:password never becomes a param (a config file may hold one)
     return text if len(text) <= 6000 else text[:5997] + "..."
 
 
@@ -93,7 +94,7 @@ class RunTracker:
             self._client.log_batch(self.run_id, params=items[i : i + 100])
 
     def set_tags(self, tags: dict[str, Any]) -> None:
-        self._client.log_batch(self.run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
+        self._client.log_batch(self.run_id, tags=[RunTag(k, redact(str(v))) for k, v in tags.items()])
 
     def set_note(self, text: str) -> None:
         """The run's description in the MLflow UI (Markdown)."""
@@ -195,3 +196,19 @@ def download_run_checkpoint(uri: str, run_id: str, into: str) -> Path:
         return Path(MlflowClient(uri).download_artifacts(run_id, schema.ARTIFACT_CHECKPOINT, into))
     except (mlflow.exceptions.MlflowException, OSError):
         raise TrackingError(f"MLflow run {run_id} has no {schema.ARTIFACT_CHECKPOINT} artifact (was it trained with tracking.log_checkpoint=false, or did it fail?)") from None
+
+
+def run_identity(uri: str, run_id: str) -> tuple[str, str] | str:
+    """The run ``run_id`` in the store at ``uri`` as (run name, experiment name), or, in words, why
+    the store did not give it: a check of which store this is, so MLflow's HTTP retries are
+    bounded (``store.bounded_http``) and any failure is an answer, not a traceback."""
+    from trainables.tracking.store import bounded_http
+
+    with bounded_http():
+        try:
+            client = MlflowClient(uri)
+            run = client.get_run(run_id)
+            return run.info.run_name, client.get_experiment(run.info.experiment_id).name
+        except Exception as err:  # noqa: BLE001 - any failure: not this run's store
+            text = str(err).strip()
+            return text.splitlines()[0][:200] if text else type(err).__name__

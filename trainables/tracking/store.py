@@ -16,6 +16,7 @@ from mlflow.tracking import MlflowClient
 
 from trainables.errors import UserError
 from trainables.tracking import schema
+from trainables.tracking.credentials import without_credentials
 
 
 class TrackingError(UserError):
@@ -25,9 +26,10 @@ class TrackingError(UserError):
 def tracking_uri(configured: str | None = None, base_dir: str | Path | None = None) -> str:
     """The tracking URI: ``configured``, else ``$MLFLOW_TRACKING_URI``, else ``sqlite:///<abs>/mlflow.db``.
 
-    Relative SQLite paths become absolute (Ray workers run in other directories).
+    Relative SQLite paths become absolute (Ray workers run in other directories). A server's
+    user and password leave the URI for MLflow's environment (``credentials.without_credentials``).
     """
-    uri = configured or os.environ.get("MLFLOW_TRACKING_URI") or "sqlite:///mlflow.db"
+    uri = without_credentials(configured or os.environ.get("MLFLOW_TRACKING_URI") or "sqlite:///mlflow.db")  # user:password@ into the environment
     _check_scheme(uri)
     if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
         uri = "sqlite:///" + str((Path(base_dir or Path.cwd()) / uri[len("sqlite:///") :]).resolve())
@@ -57,6 +59,24 @@ def require_server(uri: str, seconds: float = 5.0) -> None:
         raise TrackingError(f"no MLflow server answers at {uri} ({source}: {silence}); start it (the local twin: `mjp cluster up --local`, "
                             "then its exports), or `unset MLFLOW_TRACKING_URI` for the local store ./mlflow.db")
     _ANSWERED.add(uri)
+
+
+@contextlib.contextmanager
+def bounded_http(seconds: float = 10.0) -> Iterator[None]:
+    """MLflow's HTTP requests inside this block are tried once, for at most ``seconds``: a check
+    of a store fails in seconds, not after MLflow's retries with back-off (minutes). MLflow reads
+    these variables at each request."""
+    bounds = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": str(int(seconds))}
+    before = {k: os.environ.get(k) for k in bounds}
+    os.environ.update(bounds)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def server_silence(uri: str, seconds: float) -> str | None:

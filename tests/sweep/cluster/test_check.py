@@ -26,6 +26,13 @@ def test_image_matches_the_installed_ray_and_mlflow_is_private():
     assert "mlflow server" in head and "0.0.0.0" not in head and "hostname -I" in head
     assert "MLFLOW_TRACKING_URI=http://" in head
     assert any("/home/ray/mjp" in c for c in config["setup_commands"])
+    # the server on loopback; the private address only through the token gate; the token private, every node sending it
+    server = next(c for c in config["head_start_ray_commands"] if "mlflow server" in c)
+    assert "--host 127.0.0.1 --port 5001" in server
+    gate = next(c for c in config["head_start_ray_commands"] if "mjp cluster mlflow-gate" in c)
+    assert "$(hostname -I | awk '{print $1}'):5000" in gate and "--upstream http://127.0.0.1:5001" in gate
+    assert "chmod 600 ~/.ray/auth_token" in config["setup_commands"]
+    assert any("MLFLOW_TRACKING_TOKEN=$(cat ~/.ray/auth_token)" in c for c in config["setup_commands"])
 
 
 def test_a_typo_is_reported_with_its_place(tmp_path):

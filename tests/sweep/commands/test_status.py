@@ -82,3 +82,26 @@ def test_no_sweep_of_a_study_names_its_smoke_size_when_that_one_ran():
     assert str(no_sweep_error("fashion", {"fashion-smoke"}, "sqlite:///m.db")) == (
         "no sweep of study 'fashion' in sqlite:///m.db (its smoke size has: `--study fashion-smoke`); run `mjp sweep run fashion` first")
     assert "smoke" not in str(no_sweep_error("fashion", {"quickstart"}, "sqlite:///m.db"))
+
+
+def test_a_sweep_whose_server_moved_is_shown_with_the_resume_that_reaches_it(store, tmp_path, capsys):
+    """The recorded server is gone: status names ``--uri`` in one line; read at the new address,
+    its resume command carries ``--uri`` (a plain resume would follow the dead address)."""
+    import socket
+
+    from sweep.tuner.state import SweepState, read_state, write_state
+
+    uri, sweep_dir, _ = store
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        gone = f"http://127.0.0.1:{s.getsockname()[1]}"
+    state = read_state(str(sweep_dir))
+    write_state(str(sweep_dir), SweepState(**{**state.__dict__, "uri": gone}))
+    assert main(["sweep", "status", str(sweep_dir)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"no MLflow server answers at {gone}" in err and f"`mjp sweep resume {sweep_dir} --uri NEW_URI`" in err
+    RunTracker(uri, read_state(str(sweep_dir)).parent_run_id).set_status("KILLED")  # an interrupted sweep: status recommends its resume
+    assert main(["sweep", "status", str(sweep_dir), "--uri", uri]) == 0
+    assert f"resume: mjp sweep resume {sweep_dir} --uri {uri}" in capsys.readouterr().out
+    assert main(["sweep", "status", "quickstart", "--uri", uri]) == 0
+    assert f"resume: mjp sweep resume {sweep_dir} --uri {uri}" in capsys.readouterr().out

@@ -1,0 +1,81 @@
+"""The cluster's MLflow server behind the cluster's token: ``mjp cluster mlflow-gate``.
+
+On ``cluster.yaml``'s head the MLflow server listens on 127.0.0.1 only, and this gate listens on
+the head's private address (port 5000) in front of it: a request passes when it carries
+``Authorization: Bearer <token>``, where the token is the cluster's Ray token (the file
+``~/.ray/auth_token`` every node holds). MLflow's client sends that header when
+``MLFLOW_TRACKING_TOKEN`` is set, which every node exports from the same file; anything else in
+the VPC gets 401 and reads or writes no run. Requests and answers are streamed both ways (the
+proxied artifacts are checkpoints of hundreds of MB). The UI is reached through the SSH tunnel to
+the server's own loopback port (docs/cluster-aws.md), where the SSH login is the authentication.
+"""
+
+from __future__ import annotations
+
+import hmac
+from pathlib import Path
+from typing import Any
+
+from trainables.errors import ConfigError
+
+#: hop-by-hop headers a proxy does not pass on (RFC 9110, 7.6.1), and what aiohttp sets itself
+_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade",
+                  "host", "content-length"})
+
+
+def read_token(path: str | Path) -> str:
+    """The token in ``path`` (Ray's token file), refused in one line when missing, empty or readable by others."""
+    path = Path(path).expanduser()
+    try:
+        mode, token = path.stat().st_mode & 0o077, path.read_text().strip()
+    except OSError as err:
+        raise ConfigError(f"the gate's token file {path} cannot be read ({err.strerror}); `ray get-auth-token --generate` makes it") from None
+    if mode:
+        raise ConfigError(f"the token file {path} is readable by other users (mode {path.stat().st_mode & 0o777:o}); allowed: only you (chmod 600 {path})")
+    if not token:
+        raise ConfigError(f"the token file {path} is empty; `ray get-auth-token --generate` makes one")
+    return token
+
+
+def gate_app(upstream: str, token: str) -> Any:
+    """The aiohttp application: every request with the token goes to ``upstream``, the rest gets 401."""
+    import aiohttp
+    from aiohttp import web
+
+    expected = f"Bearer {token}".encode()
+    upstream = upstream.rstrip("/")
+
+    async def forward(request: web.Request) -> web.StreamResponse:
+        given = request.headers.get("Authorization", "").encode()
+        if not hmac.compare_digest(given, expected):
+            return web.Response(status=401, text="the cluster's token is required (MLFLOW_TRACKING_TOKEN)\n")
+        session: aiohttp.ClientSession = request.app["session"]
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP and k.lower() != "authorization"}
+        body = request.content if request.body_exists else None
+        async with session.request(request.method, upstream + request.rel_url.path_qs, headers=headers, data=body,
+                                   allow_redirects=False, auto_decompress=False) as answer:
+            response = web.StreamResponse(status=answer.status, headers={k: v for k, v in answer.headers.items() if k.lower() not in _HOP})
+            if answer.content_length is not None:
+                response.content_length = answer.content_length
+            await response.prepare(request)
+            async for chunk in answer.content.iter_chunked(1 << 16):
+                await response.write(chunk)
+            await response.write_eof()
+            return response
+
+    async def open_session(app: web.Application) -> Any:
+        app["session"] = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_connect=30))
+        yield
+        await app["session"].close()
+
+    app = web.Application(client_max_size=0)
+    app.cleanup_ctx.append(open_session)
+    app.router.add_route("*", "/{tail:.*}", forward)
+    return app
+
+
+def serve(host: str, port: int, upstream: str, token_file: str) -> None:
+    """Run the gate until the process is stopped."""
+    from aiohttp import web
+
+    web.run_app(gate_app(upstream, read_token(token_file)), host=host, port=port, print=None, access_log=None)

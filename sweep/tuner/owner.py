@@ -1,0 +1,83 @@
+"""One driver owns a sweep directory while it runs: ``mjp sweep run`` and ``mjp sweep resume``
+hold an exclusive ``flock`` on ``<experiment dir>/mjp_sweep.lock`` until they end, and a second
+run or resume of the same directory is refused in one line naming the holder (pid, host, since).
+
+The kernel drops the lock when its process ends, however it ends (SIGKILL, a lost session): a
+lock never outlives its driver, so there is nothing stale to clean up. A sweep kept in a bucket
+(``s3://``, ``gs://``) has no file to lock; its lock is a file in ``$MJP_HOME/locks`` (else
+``~/.config/mjp/locks``) named by a digest of the directory's URI, which protects the drivers of
+one machine: on a cluster, the head, where every Ray job's driver runs. Two drivers on two
+machines against one bucket are not seen. This module imports neither Ray nor MLflow.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import time
+from pathlib import Path
+
+from trainables.errors import UserError
+
+LOCK_FILE = "mjp_sweep.lock"
+
+_HELD: dict[str, int] = {}  # experiment dir -> the open file descriptor holding its lock
+
+
+def lock_path(experiment_dir: str) -> Path:
+    """The file whose ``flock`` owns ``experiment_dir`` (in it when local; else under ``$MJP_HOME``)."""
+    if "://" not in experiment_dir:
+        return Path(experiment_dir) / LOCK_FILE
+    from sweep.security.signatures import key_path
+
+    digest = hashlib.sha256(experiment_dir.rstrip("/").encode()).hexdigest()[:24]
+    return key_path().parent / "locks" / f"{digest}.lock"
+
+
+def holder(path: Path) -> str:
+    """Who holds the lock at ``path``, in words (what the holder wrote into it)."""
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        text = ""
+    return text or "another process (it wrote no name)"
+
+
+def _key(experiment_dir: str) -> str:
+    return experiment_dir.rstrip("/") if "://" in experiment_dir else str(Path(experiment_dir).resolve())
+
+
+def claim(experiment_dir: str) -> None:
+    """Own ``experiment_dir`` until ``release`` or this process ends; ``UserError`` naming the
+    holder when another driver owns it. Nothing in the directory is written when refused."""
+    import fcntl
+
+    experiment_dir = _key(experiment_dir)
+    if experiment_dir in _HELD:
+        return
+    path = lock_path(experiment_dir)
+    if "://" in experiment_dir:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as err:
+        raise UserError(f"cannot lock the sweep directory {experiment_dir} ({path}: {err.strerror}); is it a sweep directory you may write?") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise UserError(f"sweep {experiment_dir} is already run by {holder(path)}; wait for it to end, or stop it "
+                        "(Ctrl-C, or `kill <pid>`) and resume then") from None
+    since = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()} since {since}\n".encode(), 0)
+    _HELD[experiment_dir] = fd
+
+
+def release(experiment_dir: str) -> None:
+    """Give ``experiment_dir`` up (the file stays: removing it would let a second driver lock a
+    new file while a third still waits on the old one)."""
+    fd = _HELD.pop(_key(experiment_dir), None)
+    if fd is not None:
+        os.close(fd)
