@@ -227,7 +227,7 @@ CASES = [
     ("status of an empty store", lambda t: ["sweep", "status", "--uri", empty_store(t)], "/mlflow.db is empty (0 bytes), not an MLflow store"),
     ("report of an empty store", lambda t: ["analyze", "report", "--study", "quickstart", "--uri", empty_store(t)], "/mlflow.db is empty (0 bytes), not an MLflow store"),
     ("sweep into an empty store", lambda t: ["sweep", "run", "quickstart", "--smoke", "--set", f"tracking.uri={empty_store(t)}"], "/mlflow.db is empty (0 bytes), not an MLflow store"),
-    ("list of an empty store", lambda t: ["analyze", "results", "--study", "quickstart", "--uri", empty_store(t)], "/mlflow.db is empty (0 bytes), not an MLflow store"),
+    ("results of an empty store", lambda t: ["analyze", "results", "--study", "quickstart", "--uri", empty_store(t)], "/mlflow.db is empty (0 bytes), not an MLflow store"),
     # --- cluster ------------------------------------------------------------------------------
     ("cluster top-level typo", lambda t: ["cluster", "check", write(t / "c.yaml", Path("cluster.yaml").read_text().replace("max_workers:", "max_worker:", 1))], "max_worker"),
     ("cluster provider typo", lambda t: ["cluster", "check", write(t / "c.yaml", Path("cluster.yaml").read_text().replace("region:", "regoin:", 1))], "provider.regoin is not a key of Ray's AWS provider (did you mean region?)"),
