@@ -85,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--data", help="dataset root (same as --set data.root=PATH)")
     run.add_argument("--storage", help="Tune storage: a directory or s3:// / gs:// URI (default ./ray_results, or $MJP_SWEEP_STORAGE)")
     run.add_argument("--address", help="Ray cluster address (default: $RAY_ADDRESS, else a private local Ray)")
+    run.add_argument("--max-trials", type=int, default=None, metavar="N", help="run a study of up to N trials (default 1000: more is refused; `mjp sweep plan` prices it)")
     _verbose(run)
     run.set_defaults(handler="sweep.commands.sweeps:cmd_sweep_run")
 
@@ -231,7 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from trainables.errors import UserError
+    from trainables.errors import UserError, one_line
     from trainables.launch.ray_runtime import prepare_environment
     from trainables.launch.signals import interrupted_status, sigterm_as_ctrl_c
 
@@ -246,7 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler = getattr(importlib.import_module(module), name)
         return handler(args)
     except UserError as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {one_line(str(err))}", file=sys.stderr)  # one line, whatever the input held
         return err.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

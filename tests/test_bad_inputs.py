@@ -193,6 +193,41 @@ CASES = [
     ("data for a bundled study", lambda t: ["sweep", "run", "quickstart", "--data", "/data"], "data.name='digits' is bundled"),
     ("data given twice", lambda t: ["sweep", "run", "fashion", "--data", "/a", "--set", "data.root=/b"], "both give the data root"),
     ("resume of a non-sweep", lambda t: ["sweep", "resume", str(t)], "is not a sweep directory"),
+    # --- input that costs more than it says -----------------------------------------------------
+    ("nested aliases in a study", lambda t: ["sweep", "run", write(t / "bomb.yaml", "name: s\nobjective: {metric: val/top1}\ntrain:\n  " + laughs(6).replace("\n", "\n  "))],
+     "its aliases expand to more than 100,000 values"),
+    ("nested aliases in a plan", lambda t: ["sweep", "plan", write(t / "bomb.yaml", "name: s\nobjective: {metric: val/top1}\ntrain:\n  " + laughs(6).replace("\n", "\n  "))],
+     "its aliases expand to more than 100,000 values"),
+    ("nested aliases in a config", lambda t: ["train", write(t / "bomb.yaml", laughs(6))], "its aliases expand to more than 100,000 values"),
+    ("a description of megabytes", lambda t: ["sweep", "run", write(t / "big.yaml", yaml.safe_dump({"name": "s", "base": CONFIG, "objective": {"metric": "val/top1"}, "description": "x" * 5_000_000}))],
+     "a YAML file read here may hold at most 262,144"),
+    ("a description MLflow cannot keep", lambda t: ["sweep", "run", study(t, description="x" * 5000)], "description: String should have at most 4000 characters (got 'xxxxx"),
+    ("a value of megabytes", lambda t: TRAIN + ["--set", "mjp.variant=" + "K" * 5_000_000], "mjp.variant='KKKKKKKK"),
+    ("a grid of a million trials", lambda t: ["sweep", "run", study(t, search={"algorithm": "grid"}, space={
+        "optim.base_lr": {"type": "grid", "values": [0.001 * i for i in range(1, 101)]},
+        "optim.weight_decay": {"type": "grid", "values": [0.001 * i for i in range(100)]},
+        "runtime.seed": {"type": "grid", "values": list(range(100))}})],
+     "has 1,000,000 trials (a grid of 100 x 100 x 100), more than the 1,000 a sweep starts without asking; see what it costs with `mjp sweep plan s`, then shrink it or pass --max-trials 1000000"),
+    ("a config error is one line", lambda t: TRAIN + ["--set", "optim.epochs=0", "--set", "optim.lrr=1"], f"error: invalid {CONFIG}: optim.epochs: must be >= 1 (got 0); optim.lrr: not a key"),
+    ("a yaml tag is one line", lambda t: ["train", write(t / "tag.yaml", "optim: !!python/object/apply:os.system ['true']\n")], "is not valid YAML (line 1, column 8: could not determine a constructor for the tag"),
+    # --- resources the machine does not have ----------------------------------------------------
+    ("more CPUs than this machine has", lambda t: TRAIN + ["--set", "scaling.cpus_per_worker=4096"],
+     f"scaling.num_workers=1 x scaling.cpus_per_worker=4096 = 4096 CPUs per trial, but this machine has {os.cpu_count()}"),
+    ("more CPUs in a sweep", lambda t: ["sweep", "run", "quickstart", "--smoke", "--set", "scaling.cpus_per_worker=4096"], "= 4096 CPUs per trial, but this machine has"),
+    ("more GPUs than this machine has", lambda t: TRAIN + ["--set", "scaling.use_gpu=true", "--set", "scaling.gpus_per_worker=4096"],
+     "scaling.use_gpu=true asks for 4096 GPU(s) per trial (scaling.num_workers=1 x scaling.gpus_per_worker=4096), but this machine has"),
+    ("tokens a CPU cannot train", lambda t: TRAIN + ["--set", "data.name=imagefolder", "--set", f"data.root={imagefolder(t)}", "--set", "data.img_size=224", "--set", "data.batch_size=2"],
+     "data.img_size=224 with model.kwargs.patch_size=2 makes 12,544 tokens per image: on a CPU (scaling.use_gpu=false) one image's attention, forward and backward, is 483 GFLOP"),
+    ("tokens a CPU cannot train in a plan", lambda t: ["sweep", "plan", "quickstart", "--set", "data.name=imagefolder", "--set", f"data.root={imagefolder(t)}", "--set", "data.img_size=224", "--set", "data.batch_size=2"],
+     "data.img_size=224 with model.kwargs.patch_size=2 makes 12,544 tokens per image: on a CPU (scaling.use_gpu=false) one image's attention, forward and backward, is 483 GFLOP"),
+    # --- damaged MLflow stores ------------------------------------------------------------------
+    ("status of a damaged store", lambda t: ["sweep", "status", "--uri", damaged_store(t)], "/mlflow.db is damaged ("),
+    ("report of a damaged store", lambda t: ["analyze", "report", "--study", "quickstart", "--uri", damaged_store(t)], "/mlflow.db is damaged ("),
+    ("sweep into a damaged store", lambda t: ["sweep", "run", "quickstart", "--smoke", "--set", f"tracking.uri={damaged_store(t)}"], "/mlflow.db is damaged ("),
+    ("status of an empty store", lambda t: ["sweep", "status", "--uri", empty_store(t)], "/mlflow.db is empty (0 bytes), not an MLflow store"),
+    ("report of an empty store", lambda t: ["analyze", "report", "--study", "quickstart", "--uri", empty_store(t)], "/mlflow.db is empty (0 bytes), not an MLflow store"),
+    ("sweep into an empty store", lambda t: ["sweep", "run", "quickstart", "--smoke", "--set", f"tracking.uri={empty_store(t)}"], "/mlflow.db is empty (0 bytes), not an MLflow store"),
+    ("results of an empty store", lambda t: ["analyze", "results", "--study", "quickstart", "--uri", empty_store(t)], "/mlflow.db is empty (0 bytes), not an MLflow store"),
     # --- cluster ------------------------------------------------------------------------------
     ("cluster top-level typo", lambda t: ["cluster", "check", write(t / "c.yaml", Path("cluster.yaml").read_text().replace("max_workers:", "max_worker:", 1))], "max_worker"),
     ("cluster provider typo", lambda t: ["cluster", "check", write(t / "c.yaml", Path("cluster.yaml").read_text().replace("region:", "regoin:", 1))], "provider.regoin is not a key of Ray's AWS provider (did you mean region?)"),
@@ -201,6 +236,38 @@ CASES = [
     ("config show missing", lambda t: ["config", "show", "nope.yaml"], "neither a file nor a shipped study"),
     ("data check not a folder", lambda t: ["data", "check", str(t / "nothing")], "is not a directory"),
 ]
+
+
+def laughs(levels: int) -> str:
+    """Nested YAML aliases: ``a`` holds 10 values, each next key 10 aliases of the one before."""
+    text = "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+    for i in range(1, levels):
+        text += f"{chr(97 + i)}: &{chr(97 + i)} [" + ", ".join([f"*{chr(96 + i)}"] * 10) + "]\n"
+    return text
+
+
+def damaged_store(tmp: Path) -> str:
+    """A store with runs in it and 8 KiB of garbage over its middle pages (a torn copy, a bad disk)."""
+    from mlflow.entities import Metric, Param
+    from mlflow.tracking import MlflowClient
+
+    uri = mlflow_store(tmp)
+    client = MlflowClient(uri)
+    experiment = client.create_experiment("x")
+    for _ in range(20):
+        run = client.create_run(experiment)
+        client.log_batch(run.info.run_id, params=[Param(f"p{j}", "v" * 50) for j in range(50)], metrics=[Metric("m", j, 0, j) for j in range(50)])
+    path = tmp / "mlflow.db"
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2 // 4096 * 4096
+    data[middle : middle + 8192] = np.random.default_rng(0).integers(0, 256, 8192, dtype=np.uint8).tobytes()
+    path.write_bytes(bytes(data))
+    return uri
+
+
+def empty_store(tmp: Path) -> str:
+    (tmp / "mlflow.db").write_bytes(b"")
+    return f"sqlite:///{tmp}/mlflow.db"
 
 
 def whole_model(tmp: Path) -> str:
@@ -233,13 +300,16 @@ def test_bad_input_is_one_clear_line_before_ray_starts(name, argv, message, tmp_
     args = argv(tmp_path)
     capsys.readouterr()  # what setting the case up printed (MLflow creating a store)
     before = set(tmp_path.rglob("*"))
+    sizes = {p: p.stat().st_size for p in before if p.is_file()}
     assert main(args) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "Traceback" not in err, err
+    assert err.count("\n") == 1 and len(err) < 2100, err  # one line, short whatever the input held
     assert message in err and "weights_only=False" not in err, err
     assert not (tmp_path / "pwned").exists(), "a checkpoint ran code"
     assert not (tmp_path / "unused").exists() and not (tmp_path / "missing").exists(), "a store was created"
     assert set(tmp_path.rglob("*")) == before, "the command wrote files"
+    assert not (tmp_path / "mlflow.db").exists() or (tmp_path / "mlflow.db").stat().st_size in (0, sizes[tmp_path / "mlflow.db"]), "a store was written"
 
 
 def test_the_corpus_is_large():

@@ -17,6 +17,25 @@ def _rebuilt(cls: type, args: tuple, state: dict) -> BaseException:
     return err
 
 
+#: the most characters of a user's value an error message quotes; the rest is counted, not shown
+SHOWN_CHARS = 60
+
+
+def shown(value: object, limit: int = SHOWN_CHARS) -> str:
+    """``repr(value)`` for an error message, cut to ``limit`` characters: an error quotes what the
+    user gave, and a 5 MB string or a huge list must not become a 5 MB message."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text):,} characters)"
+
+
+def one_line(message: str, limit: int = 2000) -> str:
+    """``message`` on one line, at most ``limit`` characters (the CLI prints every refusal so)."""
+    text = " ".join(message.split())
+    return text if len(text) <= limit else f"{text[: limit - 30]}... ({len(text):,} characters in all)"
+
+
 class UserError(Exception):
     """Any error the user can fix by changing the input; the CLI prints ``error: <message>``.
 

@@ -29,11 +29,6 @@ INSTANCE_TYPES: dict[str, tuple[int, int]] = {
 }
 
 
-#: training images of the datasets whose files may be absent where the plan is made
-TRAIN_IMAGES = {"imagefolder": (1_281_167, "ImageNet-1K's"), "fashion_mnist": (60_000, "Fashion-MNIST's"),
-                "cifar10": (50_000, "CIFAR-10's"), "cifar100": (50_000, "CIFAR-100's")}
-
-
 #: BENCHMARKS.md, GPU rows: the 500-step DeiT-S + MJP run's target per GPU (bf16 + compile; not measured)
 DEIT_S_TARGET_IMG_PER_S_PER_GPU = 7_000.0
 
@@ -104,16 +99,10 @@ def cluster_machines(path: str | Path) -> Machines:
 
 def train_images(cfg: TrainConfig) -> tuple[int, str]:
     """Training images per epoch (after ``data.train_limit``) and where the count comes from."""
-    from trainables.data.info import data_info
-    from trainables.errors import DataError
+    from trainables.data.info import planned_data_info
 
-    try:
-        n, note = data_info(cfg).train_size, f"{cfg.data.name} as found"
-    except DataError:
-        if cfg.data.name not in TRAIN_IMAGES:
-            raise
-        n, what = TRAIN_IMAGES[cfg.data.name]
-        note = f"{what} {n:,} (data.root is not readable here)"
+    info, absent = planned_data_info(cfg)
+    n, note = info.train_size, absent or f"{cfg.data.name} as found"
     if cfg.data.train_limit is not None and cfg.data.train_limit < n:
         n, note = cfg.data.train_limit, f"data.train_limit={cfg.data.train_limit}"
     return n, note  # repeated augmentation keeps an epoch at the dataset's size (timm's sampler)
@@ -121,17 +110,9 @@ def train_images(cfg: TrainConfig) -> tuple[int, str]:
 
 def data_shape(cfg: TrainConfig) -> Any:
     """The data's ``DataShape``; where the files are absent here, the dataset's published shape."""
-    from trainables.data.info import DataShape, data_info
-    from trainables.errors import DataError
+    from trainables.data.info import planned_data_info
 
-    try:
-        return data_info(cfg).shape
-    except DataError:
-        defaults = {"imagefolder": (1000, 3, 224), "fashion_mnist": (10, 1, 28), "cifar10": (10, 3, 32), "cifar100": (100, 3, 32)}
-        if cfg.data.name not in defaults:
-            raise
-        classes, chans, size = defaults[cfg.data.name]
-        return DataShape(classes, chans, cfg.data.img_size or size)
+    return planned_data_info(cfg)[0].shape
 
 
 def measure_cpu_img_per_s(cfg: TrainConfig, image_size: int, in_chans: int, num_classes: int, threads: int, seconds: float = 2.0) -> float:

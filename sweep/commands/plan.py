@@ -32,10 +32,14 @@ def cmd_sweep_plan(args: argparse.Namespace) -> int:
     from sweep.commands.common import set_overrides
     from sweep.study.load import load_study
 
-    study = load_study(args.study, smoke=args.smoke, overrides=set_overrides(args), check=False)
+    study = load_study(args.study, smoke=args.smoke, overrides=set_overrides(args), files=False)  # run's validation, less the files
     machines = cluster_machines(args.cluster) if args.cluster else local_machines()
     if args.img_per_s is not None and args.img_per_s <= 0:
         raise ConfigError(f"--img-per-s {args.img_per_s}: allowed is a positive number of images per second")
     plan = make_plan(study, machines, args.img_per_s)
     print(describe(study, plan, machines))
+    from sweep.study.load import MAX_TRIALS
+
+    if study.num_trials > MAX_TRIALS:
+        print(f"note: `mjp sweep run` refuses more than {MAX_TRIALS:,} trials unless given --max-trials {study.num_trials}")
     return 0

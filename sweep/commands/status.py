@@ -105,9 +105,9 @@ def _study_name(target: str, uri: str) -> str:
 
     path = Path(target)
     if path.is_file():
-        import yaml
+        from trainables.config.yaml_files import read_yaml_mapping
 
-        return str((yaml.safe_load(path.read_text()) or {}).get("name", path.stem))
+        return str(read_yaml_mapping(path, "study file", allow_empty=True).get("name", path.stem))
     from sweep.study.names import check_study_name
 
     check_study_name(target, recorded_studies(uri), uri)

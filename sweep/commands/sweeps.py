@@ -47,9 +47,10 @@ def after_sweep(outcome: Any, study: Any) -> int:
 
 
 def cmd_sweep_run(args: argparse.Namespace) -> int:
-    from sweep.study.load import load_study
+    from sweep.study.load import check_trial_count, load_study
 
     study = load_study(args.study, smoke=args.smoke, overrides=set_overrides(args))
+    check_trial_count(study, args.max_trials)
     from sweep.tuner.run import run_sweep
 
     outcome = run_sweep(study, storage=args.storage, address=args.address, verbose=args.verbose)

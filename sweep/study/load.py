@@ -113,15 +113,16 @@ def resolve_study_path(name_or_path: str) -> Path:
     raise ConfigError(f"study {name_or_path!r} is neither a file nor a shipped study{hint}; shipped: {names}")
 
 
-def load_study(name_or_path: str, *, smoke: bool = False, overrides: dict[str, Any] | None = None, check: bool = True) -> Study:
+def load_study(name_or_path: str, *, smoke: bool = False, overrides: dict[str, Any] | None = None, check: bool = True, files: bool = True) -> Study:
     """Read, validate and (``check``) pre-flight a study: every key, every choice, every objective
-    (the pre-flight builds models on the meta device, which costs a timm import)."""
+    (the pre-flight builds models on the meta device, which costs a timm import). ``files=False``:
+    the same checks less those that read data or weights files (``mjp sweep plan``)."""
     path = resolve_study_path(name_or_path)
     tree = read_yaml_mapping(path, "study file")
     try:
         config = StudyConfig.model_validate(tree)
     except ValidationError as err:
-        raise ConfigError(f"invalid study {path}:\n{describe_validation_error(err, candidates=known_keys(StudyConfig))}") from None
+        raise ConfigError(f"invalid study {path}: {describe_validation_error(err, candidates=known_keys(StudyConfig))}") from None
     base_file = config.smoke.base if smoke and config.smoke.base else config.base
     base_tree = read_yaml_mapping(PROJECT_DIR / base_file, f"study {path}: base") if base_file else {}
     base_tree = merge(base_tree, config.train)
@@ -130,15 +131,33 @@ def load_study(name_or_path: str, *, smoke: bool = False, overrides: dict[str, A
         base_tree, extra = _smoke_tree(config, path, base_tree, extra)
     study = Study(config, base_tree, str(path), smoke, extra, tree)
     if check:
-        check_study(study)
+        check_study(study, files=files)
     return study
 
 
-def check_study(study: Study) -> None:
-    """The pre-flight of a loaded study: every key, every choice, every objective, the scheduler."""
+def check_study(study: Study, *, files: bool = True) -> None:
+    """The pre-flight of a loaded study: every key, every choice, every objective, the scheduler.
+    The one validation ``mjp sweep run``, ``resume`` and ``plan`` share (``plan`` with
+    ``files=False``: where the data is not readable here, its published shape)."""
     path = Path(study.source)
-    _validate_space(study, path)
+    _validate_space(study, path, files)
     _validate_scheduler(study, path)
+
+
+#: the most trials a sweep starts without ``--max-trials`` (the shipped studies have at most 32)
+MAX_TRIALS = 1000
+
+
+def check_trial_count(study: Study, allowed: int | None = None) -> None:
+    """A study of more trials than ``allowed`` (default ``MAX_TRIALS``) is refused before it
+    starts: a grid of a few lists multiplies into a million trials in a 300-byte file, which
+    `mjp sweep plan` prices in days; running it anyway takes ``--max-trials N``."""
+    allowed = MAX_TRIALS if allowed is None else allowed
+    if study.num_trials > allowed:
+        grid = " x ".join(str(len(v)) for v in study.config.grid.values())
+        what = f"a grid of {grid}" if study.config.search.algorithm == "grid" and grid else "budget.trials"
+        raise ConfigError(f"study {study.name!r} has {study.num_trials:,} trials ({what}), more than the {allowed:,} a sweep starts without asking; "
+                          f"see what it costs with `mjp sweep plan {study.config.name}`, then shrink it or pass --max-trials {study.num_trials}")
 
 
 def _canonical(value: Any) -> Any:
@@ -187,7 +206,7 @@ def _validate_scheduler(study: Study, path: Path) -> None:
         raise ConfigError(f"{path}: space.{sampled[0]} varies the epochs, but ASHA stops every trial at the base config's optim.epochs={epochs}; fix optim.epochs in train: or use scheduler: {{type: fifo}}")
 
 
-def _validate_space(study: Study, path: Path) -> None:
+def _validate_space(study: Study, path: Path, files: bool = True) -> None:
     base = study.train_config({})
     known = set(flat_params(base)) | {"mjp.variant"}
 
@@ -215,4 +234,4 @@ def _validate_space(study: Study, path: Path) -> None:
         fingerprint = cfg.model_dump_json(include={"model", "mjp", "data"})
         if fingerprint not in checked:
             checked.add(fingerprint)
-            study.max_parameters = max(study.max_parameters or 0, preflight(cfg).parameters)
+            study.max_parameters = max(study.max_parameters or 0, preflight(cfg, files=files).parameters)

@@ -66,8 +66,8 @@ class Fixed(_Param):
 
 
 class _Range(_Param):
-    low: float
-    high: float
+    low: float = Field(allow_inf_nan=False)
+    high: float = Field(allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _ordered(self) -> "_Range":
@@ -135,8 +135,9 @@ class Smoke(_Strict):
 
 
 class StudyConfig(_Strict):
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
-    description: str = ""
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", max_length=100)
+    #: shown as the sweep's and the experiment's description in MLflow (a run tag holds 8,000 characters)
+    description: str = Field("", max_length=4000)
     base: str | None = Field(None, description="a TrainConfig YAML, relative to the project directory")
     train: dict[str, Any] = Field(default_factory=dict)
     space: dict[str, Param] = Field(default_factory=dict)

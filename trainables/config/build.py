@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 from trainables.config.overrides import apply_overrides, did_you_mean, did_you_mean_key, flatten, parse_overrides
 from trainables.config.schema import TrainConfig
 from trainables.config.yaml_files import read_yaml_mapping
-from trainables.errors import ConfigError
+from trainables.errors import ConfigError, shown
 
 
 def known_keys(model: type[BaseModel] = TrainConfig) -> list[str]:
@@ -48,15 +48,15 @@ def _plain(error: Any) -> str:
 
 
 def describe_validation_error(err: ValidationError, prefix: str = "", candidates: list[str] | None = None) -> str:
-    """One line per problem: the dotted key, what is wrong, the value given; a suggestion for a
-    key that does not exist (``optim.epoch`` -> ``optim.epochs``)."""
+    """Every problem on one line, separated by "; ": the dotted key, what is wrong, the value given
+    (cut short: ``shown``); a suggestion for a key that does not exist (``optim.epoch`` -> ``optim.epochs``)."""
     candidates = known_keys() if candidates is None else candidates
     lines = []
     for e in err.errors():
         loc = [str(p) for p in e["loc"] if not str(p).startswith("function-")]
         key = ".".join(loc) or "(config)"
         given = e.get("input")
-        shown = "" if isinstance(given, dict) or e["type"] == "missing" else f" (got {given!r})"
+        got = "" if isinstance(given, dict) or e["type"] == "missing" else f" (got {shown(given)})"
         hint = ""
         if e["type"] == "extra_forbidden":
             parent = ".".join(loc[:-1])
@@ -69,10 +69,10 @@ def describe_validation_error(err: ValidationError, prefix: str = "", candidates
             hint = did_you_mean(given, [s.strip(" '") for s in str(e.get("ctx", {}).get("expected", "")).replace(" or ", ",").split(",")])
         msg = _plain(e)
         if not loc:  # a whole-config check (the Table 4 row), whose message names its key
-            lines.append(f"  {msg}{shown}{hint}")
+            lines.append(f"{msg}{got}{hint}")
             continue
-        lines.append(f"  {prefix}{key}: {msg}{shown}{hint}")
-    return "\n".join(lines)
+        lines.append(f"{prefix}{key}: {msg}{got}{hint}")
+    return "; ".join(lines)
 
 
 def build_config(tree: dict[str, Any], overrides: dict[str, Any] | None = None, *, source: str = "config") -> TrainConfig:
@@ -81,7 +81,7 @@ def build_config(tree: dict[str, Any], overrides: dict[str, Any] | None = None, 
     try:
         return TrainConfig.model_validate(tree)
     except ValidationError as err:
-        raise ConfigError(f"invalid {source}:\n{describe_validation_error(err)}") from None
+        raise ConfigError(f"invalid {source}: {describe_validation_error(err)}") from None
     except ValueError as err:  # raised by the before-validator (an unknown variant)
         raise ConfigError(f"invalid {source}: {err}") from None
 

@@ -13,7 +13,10 @@ from typing import Any, Iterable
 
 import yaml
 
-from trainables.errors import ConfigError
+from trainables.errors import ConfigError, shown
+
+#: words longer than this get no suggestion (difflib's cost grows with the word; no key is so long)
+_SUGGEST_CHARS = 100
 
 #: mappings that are values, not sections: replaced as a whole when given as a mapping
 FREE_FORM: frozenset[str] = frozenset({"model.kwargs"})
@@ -22,17 +25,17 @@ FREE_FORM: frozenset[str] = frozenset({"model.kwargs"})
 def parse_override(item: str) -> tuple[str, Any]:
     """``"optim.base_lr=1e-3"`` -> ``("optim.base_lr", 0.001)`` (the value parsed as YAML)."""
     if "=" not in item:
-        raise ConfigError(f"--set {item!r}: expected key=value, e.g. --set optim.epochs=3")
+        raise ConfigError(f"--set {shown(item)}: expected key=value, e.g. --set optim.epochs=3")
     key, raw = item.split("=", 1)
     key = key.strip()
     if not key or any(not part for part in key.split(".")):
-        raise ConfigError(f"--set {item!r}: {key!r} is not a dotted key, e.g. optim.epochs")
+        raise ConfigError(f"--set {shown(item)}: {shown(key)} is not a dotted key, e.g. optim.epochs")
     from trainables.config.yaml_files import parse_yaml
 
     try:
         value = parse_yaml(raw) if raw.strip() else None
     except (yaml.YAMLError, ConfigError) as err:
-        raise ConfigError(f"--set {item!r}: the value is not valid YAML ({str(err).splitlines()[0]})") from None
+        raise ConfigError(f"--set {shown(item)}: the value is not valid YAML ({str(err).splitlines()[0][:200]})") from None
     if isinstance(value, str):  # YAML 1.1 reads "1e-3" as a string
         try:
             value = float(value)
@@ -47,7 +50,7 @@ def parse_overrides(items: Iterable[str]) -> dict[str, Any]:
     for item in items:
         key, value = parse_override(item)
         if key in out:
-            raise ConfigError(f"--set {key} is given twice ({out[key]!r} and {value!r}); keep one")
+            raise ConfigError(f"--set {key[:100]} is given twice ({shown(out[key])} and {shown(value)}); keep one")
         out[key] = value
     return out
 
@@ -116,6 +119,8 @@ def did_you_mean_key(key: str, candidates: Iterable[str]) -> str:
     """A suggestion for a dotted key that does not exist, from the keys of the same section,
     compared by their last part: ``optim.epoch`` -> ``optim.epochs``; where no key is clearly
     closest, the two nearest (``optim.lrr`` -> ``optim.min_lr or optim.base_lr``)."""
+    if len(key) > _SUGGEST_CHARS:
+        return ""
     section, _, leaf = key.rpartition(".")
     leaves = {c.rpartition(".")[2]: c for c in candidates if c.rpartition(".")[0] == section}
     close = difflib.get_close_matches(leaf, leaves, n=1, cutoff=0.6)
@@ -132,5 +137,7 @@ def did_you_mean_key(key: str, candidates: Iterable[str]) -> str:
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     """``" (did you mean optim.epochs?)"`` for the closest candidate, or ``""``."""
+    if len(str(word)) > _SUGGEST_CHARS:
+        return ""
     close = difflib.get_close_matches(str(word), [str(c) for c in candidates], n=1, cutoff=0.6)
     return f" (did you mean {close[0]}?)" if close else ""

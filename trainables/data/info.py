@@ -38,9 +38,16 @@ def check_data(cfg: TrainConfig) -> None:
     data_info(cfg)
 
 
-def data_info(cfg: TrainConfig) -> DataInfo:
-    """Shape and split sizes of the configured data, without loading it; ``DataError`` when the
-    data is missing or broken (unreadable headers, zero-byte images, a layout that does not fit)."""
+#: the published figures of the datasets whose files may be absent where a sweep is planned (the
+#: cluster's nodes hold them): classes, channels, image side, training and validation images, whose
+PUBLISHED = {
+    "imagefolder": (1000, 3, 224, 1_281_167, 50_000, "ImageNet-1K's"), "fashion_mnist": (10, 1, 28, 60_000, 10_000, "Fashion-MNIST's"),
+    "cifar10": (10, 3, 32, 50_000, 10_000, "CIFAR-10's"), "cifar100": (100, 3, 32, 50_000, 10_000, "CIFAR-100's"),
+}
+
+
+def check_data_settings(cfg: TrainConfig) -> None:
+    """The ``data`` settings that contradict each other, whatever the files hold (``DataError``)."""
     d = cfg.data
     if d.root is not None and d.name == "digits":
         raise DataError(f"data.root={d.root!r} is given, but data.name='digits' is bundled with scikit-learn and reads no directory; drop data.root or pick fashion_mnist / imagefolder / cifar10")
@@ -48,13 +55,34 @@ def data_info(cfg: TrainConfig) -> DataInfo:
         raise DataError(f"data.decode='gpu' decodes image files on the training device; data.name={d.name!r} is decoded in memory already: use data.decode=cpu (gpu needs data.name=imagefolder)")
     if d.decode == "gpu" and d.loader == "ray_data":
         raise DataError("data.decode='gpu' ships encoded images through the torch loader; data.loader='ray_data' decodes on CPU nodes: use one of them (data.loader=torch with data.decode=gpu)")
+    if d.loader == "ray_data" and d.name not in ("imagefolder", "digits"):
+        raise DataError(f"data.loader='ray_data' reads image folders; data.name={d.name!r} is an in-memory dataset: use data.loader=torch")
+
+
+def planned_data_info(cfg: TrainConfig) -> tuple[DataInfo, str | None]:
+    """``data_info``, or, where the files cannot be read here (a plan made away from the cluster
+    that holds them), the dataset's published figures and a note saying so. Contradicting
+    settings are refused either way, so a plan accepts no config a run would refuse for them."""
+    check_data_settings(cfg)
+    try:
+        return data_info(cfg), None
+    except DataError:
+        if cfg.data.name not in PUBLISHED:
+            raise
+    classes, chans, side, train, val, whose = PUBLISHED[cfg.data.name]
+    return DataInfo(DataShape(classes, chans, cfg.data.img_size or side), train, val), f"{whose} {train:,} (data.root is not readable here)"
+
+
+def data_info(cfg: TrainConfig) -> DataInfo:
+    """Shape and split sizes of the configured data, without loading it; ``DataError`` when the
+    data is missing or broken (unreadable headers, zero-byte images, a layout that does not fit)."""
+    d = cfg.data
+    check_data_settings(cfg)
     if d.name == "digits":
         return DataInfo(DataShape(10, 1, 8), DIGITS_TRAIN, DIGITS_VAL)
     if d.name == "fashion_mnist":
         sizes = fashion_sizes(Path(d.root or FASHION_MNIST_DEFAULT))
         return DataInfo(DataShape(10, 1, 28), sizes["train_images"], sizes["val_images"])
-    if d.loader == "ray_data" and d.name != "imagefolder":
-        raise DataError(f"data.loader='ray_data' reads image folders; data.name={d.name!r} is an in-memory dataset: use data.loader=torch")
     if d.name == "imagefolder":
         if not d.root:
             raise DataError("data.name='imagefolder' needs data.root (a directory with train/ and val/, or shards from `mjp data prepare`)")

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from trainables.config.schema import TrainConfig
-from trainables.data.info import DataInfo, check_data, data_info
+from trainables.data.info import DataInfo, check_data, data_info, planned_data_info
 from trainables.errors import ConfigError
 
 
@@ -100,6 +100,12 @@ def _ratios_select_patches(cfg: TrainConfig, n: int) -> None:
 
 #: the most memory one layer's attention maps of a worker's batch may take: an 80 GB GPU's (A100/H100)
 ATTENTION_BYTES_LIMIT = 80 * 10**9
+#: what one CPU core is credited with for attention: generous (this 2-core VM's torch reaches
+#: about 5 GFLOP/s a core on 12,544 tokens: 197 s for one step of 2 images), so only hopeless
+#: runs are refused
+CPU_FLOPS_PER_CORE = 20e9
+#: the most seconds one training image's attention may take on a CPU trial at that rate
+CPU_SECONDS_PER_IMAGE = 1.0
 
 
 def _attention_fits(cfg: TrainConfig, model: Any, size: int, patch: int) -> None:
@@ -107,7 +113,10 @@ def _attention_fits(cfg: TrainConfig, model: Any, size: int, patch: int) -> None
     ([batch, heads, tokens, tokens] floats) in the memory of any GPU is refused, naming the keys
     that made the tokens, before any training starts (it would otherwise stall or run out of memory).
     A fused attention kernel (timm's default where torch has one) never materialises the maps, but
-    its work still grows as tokens^2: such a run would not finish either, so the bound stays."""
+    its work still grows as tokens^2: such a run would not finish either, so the bound stays.
+    A CPU trial is bounded by that work: one image's attention may take ``CPU_SECONDS_PER_IMAGE``
+    at ``CPU_FLOPS_PER_CORE`` per core. ``mjp train``, ``mjp sweep run`` and ``mjp sweep plan``
+    all refuse through here (``preflight``, ``check_attention``)."""
     blocks = getattr(model, "blocks", None)
     heads = getattr(getattr(blocks[0], "attn", None), "num_heads", None) if blocks is not None and len(blocks) else None
     if heads is None:
@@ -121,6 +130,17 @@ def _attention_fits(cfg: TrainConfig, model: Any, size: int, patch: int) -> None
             f"one layer's attention for data.batch_size={cfg.data.batch_size} has {need // 4:,} scores, {need / 2**30:,.0f} GiB where they are materialised "
             f"(more than an 80 GB GPU; a fused kernel avoids the memory, not the tokens^2 work); use a larger model.kwargs.patch_size or a smaller data.img_size"
         )
+    if not cfg.scaling.use_gpu:
+        dim = getattr(model, "embed_dim", None) or getattr(model, "num_features", 0)
+        flops = 12 * len(blocks) * tokens * tokens * dim  # QK^T and AV, 4 T^2 D a layer forward; backward twice that
+        seconds = flops / (CPU_FLOPS_PER_CORE * cfg.scaling.cpus_per_worker)
+        if seconds > CPU_SECONDS_PER_IMAGE:
+            images = f"data.img_size={size}" if cfg.data.img_size is not None else f"{size}x{size} images of data.name={cfg.data.name!r}"
+            raise ConfigError(
+                f"{images} with model.kwargs.patch_size={patch} makes {tokens:,} tokens per image: on a CPU (scaling.use_gpu=false) one image's attention, "
+                f"forward and backward, is {flops / 1e9:,.0f} GFLOP, {seconds:,.0f} s of scaling.cpus_per_worker={cfg.scaling.cpus_per_worker:g} core(s) even at "
+                f"{CPU_FLOPS_PER_CORE / 1e9:.0f} GFLOP/s each (allowed: {CPU_SECONDS_PER_IMAGE:g} s); use a larger model.kwargs.patch_size, a smaller data.img_size or scaling.use_gpu=true"
+            )
 
 
 def check_attention(cfg: TrainConfig, shape: Any) -> None:
@@ -147,7 +167,7 @@ def _batch_fits(cfg: TrainConfig, info: DataInfo) -> None:
         )
 
 
-def _evaluations_apply(cfg: TrainConfig, model: Any) -> None:
+def _evaluations_apply(cfg: TrainConfig, model: Any, files: bool) -> None:
     privacy = cfg.eval.privacy
     if privacy is not None and privacy.attack == "april":
         from mjp.privacy import april_requirements
@@ -155,7 +175,7 @@ def _evaluations_apply(cfg: TrainConfig, model: Any) -> None:
         why = april_requirements(model)
         if why:
             raise ConfigError(f"eval.privacy.attack='april' cannot attack {cfg.model.name}: {why} (model.april_block=true, or eval.privacy.attack=inversion)")
-    if privacy is not None and privacy.lpips_backbone:
+    if files and privacy is not None and privacy.lpips_backbone:
         from trainables.launch.weights_file import check_weights_file
 
         check_weights_file("eval.privacy.lpips_backbone", privacy.lpips_backbone)
@@ -176,12 +196,12 @@ def _class_folders(key: str, root: str) -> list[str]:
     return classes
 
 
-def _robustness_applies(cfg: TrainConfig, info: DataInfo) -> None:
-    """The folders ``eval.robustness`` names exist and fit the model, before any training."""
+def _robustness_applies(cfg: TrainConfig, info: DataInfo, files: bool) -> None:
+    """The folders ``eval.robustness`` names exist (``files``) and fit the model, before any training."""
     r = cfg.eval.robustness
     if r is None:
         return
-    if r.imagenet_c_root is not None:
+    if files and r.imagenet_c_root is not None:
         root = Path(r.imagenet_c_root)
         absent = [f"{c}/{s}" for c in r.corruptions for s in range(1, 6) if not (root / c / str(s)).is_dir()]
         if absent:
@@ -189,6 +209,8 @@ def _robustness_applies(cfg: TrainConfig, info: DataInfo) -> None:
     sets = {k: v for k, v in (("imagenet_a_root", r.imagenet_a_root), ("imagenet_o_root", r.imagenet_o_root), ("imagenet_r_root", r.imagenet_r_root)) if v is not None}
     if sets and info.shape.num_classes != 1000:
         raise ConfigError(f"eval.robustness.{next(iter(sets))} needs a model of the 1000 ImageNet-1K classes, but data.name={cfg.data.name!r} has {info.shape.num_classes}; remove it")
+    if not files:
+        return
     for key, root in sets.items():
         _class_folders(f"eval.robustness.{key}", root)
     if r.imagenet_o_root is not None and not (cfg.data.root and (Path(cfg.data.root) / "val").is_dir()):
@@ -223,11 +245,18 @@ def check_disk_space(storage: str, checkpoint_bytes: int, what: str) -> None:
         )
 
 
-def preflight(cfg: TrainConfig) -> Preflight:
-    """Check ``cfg`` end to end without training; returns what was learnt about data and model."""
+def preflight(cfg: TrainConfig, *, files: bool = True) -> Preflight:
+    """Check ``cfg`` end to end without training; returns what was learnt about data and model.
+
+    ``files=False`` (``mjp sweep plan``, made where the cluster's data may be absent) takes a
+    dataset's published figures where its files cannot be read here and skips the checks that
+    read files (data, weights, evaluation folders); every other check is the same."""
     _loader_fits(cfg)
-    check_data(cfg)
-    info = data_info(cfg)
+    if files:
+        check_data(cfg)
+        info = data_info(cfg)
+    else:
+        info = planned_data_info(cfg)[0]
     _batch_fits(cfg, info)
     from mjp.models.factory import timm_class
 
@@ -238,7 +267,7 @@ def preflight(cfg: TrainConfig) -> Preflight:
     _positive_int_kwargs(cfg.model.kwargs)
     _timm_signature_check(cfg.model.name, cfg.model.kwargs)
     _heads_divide_width(cfg.model.name, cfg.model.kwargs)
-    if cfg.model.pretrained_file:
+    if files and cfg.model.pretrained_file:
         from trainables.launch.weights_file import check_weights_file
 
         check_weights_file("model.pretrained_file", cfg.model.pretrained_file)
@@ -252,6 +281,6 @@ def preflight(cfg: TrainConfig) -> Preflight:
         raise ConfigError(f"{size}x{size} images do not split into {patch[0]}x{patch[1]} jigsaw patches; set mjp.patch_size (ResNet) or model.kwargs.patch_size to a divisor of {size}")
     _ratios_select_patches(cfg, (size // patch[0]) * (size // patch[1]))
     _attention_fits(cfg, model, size, patch[0])
-    _evaluations_apply(cfg, model)
-    _robustness_applies(cfg, info)
+    _evaluations_apply(cfg, model, files)
+    _robustness_applies(cfg, info, files)
     return Preflight(info, sum(p.numel() for p in model.parameters()))

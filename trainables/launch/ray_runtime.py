@@ -151,19 +151,36 @@ def ensure_ray(address: str | None = None, *, num_cpus: int | None = None, verbo
 
 
 def check_local_resources(cfg: Any, address: str | None) -> None:
-    """Refuse, before anything starts, custom resources a private local Ray cannot offer: it has
-    this machine's CPUs and GPUs only, and a trial asking for ``mjp_gpu`` there would wait forever.
-    Raises ``ConfigError`` naming the key; on a cluster (``address`` / ``$RAY_ADDRESS``) the nodes
-    (or the autoscaler) provide them."""
+    """Refuse, before anything starts, what a private local Ray cannot offer: it has this machine's
+    CPUs and GPUs only, and a trial asking for ``mjp_gpu``, or for a GPU this machine lacks, would
+    wait there forever; one asking for more CPUs than the machine has would get a Ray that pretends
+    to have them and as many threads per trial. Raises ``ConfigError`` naming the key; on a cluster
+    (``address`` / ``$RAY_ADDRESS``) the nodes, or the autoscaler, provide them, so nothing is refused."""
     if address or os.environ.get("RAY_ADDRESS"):
         return
     from trainables.errors import ConfigError
 
+    elsewhere = "or run on the cluster (--address, or $RAY_ADDRESS after `mjp cluster up --local`)"
     for key, wanted in (("scaling.worker_resources", cfg.scaling.worker_resources), ("data.ray_data_resources", cfg.data.ray_data_resources)):
         if wanted:
             raise ConfigError(f"{key}={dict(wanted)} asks for custom resources that only a cluster's nodes declare, and this command "
-                              f"starts its own Ray on this machine: remove {key}, or run on the cluster (--address, or $RAY_ADDRESS "
-                              "after `mjp cluster up --local`)")
+                              f"starts its own Ray on this machine: remove {key}, {elsewhere}")
+    s = cfg.scaling
+    if s.use_gpu:
+        import torch
+
+        have = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        need = s.num_workers * s.gpus_per_worker
+        if need > have:
+            raise ConfigError(f"scaling.use_gpu=true asks for {need:g} GPU(s) per trial (scaling.num_workers={s.num_workers} x scaling.gpus_per_worker={s.gpus_per_worker:g}), "
+                              f"but this machine has {have} (torch sees {'no' if not have else have} CUDA device{'' if have == 1 else 's'}) and this command starts its own Ray here, "
+                              f"where the trial would wait forever: set scaling.use_gpu=false, {elsewhere}")
+    cores = os.cpu_count() or 1
+    threads = s.num_workers * s.cpus_per_worker
+    if threads > cores:
+        raise ConfigError(f"scaling.num_workers={s.num_workers} x scaling.cpus_per_worker={s.cpus_per_worker:g} = {threads:g} CPUs per trial, but this machine has {cores} "
+                          f"and this command starts its own Ray here (it would train with {threads:g} threads on {cores} cores): "
+                          f"allowed: at most {cores} in all, {elsewhere}")
 
 
 def raylet_messages_to_log() -> None:

@@ -97,8 +97,8 @@ class RunTracker:
         self._client.log_batch(self.run_id, tags=[RunTag(k, redact(str(v))) for k, v in tags.items()])
 
     def set_note(self, text: str) -> None:
-        """The run's description in the MLflow UI (Markdown)."""
-        self.set_tags({schema.TAG_NOTE: text})
+        """The run's description in the MLflow UI (Markdown), cut to what MLflow keeps in a tag."""
+        self.set_tags({schema.TAG_NOTE: text if len(text) <= 8000 else text[:7997] + "..."})
 
     def log_metrics(self, metrics: dict[str, float], step: int = 0) -> None:
         ts = _now_ms()

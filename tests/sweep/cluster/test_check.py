@@ -243,3 +243,28 @@ def test_the_shipped_cluster_yaml_names_a_current_ami_and_a_profile_on_every_nod
         assert node_type["node_config"]["IamInstanceProfile"]["Name"] == ("mjp-head" if name == "head" else "mjp-worker")
     assert main(["cluster", "check", str(CLUSTER)]) == 0
     assert "set before `mjp cluster aws-setup` and `ray up`: YOUR-BUCKET" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has a GPU: use_gpu=true is runnable here")
+def test_a_gpu_or_cpus_this_machine_lacks_are_refused_locally_but_left_to_a_clusters_autoscaler(monkeypatch):
+    """A local Ray would wait forever for a GPU this machine lacks (nothing on screen), or
+    pretend to have 64 CPUs and run 64 threads per trial on 2 cores; an address is a cluster."""
+    import os
+
+    from trainables.config.build import build_config
+    from trainables.launch.ray_runtime import check_local_resources
+
+    base = {"model": {"name": "vit_tiny_patch16_224"}, "data": {"name": "digits"}}
+    gpu = build_config(base, {"scaling.use_gpu": True}, source="test")
+    cpus = build_config(base, {"scaling.num_workers": 2, "scaling.cpus_per_worker": os.cpu_count()}, source="test")
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    with pytest.raises(ConfigError, match=r"scaling.use_gpu=true asks for 1 GPU\(s\) per trial .* but this machine has 0 \(torch sees no CUDA devices\)"):
+        check_local_resources(gpu, None)
+    with pytest.raises(ConfigError, match=rf"scaling.num_workers=2 x scaling.cpus_per_worker={os.cpu_count()} = {2 * os.cpu_count()} CPUs per trial, but this machine has {os.cpu_count()}"):
+        check_local_resources(cpus, None)
+    check_local_resources(build_config(base, {"scaling.cpus_per_worker": os.cpu_count()}, source="test"), None)  # all the cores: allowed
+    for cfg in (gpu, cpus):
+        check_local_resources(cfg, "127.0.0.1:6379")  # the cluster's autoscaler may provide them
+        monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:6379")
+        check_local_resources(cfg, None)
+        monkeypatch.delenv("RAY_ADDRESS")
