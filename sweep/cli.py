@@ -146,7 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
     attack.add_argument("--config", help="the TrainConfig YAML of --checkpoint")
     attack.add_argument("--images", type=int, default=4, help="how many validation images to attack (default 4)")
     attack.add_argument("--setting", choices=["a", "b", "c"], action="append", help="repeatable; default: all three")
-    attack.add_argument("--attack", choices=["april", "inversion"], default="april", help="april: the analytic attack (default); inversion: gradient matching")
+    attack.add_argument("--attack", choices=["auto", "april", "inversion"], default="auto",
+                        help="auto (default): april where the model was built with april_block=True, else inversion; april: the analytic attack; inversion: gradient matching")
+    attack.add_argument("--steps", type=int, default=200, help="optimisation steps per image of the inversion attack (default 200)")
     attack.add_argument("--ratio", type=float, default=0.5, help="shuffle ratio of x~ (settings b, c)")
     attack.add_argument("--client-dtype", choices=["float32", "float64"], default="float32", help="precision of the simulated client's gradients")
     attack.add_argument("--lpips-backbone", help="torchvision AlexNet state dict; LPIPS is absent without it")
