@@ -33,10 +33,10 @@ def after_sweep(outcome: Any, study: Any) -> int:
     from trainables.tracking.store import tracking_uri
 
     resolved = tracking_uri(uri)
-    print(f"MLflow UI: {mlflow_ui_command(resolved, study.train_config({}).tracking.experiment)}")
+    print(f"MLflow UI:\n  {mlflow_ui_command(resolved, study.train_config({}).tracking.experiment)}")
     optuna_url = optuna_storage_url(resolved)
     if optuna_url:
-        print(f"Optuna dashboard: {tool('optuna-dashboard')} {optuna_url}   (then open http://127.0.0.1:8080)")
+        print(f"Optuna dashboard:\n  {tool('optuna-dashboard')} {optuna_url}\n  then open http://127.0.0.1:8080")
     print(f"logs: {outcome.log_file}")
     if outcome.interrupted:
         print(f"\ninterrupted: the parent run is marked KILLED; continue with `mjp sweep resume {outcome.experiment_dir}`", file=sys.stderr)

@@ -82,3 +82,14 @@ def test_no_sweep_of_a_study_names_its_smoke_size_when_that_one_ran():
     assert str(no_sweep_error("fashion", {"fashion-smoke"}, "sqlite:///m.db")) == (
         "no sweep of study 'fashion' in sqlite:///m.db (its smoke size has: `--study fashion-smoke`); run `mjp sweep run fashion` first")
     assert "smoke" not in str(no_sweep_error("fashion", {"quickstart"}, "sqlite:///m.db"))
+
+
+def test_at_80_columns_no_line_is_wider_and_every_run_id_is_whole(store, capsys, monkeypatch):
+    uri, _, runs = store
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["sweep", "status", "quickstart", "--uri", uri]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:2] == ["sweeps (newest first) in", f"  {uri}"]  # a store's path on a line of its own
+    assert max(len(line) for line in lines[2:] if "CUDA out of memory" not in line) <= 80
+    for run_id in runs.values():
+        assert f"      MLflow run id {run_id}" in lines
