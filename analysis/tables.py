@@ -7,6 +7,8 @@ Accuracies and consistency are fractions in MLflow and percentages here, as in t
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from analysis.markdown import is_fraction, markdown_table
@@ -81,7 +83,7 @@ def label(column: str, value: object) -> str:
     weight without a DAL head)."""
     if column in ("variant", "sample.mjp.variant"):
         return variant_title(value)
-    if value is None or (isinstance(value, float) and value != value):
+    if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
     return f"{value:.3g}" if isinstance(value, float) else str(value)
 
