@@ -236,3 +236,12 @@ def test_the_shipped_cluster_yaml_names_a_current_ami_and_a_profile_on_every_nod
         assert node_type["node_config"]["IamInstanceProfile"]["Name"] == ("mjp-head" if name == "head" else "mjp-worker")
     assert main(["cluster", "check", str(CLUSTER)]) == 0
     assert "set before `mjp cluster aws-setup` and `ray up`: YOUR-BUCKET" in capsys.readouterr().out
+
+
+def test_cluster_down_of_a_session_that_is_not_up_says_so_and_exits_2(tmp_path, capsys):
+    from sweep.cli import main
+
+    assert main(["cluster", "down", "--session", str(tmp_path / "nope")]) == 2
+    assert capsys.readouterr().err.strip() == f"error: --session {tmp_path / 'nope'}: no such directory, so no local cluster to end (`mjp cluster up --local` starts one in /tmp/mjp-local-cluster)"
+    assert main(["cluster", "down", "--session", str(tmp_path)]) == 2  # a directory, but no twin's state nor process
+    assert "no local cluster is up there (no cluster.json, no process of it); nothing to end" in capsys.readouterr().err
