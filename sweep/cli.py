@@ -132,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(handler=handler)
     results = analyze.add_parser("results", help="write results/<study>.json from the study's latest sweep (the results tables of README.md and docs/ are made from these files)")
     results.add_argument("--study", required=True, help="a study name (its newest sweep in MLflow is read)")
-    results.add_argument("--command", help="the command that ran the sweep, as the results table should say (default: `mjp sweep run <study>`)")
+    results.add_argument("--command", help="the command that ran the sweep, as the results table should say (default: the one the sweep recorded, e.g. `mjp demo`; else `mjp sweep run <study>`)")
     _uri(results)
     results.set_defaults(handler="sweep.commands.results:cmd_analyze_results")
     readme = analyze.add_parser("readme", help="render the results tables of README.md and docs/*.md from results/*.json")

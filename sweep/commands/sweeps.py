@@ -71,5 +71,5 @@ def cmd_demo(args: argparse.Namespace) -> int:
     study = load_study("quickstart", smoke=args.smoke, overrides=set_overrides(args))
     from sweep.tuner.run import run_sweep
 
-    outcome = run_sweep(study, verbose=args.verbose)
+    outcome = run_sweep(study, verbose=args.verbose, command="mjp demo" + (" --smoke" if args.smoke else ""))
     return after_sweep(outcome, study)
