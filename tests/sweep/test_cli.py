@@ -200,3 +200,11 @@ def test_every_command_names_a_handler_that_exists():
     for handler in names:
         module, _, function = handler.partition(":")
         assert callable(getattr(importlib.import_module(module), function)), handler
+
+
+def test_config_show_fashion_names_the_data_root_readme_gives(capsys):
+    from trainables.data.idx import FASHION_MNIST_DEFAULT
+
+    assert main(["config", "show", "fashion"]) == 0
+    assert yaml.safe_load(capsys.readouterr().out)["data"]["root"] == FASHION_MNIST_DEFAULT == "/usr/share/datasets/fashion-mnist"
+    assert f"`{FASHION_MNIST_DEFAULT}`, the default `data.root`" in Path("README.md").read_text()
