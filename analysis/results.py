@@ -14,6 +14,7 @@ Every results table in README.md and docs/*.md comes from a file under ``results
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,7 +63,7 @@ EVALUATIONS = {"robust/": "eval.robustness", "pe/": "eval.pe_analysis", "privacy
 
 
 def _configured(value: Any) -> bool:
-    return value is not None and value == value and str(value) not in ("", "None", "null")
+    return value is not None and not (isinstance(value, float) and math.isnan(value)) and str(value) not in ("", "None", "null")
 
 
 def study_metrics(runs: pd.DataFrame) -> list[str]:
