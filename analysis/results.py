@@ -14,6 +14,7 @@ Every results table in README.md and docs/*.md comes from a file under ``results
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,10 +58,28 @@ def _plain(value: Any) -> Any:
     return value
 
 
+#: metric prefix -> the config section of the evaluation that logs it at the end of training
+EVALUATIONS = {"robust/": "eval.robustness", "pe/": "eval.pe_analysis", "privacy/": "eval.privacy"}
+
+
+def _configured(value: Any) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value)) and str(value) not in ("", "None", "null")
+
+
+def study_metrics(runs: pd.DataFrame) -> list[str]:
+    """The metric columns the study measures: ``val/`` always, an evaluation's only where the runs
+    were configured with it (its ``eval.*`` param). What ``mjp evaluate --run`` logged into a run
+    later is not the study's and does not change the shape of its tables."""
+    off = tuple(prefix for prefix, section in EVALUATIONS.items() if section in runs.columns and not runs[section].map(_configured).any())
+    return [c for c in runs.columns if c.startswith(METRIC_PREFIXES) and not c.startswith(off)] if off else [c for c in runs.columns if c.startswith(METRIC_PREFIXES)]
+
+
 def from_runs(runs: pd.DataFrame, *, study: str, command: str, machine: str, commit: str, date: str, paper_tables: tuple[str, ...]) -> Results:
-    """The finished runs of a sweep (the tidy frame of ``analysis.runs``) as a results file."""
+    """The finished runs of a sweep (the tidy frame of ``analysis.runs``) as a results file: their
+    identity and the metrics of the evaluations the study runs (``study_metrics``)."""
     done = finished(runs)
-    keep = [c for c in done.columns if c in IDENTITY or c.startswith(IDENTITY_PREFIXES) or c.startswith(METRIC_PREFIXES)]
+    metrics = set(study_metrics(done))
+    keep = [c for c in done.columns if c in IDENTITY or c.startswith(IDENTITY_PREFIXES) or c in metrics]
     done = done[keep].sort_values("run_name" if "run_name" in keep else "run_id")
     rows = tuple({k: _plain(v) for k, v in row.items() if _plain(v) is not None} for row in done.to_dict("records"))
     return Results(study, command, machine, commit, date, tuple(paper_tables), rows)

@@ -7,6 +7,8 @@ Accuracies and consistency are fractions in MLflow and percentages here, as in t
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from analysis.markdown import is_fraction, markdown_table
@@ -76,9 +78,14 @@ def variant_title(name: object) -> str:
 
 
 def label(column: str, value: object) -> str:
+    """A row's value of what the sweep varied: a Table 4 row by its title, a number to three
+    significant digits (as run names give it), ``-`` where the trial did not sample it (a DAL
+    weight without a DAL head)."""
     if column in ("variant", "sample.mjp.variant"):
         return variant_title(value)
-    return f"{value:g}" if isinstance(value, float) else str(value)
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
 def finished(runs: pd.DataFrame) -> pd.DataFrame:

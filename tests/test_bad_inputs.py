@@ -63,6 +63,14 @@ def imagefolder(tmp: Path, empty_file: bool = False, classes: tuple[str, ...] = 
     return str(root)
 
 
+def folders_without_images(tmp: Path) -> str:
+    root = tmp / "no-images"
+    for split in ("train", "val"):
+        for c in ("cat", "dog"):
+            (root / split / c).mkdir(parents=True)
+    return str(root)
+
+
 class Evil:
     """Unpickling this would create a directory: proof that code ran."""
 
@@ -235,6 +243,9 @@ CASES = [
     # --- other commands -----------------------------------------------------------------------
     ("config show missing", lambda t: ["config", "show", "nope.yaml"], "neither a file nor a shipped study"),
     ("data check not a folder", lambda t: ["data", "check", str(t / "nothing")], "is not a directory"),
+    # what training refuses, data check refuses (it said "every image opens" and exit 0)
+    ("data check of one class", lambda t: ["data", "check", imagefolder(t, classes=("cat",))], "has 1 class folder (cat) in train/ and val/; a classifier needs at least 2 classes"),
+    ("data check of no images", lambda t: ["data", "check", folders_without_images(t)], "train: class folders without images: cat, dog"),
 ]
 
 

@@ -4,6 +4,7 @@ total-variation prior, with Adam, a fixed budget and a seeded start."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -34,8 +35,10 @@ def invert_gradients(
     lr: float = 0.1,
     tv_weight: float = 0.1,
     generator: torch.Generator | None = None,
+    on_step: Callable[[], None] | None = None,
 ) -> InversionResult:
-    """Reconstruct an input of ``shape`` whose gradients (for ``label``) match ``grads``."""
+    """Reconstruct an input of ``shape`` whose gradients (for ``label``) match ``grads``;
+    ``on_step()`` after each of the ``steps`` (a caller's progress)."""
     was_training = model.training
     model.eval()
     names = [n for n, p in model.named_parameters() if p.requires_grad and n in grads and grads[n].abs().sum() > 0]
@@ -63,6 +66,8 @@ def invert_gradients(
             opt.step()
             sched.step()
             history.append(objective.detach())
+            if on_step is not None:
+                on_step()
     finally:
         math_attention.__exit__(None, None, None)
         model.train(was_training)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -20,7 +21,7 @@ from torch import nn
 
 from mjp.jigsaw import shuffle_image_patches
 from mjp.metrics import model_patch_size, sample_eval_shuffle
-from mjp.privacy.april import april_reconstruct, pe_gradient_condition
+from mjp.privacy.april import april_reconstruct, april_requirements, pe_gradient_condition
 from mjp.privacy.gradients import infer_label, sample_gradients
 from mjp.privacy.inversion import invert_gradients
 from mjp.privacy.scores import LPIPS, image_scores, to_unit
@@ -28,6 +29,21 @@ from mjp.privacy.scores import LPIPS, image_scores, to_unit
 Setting = Literal["a", "b", "c"]
 Attack = Literal["april", "inversion"]
 SETTINGS: tuple[str, ...] = ("a", "b", "c")
+
+
+def choose_attack(model: nn.Module) -> tuple[Attack, str]:
+    """The attack that applies to ``model`` and why: APRIL's analytic one where its first block is
+    an ``AprilBlock``, else gradient matching (any model)."""
+    why_not = april_requirements(model)
+    if why_not is None:
+        return "april", "the model has APRIL's block (april_block=True), so the analytic attack applies"
+    return "inversion", f"gradient matching works on any model; APRIL's analytic attack does not apply here: {why_not}"
+
+
+def attack_units(attack: Attack, images: int, inversion_steps: int) -> int:
+    """How many times ``attack_images`` calls ``on_progress`` for ``images`` images (one per image
+    for APRIL, one per optimisation step for the inversion attack)."""
+    return images * (inversion_steps if attack == "inversion" else 1)
 
 
 @dataclass
@@ -52,12 +68,14 @@ def attack_images(
     inversion_steps: int = 200,
     lpips: LPIPS | None = None,
     client_dtype: torch.dtype = torch.float32,
+    on_progress: Callable[[], None] | None = None,
 ) -> AttackResult:
     """Attack every image of ``images [B, C, H, W]`` (labels ``[B]``) in ``setting``; mean scores
     (and, for the analytic attack, ``cond``: the median condition number of its linear system).
 
     ``client_dtype``: the precision in which the simulated client computes the gradients it
     shares (float32 as a real client would; float64 shows what the attack can do in principle).
+    ``on_progress()``: after each unit of work (``attack_units`` of them), for a caller's progress.
     """
     if setting not in SETTINGS:
         raise ValueError(f"setting={setting!r}; allowed: a, b, c")
@@ -72,8 +90,10 @@ def attack_images(
         if attack == "april":
             recon = april_reconstruct(client, grads, dal_weight=dal_weight)
             conditions.append(pe_gradient_condition(client, grads, dal_weight=dal_weight))
+            if on_progress is not None:
+                on_progress()
         else:
-            recon = invert_gradients(client, grads, infer_label(client, grads), tuple(x.shape), steps=inversion_steps, generator=generator).image.to(x.dtype)
+            recon = invert_gradients(client, grads, infer_label(client, grads), tuple(x.shape), steps=inversion_steps, generator=generator, on_step=on_progress).image.to(x.dtype)
         seen = x if shuffle is None else shuffle_image_patches(x, shuffle.perm, model_patch_size(model))
         target = seen if setting == "b" else x
         recons.append(to_unit(recon, target))

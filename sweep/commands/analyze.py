@@ -134,7 +134,22 @@ def _print(files: Any, paper: bool) -> None:
             print("\n(this study names no table of the paper: add `paper: [...]` to its YAML)")
 
 
+def refuse_study_without_sweeps(study: str, configured: str | None) -> None:
+    """In a second, before MLflow is imported: ``UserError`` for a study with no sweep in a SQLite
+    store (read with sqlite3 alone); other stores are checked by ``_sweeps`` as before."""
+    from sweep.study.names import check_study_name, no_sweep_error
+    from trainables.tracking.sqlite_sweeps import absolute_sqlite, configured_uri, sweep_studies
+
+    uri = absolute_sqlite(configured_uri(configured))
+    recorded = sweep_studies(uri)
+    if recorded is None or study in recorded:
+        return
+    check_study_name(study, recorded, uri)
+    raise no_sweep_error(study, recorded, uri)
+
+
 def cmd_analyze_tables(args: argparse.Namespace) -> int:
+    refuse_study_without_sweeps(args.study, args.uri)
     from trainables.tracking.store import tracking_uri
 
     files = build_report(tracking_uri(args.uri), args.study, args.out or reports_dir(), pool=args.all)
@@ -144,6 +159,7 @@ def cmd_analyze_tables(args: argparse.Namespace) -> int:
 
 
 def cmd_analyze_report(args: argparse.Namespace) -> int:
+    refuse_study_without_sweeps(args.study, args.uri)
     from trainables.tracking.store import tracking_uri
 
     files = build_report(tracking_uri(args.uri), args.study, args.out or reports_dir(), pool=args.all)

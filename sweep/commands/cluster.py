@@ -15,7 +15,7 @@ from sweep.cluster.check import placeholders_left, validate_cluster_config
 from sweep.cluster.probe import probe_here
 from sweep.cluster.processes import session_processes
 from sweep.cluster.store_copy import fingerprint, restore_store, save_store
-from sweep.cluster.twin import down, up
+from sweep.cluster.twin import DEFAULT_SESSION, STATE_FILE, down, up
 from trainables.config.yaml_files import read_yaml_mapping
 from trainables.errors import ConfigError
 
@@ -43,7 +43,12 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
 
 
 def cmd_cluster_down(args: argparse.Namespace) -> int:
-    ended = down(args.session)
+    session = Path(args.session).resolve()
+    if not session.is_dir():
+        raise ConfigError(f"--session {session}: no such directory, so no local cluster to end (`mjp cluster up --local` starts one in {DEFAULT_SESSION})")
+    if not (session / STATE_FILE).is_file() and not session_processes(session):
+        raise ConfigError(f"--session {session}: no local cluster is up there (no {STATE_FILE}, no process of it); nothing to end")
+    ended = down(session)
     left = session_processes(args.session)
     print(f"local cluster in {Path(args.session).resolve()} down: {len(ended)} processes ended" + (f"; still running: {left}" if left else ""))
     return 1 if left else 0

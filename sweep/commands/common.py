@@ -40,9 +40,19 @@ def tool(name: str) -> str:
 
 def mlflow_ui_command(uri: str, experiment: str) -> str:
     """How to see ``experiment`` in the MLflow UI: a tracking server serves its own (open it; MLflow
-    refuses ``mlflow ui`` on an http store), a database store needs ``mlflow ui`` started on it."""
+    refuses ``mlflow ui`` on an http store), a database store needs ``mlflow ui`` started on it.
+    The command and the address each on a line of their own, indented under the caller's label,
+    so that a narrow terminal wraps neither in the middle."""
     from trainables.tracking.store import experiment_runs_page, is_tracking_server
 
     if is_tracking_server(uri):
-        return f"open {experiment_runs_page(uri, experiment, host=uri.rstrip('/'))}   (the tracking server's own UI)"
-    return f"{tool('mlflow')} ui --backend-store-uri {shlex.quote(uri)}   (then open {experiment_runs_page(uri, experiment)})"
+        return f"open {experiment_runs_page(uri, experiment, host=uri.rstrip('/'))}\n  (the tracking server's own UI)"
+    return f"{tool('mlflow')} ui --backend-store-uri {shlex.quote(uri)}\n  then open {experiment_runs_page(uri, experiment)}"
+
+
+def terminal_columns() -> int:
+    """The terminal's width (``COLUMNS`` first); very wide where the output is not a terminal, so
+    that files and pipes get the one-line layouts."""
+    import shutil
+
+    return shutil.get_terminal_size(fallback=(10_000, 24)).columns

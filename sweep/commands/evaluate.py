@@ -139,5 +139,5 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             print(f"note ({name}): {line}")
     from sweep.commands.common import mlflow_ui_command
 
-    print(f"logged into MLflow run {tracker.run_id} ({tracker.uri}); see it with: {mlflow_ui_command(tracker.uri, cfg.tracking.experiment)}")
+    print(f"logged into MLflow run {tracker.run_id} of\n  {tracker.uri}\nMLflow UI:\n  {mlflow_ui_command(tracker.uri, cfg.tracking.experiment)}")
     return 0

@@ -24,8 +24,23 @@ def study_size(name: str, smoke: bool) -> tuple[int, int]:
     return study.num_trials, study.train_config({}).optim.epochs
 
 
+def narrow_list(rows: list[list[str]], width: int) -> str:
+    """The studies for a terminal narrower than the table: a line of sizes per study, what it
+    measures wrapped between words below it."""
+    import textwrap
+
+    head = [["study", "trials x epochs", "data", "--smoke"]] + [[r[0], r[2], r[3], r[4]] for r in rows]
+    widths = [max(len(h[i]) for h in head) for i in range(4)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(head[0], widths)).rstrip()]
+    for h, text in zip(head[1:], (r[1] for r in rows)):
+        lines.append("  ".join(c.ljust(w) for c, w in zip(h, widths)).rstrip())
+        lines += textwrap.wrap(text, width=max(20, width - 1), initial_indent="  ", subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
+    return "\n".join(lines)
+
+
 def cmd_sweep_list(args: argparse.Namespace) -> int:
     from analysis.markdown import markdown_table
+    from sweep.commands.common import terminal_columns
     from sweep.study.load import load_study
     from sweep.study.names import STUDIES_DIR
 
@@ -36,7 +51,9 @@ def cmd_sweep_list(args: argparse.Namespace) -> int:
         s_trials, s_epochs = study_size(path.stem, smoke=True)
         base = study.train_config({})
         rows.append([path.stem, _summary(study.config.description), f"{trials} x {epochs} ep", base.data.name, f"{s_trials} x {s_epochs} ep"])
-    print(markdown_table(["study", "what it measures", "trials x epochs", "data", "--smoke"], rows))
+    table = markdown_table(["study", "what it measures", "trials x epochs", "data", "--smoke"], rows)
+    width = terminal_columns()
+    print(table if max(map(len, table.splitlines())) <= width else narrow_list(rows, width))
     print("\nrun one: mjp sweep run <study> [--smoke]; its files: sweep/studies/<study>.yaml")
     return 0
 

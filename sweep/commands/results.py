@@ -70,7 +70,7 @@ def cmd_analyze_results(args: argparse.Namespace) -> int:
     commit = record.tags.get(schema.TAG_GIT_COMMIT) or current_commit()  # the code the sweep ran
     runs = load_runs(uri, parent_run_id=newest.run_id)
     started = datetime.datetime.fromtimestamp(newest.start_time.timestamp() if hasattr(newest.start_time, "timestamp") else 0, datetime.timezone.utc)
-    results = from_runs(runs, study=args.study, command=args.command or f"mjp sweep run {args.study}", machine=machine_description(),
+    results = from_runs(runs, study=args.study, command=args.command or record.tags.get(schema.TAG_COMMAND) or f"mjp sweep run {args.study}", machine=machine_description(),
                         commit=commit, date=started.strftime("%Y-%m-%d"), paper_tables=paper)
     if not results.runs:
         raise UserError(f"the newest sweep of {args.study!r} ({record.run_name}) has no finished run: nothing to write")

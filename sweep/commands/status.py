@@ -56,14 +56,16 @@ def resume_command(tags: dict[str, str], uri: str | None = None) -> str:
     return command if recorded == uri else f"{command} --uri {uri}"
 
 
-def sweep_state(status: str, tags: dict[str, str], uri: str | None = None) -> str:
-    """The sweep's state in words: finished, failed, interrupted (resumable), running or dead."""
-    resume = f"; resume: {resume_command(tags, uri)}"
+def sweep_state(status: str, tags: dict[str, str], uri: str | None = None) -> tuple[str, str | None]:
+    """The sweep's state in words (finished, failed, interrupted, running or dead) and, where it
+    should be resumed, the command that does it (``resume_command``: with ``--uri`` where the
+    server moved)."""
+    resume = resume_command(tags, uri)
     if status == "KILLED":
-        return f"interrupted ({tags.get(schema.TAG_INTERRUPTED, 'killed')})" if schema.TAG_INTERRUPTED in tags else f"killed{resume}"
+        return (f"interrupted ({tags[schema.TAG_INTERRUPTED]})", None) if schema.TAG_INTERRUPTED in tags else ("killed", resume)
     if status == "RUNNING" and driver_alive(tags.get(schema.TAG_DRIVER)) is False:
-        return f"driver gone (killed?), trials stopped{resume}"
-    return status.lower()
+        return "driver gone (killed?), trials stopped", resume
+    return status.lower(), None
 
 
 def trial_state(trial: "TrialSummary") -> str:
@@ -87,14 +89,22 @@ def _metric_columns(sweep: "SweepSummary") -> list[str]:
     return columns
 
 
-def trials_table(sweep: "SweepSummary", indent: str = "    ") -> str:
+def trials_table(sweep: "SweepSummary", indent: str = "    ", width: int = 10_000) -> str:
     """Each trial of ``sweep``: name, state, key metrics, MLflow run id (for ``--run``); the
-    reasons of failed trials below."""
+    reasons of failed trials below. Where a row would not fit ``width`` columns, each run id goes
+    on a line of its own below its trial, whole (a terminal would break it where a user copies it)."""
     columns = _metric_columns(sweep)
     rows = [["trial", "state", *columns, "MLflow run id"]]
     rows += [[t.name, trial_state(t), *(format_value(c, t.metrics.get(c)) for c in columns), t.run_id] for t in sweep.trials]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = [indent + "  ".join(c.ljust(w) if i < 2 or i == len(r) - 1 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip() for r in rows]
+    split = len(indent) + sum(widths) + 2 * (len(widths) - 1) > width
+    if split:
+        rows, widths = [r[:-1] for r in rows], widths[:-1]
+    lines = []
+    for k, r in enumerate(rows):
+        lines.append(indent + "  ".join(c.ljust(w) if i < 2 or (i == len(r) - 1 and not split) else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+        if split and k:
+            lines.append(f"{indent}  MLflow run id {sweep.trials[k - 1].run_id}")
     lines += [f"{indent}{t.name}: {t.tags[schema.TAG_ERROR][:200]}" for t in sweep.trials if t.status == "FAILED" and schema.TAG_ERROR in t.tags]
     return "\n".join(lines)
 
@@ -148,10 +158,15 @@ def cmd_sweep_status(args: argparse.Namespace) -> int:
         if not sweeps:
             print(f"no sweeps{' of study ' + repr(study) if study else ''} recorded in {uri}")
             return 0
-    print(f"sweeps in {uri} (newest first):")
+    from sweep.commands.common import terminal_columns
+
+    header = f"sweeps in {uri} (newest first):"
+    print(header if len(header) <= terminal_columns() else f"sweeps (newest first) in\n  {uri}")
     for s in sweeps:
         shown = ", ".join(f"{n} {k}" for k, n in sorted(s.trial_states.items())) or "no trials yet"
-        print(f"  {s.run_name}  [{sweep_state(s.status, s.tags, uri)}]  {shown} of {s.params.trials or '?'} trials  parent={s.run_id}")
+        state, resume = sweep_state(s.status, s.tags, uri)
+        print(f"  {s.run_name}  [{state}]  {shown} of {s.params.trials or '?'} trials")
+        print(f"    parent run {s.run_id}" + (f"\n    resume: {resume}" if resume else ""))
         if s.trials:
-            print(trials_table(s))
+            print(trials_table(s, width=terminal_columns()))
     return 0

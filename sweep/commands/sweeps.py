@@ -33,10 +33,10 @@ def after_sweep(outcome: Any, study: Any) -> int:
     from trainables.tracking.store import tracking_uri
 
     resolved = tracking_uri(uri)
-    print(f"MLflow UI: {mlflow_ui_command(resolved, study.train_config({}).tracking.experiment)}")
+    print(f"MLflow UI:\n  {mlflow_ui_command(resolved, study.train_config({}).tracking.experiment)}")
     optuna_url = optuna_storage_url(resolved)
     if optuna_url:
-        print(f"Optuna dashboard: {tool('optuna-dashboard')} {optuna_url}   (then open http://127.0.0.1:8080)")
+        print(f"Optuna dashboard:\n  {tool('optuna-dashboard')} {optuna_url}\n  then open http://127.0.0.1:8080")
     print(f"logs: {outcome.log_file}")
     if outcome.interrupted:
         from trainables.launch.signals import interrupted_status
@@ -77,5 +77,5 @@ def cmd_demo(args: argparse.Namespace) -> int:
     study = load_study("quickstart", smoke=args.smoke, overrides=set_overrides(args))
     from sweep.tuner.run import run_sweep
 
-    outcome = run_sweep(study, verbose=args.verbose)
+    outcome = run_sweep(study, verbose=args.verbose, command="mjp demo" + (" --smoke" if args.smoke else ""))
     return after_sweep(outcome, study)

@@ -30,7 +30,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         return 1
 
     print(metrics_table(outcome.metrics, f"{cfg.model.name} / {cfg.variant} (MLflow run {outcome.run_id})"))
-    print(f"\nMLflow UI: {mlflow_ui_command(tracking_uri(cfg.tracking.uri), cfg.tracking.experiment)}")
+    print(f"\nMLflow UI:\n  {mlflow_ui_command(tracking_uri(cfg.tracking.uri), cfg.tracking.experiment)}")
     return 0
 
 

@@ -3,7 +3,7 @@
 In a terminal: a table that redraws in place, a row per trial labelled by what it is, with its
 state, a progress bar over its epochs, where its current epoch is (step, img/s, share of time
 waiting for data, the epoch's ETA: ``trainables.tracking.progress``, read from the trial's MLflow run
-every few seconds), the objective (latest and best), its time, and the run's elapsed time and
+every few seconds, a quarter of an epoch where epochs are shorter), the objective (latest and best), its time, and the run's elapsed time and
 ETA. Not in a terminal (CI, a pipe, a file): plain lines, no ANSI codes: one when a trial starts,
 one when it ends (``mjp train``: one per epoch), a progress line per running trial once a
 minute after its start, and the table once at the end. A trial that fails prints one line with its reason and
@@ -21,6 +21,9 @@ from ray import tune
 from analysis.markdown import format_value
 from sweep.console.table import ConsoleTable, Row, clock
 from trainables.tracking.progress import Progress, describe
+
+#: the shortest interval between two reads of the running trials' progress (MLflow queries)
+MIN_POLL_S = 0.5
 
 
 def restart_point(trial: Any) -> str:
@@ -128,10 +131,16 @@ class ConsoleView(tune.Callback):
             row.state = "retrying"
             self._line(f"retrying  {row.label} {restart_point(trial)}: {failure_reason(trial)}")
 
+    def poll_interval(self) -> float:
+        """``poll_s``, or a quarter of the shortest running trial's epoch (at least ``MIN_POLL_S``):
+        epochs of a few seconds (the demo's) are seen mid-way, not only after they ended."""
+        epochs = [r.elapsed / r.epoch for r in self.rows.values() if r.state == "running" and r.epoch > 0]
+        return min(self.poll_s, max(MIN_POLL_S, min(epochs) / 4)) if epochs else self.poll_s
+
     def on_step(self, iteration: int, trials: list, **info: Any) -> None:
-        """Tune's loop turns often: every ``poll_s`` seconds, read the running trials' progress."""
+        """Tune's loop turns often: every ``poll_interval()`` seconds, read the running trials' progress."""
         now = time.monotonic()
-        if self.progress_of is None or (self._polled_at is not None and now - self._polled_at < self.poll_s):
+        if self.progress_of is None or (self._polled_at is not None and now - self._polled_at < self.poll_interval()):
             return
         self._polled_at = now
         for trial_id, row in self.rows.items():

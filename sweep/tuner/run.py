@@ -53,9 +53,11 @@ from trainables.tracking.runs import RunTracker
 from trainables.tracking.store import check_store_writable, optuna_storage_url, tracking_uri
 
 
-def run_sweep(study: Study, *, storage: str | None = None, address: str | None = None, uri: str | None = None, verbose: bool = False, stream: TextIO | None = None) -> SweepOutcome:
+def run_sweep(study: Study, *, storage: str | None = None, address: str | None = None, uri: str | None = None, verbose: bool = False, stream: TextIO | None = None,
+              command: str | None = None) -> SweepOutcome:
     """Launch a validated study; returns when every trial has ended (or the sweep was interrupted).
-    A sweep that fails (or is interrupted) before its first trial starts leaves no directory."""
+    A sweep that fails (or is interrupted) before its first trial starts leaves no directory.
+    ``command``: what started it (default ``mjp sweep run <study>``), tagged on the parent run."""
     check_launchable(study, address)
     base = study.train_config({})
     signing_key(create=True)  # a key others can read is refused here, before any run or directory exists
@@ -74,7 +76,8 @@ def run_sweep(study: Study, *, storage: str | None = None, address: str | None =
     recorder = SweepRecorder(uri, experiment, None, study.num_trials, study.config.budget.time_budget_s)
     try:
         claim(experiment_dir)  # made just now, exclusively: this driver owns it until it ends (a resume meanwhile is refused)
-        return _launch(study, storage, address, uri, verbose, stream, experiment, run_name, experiment_dir, recorder)
+        command = command or f"mjp sweep run {study.config.name}" + (" --smoke" if study.smoke else "")
+        return _launch(study, storage, address, uri, verbose, stream, experiment, run_name, experiment_dir, recorder, command)
     except BaseException:
         if not recorder.trials_started:
             remove_sweep_dirs(experiment_dir, run_name)
@@ -84,12 +87,12 @@ def run_sweep(study: Study, *, storage: str | None = None, address: str | None =
 
 
 def _launch(study: Study, storage: str, address: str | None, uri: str, verbose: bool, stream: TextIO | None,
-            experiment: str, run_name: str, experiment_dir: str, recorder: SweepRecorder) -> SweepOutcome:
+            experiment: str, run_name: str, experiment_dir: str, recorder: SweepRecorder, command: str) -> SweepOutcome:
     log = start_logging(experiment_dir, run_name, verbose)
     announce(stream, f"sweep {run_name}: {study.num_trials} trials, {study.max_concurrent} at a time · logs: {log}")
     parent = RunTracker.create(uri, experiment, run_name=run_name, tags={
         schema.TAG_KIND: schema.KIND_SWEEP, schema.TAG_STUDY: study.name, schema.TAG_SMOKE: str(study.smoke),
-        schema.TAG_DRIVER: f"{socket.gethostname()}:{os.getpid()}", schema.TAG_EXPERIMENT_DIR: experiment_dir,
+        schema.TAG_DRIVER: f"{socket.gethostname()}:{os.getpid()}", schema.TAG_EXPERIMENT_DIR: experiment_dir, schema.TAG_COMMAND: command,
     })
     recorder.parent_run_id = parent.run_id
     # closed FAILED/KILLED on any error from here; before the first trial the sweep's directory is

@@ -76,3 +76,36 @@ def test_readme_md_and_docs_agree_with_the_committed_results_files():
     assert "README.md" in documents(ROOT) and "docs/results.md" in documents(ROOT)
     texts = {name: path.read_text() for name, path in documents(ROOT).items()}
     assert documents_disagreements(texts, blocks) == []
+
+
+def test_metrics_mjp_evaluate_added_to_one_run_do_not_change_the_study_s_table():
+    runs = sweep_runs()
+    for section in ("eval.robustness", "eval.pe_analysis", "eval.privacy"):
+        runs[section] = None  # the quickstart study runs none of these at the end of training
+    before = render(from_runs(runs, study="q", command="mjp demo", machine="m", commit="c", date="d", paper_tables=()), "results/q.json")
+    runs.loc[0, [keys.ROBUST_MCE_UNNORMALIZED, keys.pe_ev_key(3), keys.PE_MAE_2D]] = [0.5, 0.4, 2.0]  # `mjp evaluate --run A0` afterwards
+    results = from_runs(runs, study="q", command="mjp demo", machine="m", commit="c", date="d", paper_tables=())
+    assert render(results, "results/q.json") == before and not any(k.startswith(("robust/", "pe/")) for r in results.runs for k in r)
+    runs["eval.pe_analysis"] = "{umap: false}"  # a study that runs the PE analysis keeps its columns
+    assert any(keys.pe_ev_key(3) in r for r in from_runs(runs, study="q", command="c", machine="m", commit="c", date="d", paper_tables=()).runs)
+
+
+def test_analyze_results_captions_the_command_the_sweep_recorded(tmp_path, monkeypatch):
+    import json
+
+    import sweep.commands.results as command
+    from sweep.cli import main
+    from trainables.tracking import schema
+    from trainables.tracking.runs import RunTracker
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    parent = RunTracker.create(uri, "mjp-quickstart", run_name="quickstart-1", tags={
+        schema.TAG_KIND: schema.KIND_SWEEP, schema.TAG_STUDY: "quickstart", schema.TAG_SMOKE: "False", schema.TAG_COMMAND: "mjp demo"})
+    child = RunTracker.create(uri, "mjp-quickstart", run_name="A-baseline-s0", tags={schema.TAG_PARENT: parent.run_id, schema.TAG_STUDY: "quickstart"})
+    child.log_metrics({keys.VAL_TOP1: 0.9}, step=1)
+    child.set_status("FINISHED")
+    parent.set_status("FINISHED")
+    monkeypatch.setattr(command, "ROOT", tmp_path)
+    monkeypatch.setattr(command, "RESULTS", tmp_path / "results")
+    assert main(["analyze", "results", "--study", "quickstart", "--uri", uri]) == 0
+    assert json.loads((tmp_path / "results" / "quickstart.json").read_text())["command"] == "mjp demo"

@@ -208,3 +208,13 @@ def test_a_fraction_shows_as_a_percentage_and_a_missing_value_as_a_dash():
 
     assert format_value(keys.VAL_TOP1, 0.9725) == "97.2%" and format_value(keys.VAL_DIFF_NORM, 4.951) == "4.95"
     assert format_value(keys.VAL_TOP1, None) == "-" and format_value(keys.VAL_TOP1, float("nan")) == "-"
+
+
+def test_sampled_values_are_rounded_and_one_not_sampled_is_a_dash_never_nan():
+    """``tune``: a continuous masking ratio, and a DAL weight sampled only with a DAL head."""
+    rows = [{"run_id": str(i), "status": "FINISHED", "variant": "custom", "sample.mjp.mask_ratio": ratio, "sample.mjp.dal": dal,
+             "sample.mjp.dal_weight": weight, "sample.runtime.seed": 0, "val/top1": 0.5 + i / 10}
+            for i, (ratio, dal, weight) in enumerate([(0.18734219, "none", float("nan")), (0.4123456, "mlp", 0.0123456789)])]
+    table = study_table(pd.DataFrame(rows))
+    assert set(zip(table["mjp.mask_ratio"], table["mjp.dal_weight"])) == {("0.187", "-"), ("0.412", "0.0123")}
+    assert "nan" not in to_markdown(table)

@@ -164,3 +164,22 @@ def test_an_lpips_backbone_that_is_a_pickled_module_is_one_line_that_never_sugge
     text = str(err.value)
     assert "alexnet.pth" in text and "allowed: a torchvision AlexNet state dict" in text
     assert "weights_only" not in text and "\n" not in text
+
+
+def test_the_attack_that_applies_is_chosen_with_its_reason():
+    from mjp.privacy import choose_attack
+
+    torch.manual_seed(0)
+    assert choose_attack(attackable())[0] == "april"
+    attack, why = choose_attack(create_model("vit_tiny_patch16_224", **KW))
+    assert attack == "inversion" and "april_block=True" in why
+
+
+def test_progress_is_reported_once_per_unit_of_work():
+    from mjp.privacy import attack_units
+
+    x, y = images(2)
+    for attack, model in (("april", attackable()), ("inversion", create_model("vit_tiny_patch16_224", **{**KW, "embed_dim": 32}))):
+        ticks: list[int] = []
+        attack_images(model, x, y, "c", attack=attack, inversion_steps=3, generator=torch.Generator().manual_seed(0), on_progress=lambda t=ticks: t.append(1))
+        assert len(ticks) == attack_units(attack, 2, 3) == (2 if attack == "april" else 6)

@@ -37,12 +37,29 @@ def test_help_imports_nothing_heavy():
     assert out.stdout.strip().splitlines()[-1] == "[]", out.stderr
 
 
-def test_sweep_list_shows_every_shipped_study_with_its_size(capsys):
+def test_sweep_list_shows_every_shipped_study_with_its_size(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")
     assert main(["sweep", "list"]) == 0
     out = capsys.readouterr().out
     for name in ("quickstart", "mask_ratio", "variants", "backbones", "tune", "pareto", "fashion", "privacy"):
         assert f"| {name} |" in out
     assert "| 4 x 30 ep | digits | 4 x 10 ep |" in out  # quickstart: trials x epochs, smoke size
+
+
+def test_sweep_list_fits_80_columns_without_breaking_words(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["sweep", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(map(len, lines)) <= 80
+    assert ["quickstart", "4", "x", "30", "ep", "digits", "4", "x", "10", "ep"] in [line.split() for line in lines]
+    assert any(line.startswith("  The MJP ablation in miniature on the bundled digits data") for line in lines)
+
+
+def test_the_mlflow_ui_command_and_its_address_are_lines_of_their_own():
+    from sweep.commands.common import mlflow_ui_command
+
+    command, address = mlflow_ui_command("sqlite:////x/mlflow.db", "mjp").splitlines()
+    assert command.endswith("mlflow ui --backend-store-uri sqlite:////x/mlflow.db") and address.startswith("  then open http://")
 
 
 def test_config_show_prints_the_resolved_config(capsys):
@@ -72,7 +89,7 @@ def test_status_names_a_sweep_whose_driver_is_gone(tmp_path, capsys):
     capsys.readouterr()
     assert main(["sweep", "status", "--uri", uri]) == 0
     out = capsys.readouterr().out
-    assert "s-1  [driver gone (killed?), trials stopped; resume: mjp sweep resume /x/s-1]" in out
+    assert "s-1  [driver gone (killed?), trials stopped]" in out and "\n    resume: mjp sweep resume /x/s-1\n" in out
 
 
 def _parsers(parser, path=("mjp",)):
@@ -183,3 +200,11 @@ def test_every_command_names_a_handler_that_exists():
     for handler in names:
         module, _, function = handler.partition(":")
         assert callable(getattr(importlib.import_module(module), function)), handler
+
+
+def test_config_show_fashion_names_the_data_root_readme_gives(capsys):
+    from trainables.data.idx import FASHION_MNIST_DEFAULT
+
+    assert main(["config", "show", "fashion"]) == 0
+    assert yaml.safe_load(capsys.readouterr().out)["data"]["root"] == FASHION_MNIST_DEFAULT == "/usr/share/datasets/fashion-mnist"
+    assert f"`{FASHION_MNIST_DEFAULT}`, the default `data.root`" in Path("README.md").read_text()

@@ -3,28 +3,46 @@ and draw originals above reconstructions. Used at the end of training and by ``m
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from matplotlib.figure import Figure
 from torch import nn
 from torch.utils.data import Dataset
 
 from mjp.keys import privacy_key
-from mjp.privacy import LPIPS, LPIPS_MISSING, AttackResult, attack_images
+from mjp.privacy import LPIPS, LPIPS_MISSING, AttackResult, attack_images, attack_units
 from trainables.config.schema import PrivacySection, TrainConfig
 from trainables.data.datasets import DatasetBundle, fixed_images
 from trainables.evaluation.result import EvaluationResult
 
 
-def run_privacy_eval(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, cfg: PrivacySection, *, seed: int = 0, dal_weight: float = 0.0) -> tuple[dict[str, float], dict[str, AttackResult], list[str]]:
-    """Metrics ``privacy/<setting>_<metric>``, the per-setting results, and notes (absent metrics)."""
+def privacy_units(cfg: PrivacySection, images: int) -> int:
+    """How many units of work ``run_privacy_eval`` reports through ``progress`` in all."""
+    return len(cfg.settings) * attack_units(cfg.attack, images, cfg.inversion_steps)
+
+
+def run_privacy_eval(
+    model: nn.Module, images: torch.Tensor, labels: torch.Tensor, cfg: PrivacySection, *, seed: int = 0, dal_weight: float = 0.0,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[dict[str, float], dict[str, AttackResult], list[str]]:
+    """Metrics ``privacy/<setting>_<metric>``, the per-setting results, and notes (absent metrics).
+    ``progress(done, total)``: after each unit of work (an image for APRIL, a step for inversion)."""
     lpips = LPIPS(cfg.lpips_backbone) if cfg.lpips_backbone else None
     notes = [] if lpips else [LPIPS_MISSING]
     metrics, results = {}, {}
+    total, done = privacy_units(cfg, images.shape[0]), 0
+
+    def tick() -> None:
+        nonlocal done
+        done += 1
+        progress(done, total)
+
     for setting in cfg.settings:
         result = attack_images(
             model, images, labels, setting, attack=cfg.attack, ratio=cfg.ratio, generator=torch.Generator().manual_seed(seed),
             dal_weight=dal_weight, inversion_steps=cfg.inversion_steps, lpips=lpips,
-            client_dtype=torch.float64 if cfg.client_dtype == "float64" else torch.float32,
+            client_dtype=torch.float64 if cfg.client_dtype == "float64" else torch.float32, on_progress=tick if progress else None,
         )
         results[setting] = result
         metrics.update({privacy_key(setting, k): v for k, v in result.scores.items()})

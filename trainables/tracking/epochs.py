@@ -26,8 +26,9 @@ class EpochLogger:
         progress = Progress.from_report(metrics)
         if progress is not None:
             self.tracker.set_tags({schema.TAG_PROGRESS: progress.to_tag()})
-        if step > self.last_running:
-            self.tracker.log_metrics({f"{k}{keys.RUNNING_SUFFIX}": v for k, v in metrics.items() if k.startswith("train/loss")}, step)
+        losses = {f"{k}{keys.RUNNING_SUFFIX}": v for k, v in metrics.items() if k.startswith("train/loss")}
+        if losses and step > self.last_running:  # a short epoch's in-between reports carry the progress alone
+            self.tracker.log_metrics(losses, step)
 
     def epoch(self, metrics: dict[str, float], epoch: int) -> None:
         if epoch > self.last_epoch:

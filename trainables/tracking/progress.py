@@ -1,7 +1,9 @@
 """A running trial's progress within its epoch, from the trial process to the console.
 
-The engine's running-loss report (every ``runtime.log_every`` steps) carries the step within the
-epoch and the throughput so far; rank 0's ``EpochLogger`` writes them as one JSON tag on the
+The engine reports the step within the epoch and the throughput so far with its running loss
+(every ``runtime.log_every`` steps) and, where an epoch is shorter than a few of those, on its
+own at least ``REPORTS_PER_EPOCH`` times an epoch (``progress_every``: the demo's 22-step epochs
+report every 6 steps where the running loss comes every 50); rank 0's ``EpochLogger`` writes them as one JSON tag on the
 trial's MLflow run (``mjp.progress``, overwritten each time, so it works wherever MLflow is
 reachable, on one machine or a cluster); the sweep's console reads the tag of each running trial
 (``trainables.tracking.runs.MlflowProgress``) and shows the step, img/s, the share of time spent waiting for data, and the epoch's ETA.
@@ -10,6 +12,7 @@ reachable, on one machine or a cluster); the sweep's console reads the tag of ea
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -22,6 +25,14 @@ STEP = "progress/step"
 STEPS = "progress/steps"
 ELAPSED_S = "progress/elapsed_s"
 IMG_PER_S = "perf/img_per_s"
+#: the fewest in-epoch progress reports an epoch makes, however short it is
+REPORTS_PER_EPOCH = 4
+
+
+def progress_every(steps: int, log_every: int) -> int:
+    """Steps between in-epoch progress reports: ``log_every``, or less where an epoch of ``steps``
+    would then report fewer than ``REPORTS_PER_EPOCH`` times."""
+    return max(1, min(log_every, math.ceil(steps / REPORTS_PER_EPOCH)))
 
 
 @dataclass(frozen=True)

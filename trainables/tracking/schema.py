@@ -26,6 +26,7 @@ TAG_MODEL = "mjp.model"
 TAG_DATASET = "mjp.dataset"
 TAG_SOURCE = "mjp.source"  # mjp evaluate: the checkpoint or timm model evaluated
 TAG_SMOKE = "mjp.smoke"
+TAG_COMMAND = "mjp.command"  # a sweep's parent: the command that started it (`mjp demo`), as results captions say
 TAG_ERROR = "mjp.error"
 TAG_STOPPED = "mjp.stopped"
 TAG_ERROR_FINAL = "mjp.error_final"  # the trial failed in a way a retry repeats: Tune's retries end at once

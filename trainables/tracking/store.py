@@ -17,6 +17,7 @@ from mlflow.tracking import MlflowClient
 from trainables.errors import UserError
 from trainables.tracking import schema
 from trainables.tracking.credentials import without_credentials
+from trainables.tracking.sqlite_sweeps import absolute_sqlite, configured_uri
 
 
 class TrackingError(UserError):
@@ -29,12 +30,9 @@ def tracking_uri(configured: str | None = None, base_dir: str | Path | None = No
     Relative SQLite paths become absolute (Ray workers run in other directories). A server's
     user and password leave the URI for MLflow's environment (``credentials.without_credentials``).
     """
-    uri = without_credentials(configured or os.environ.get("MLFLOW_TRACKING_URI") or "sqlite:///mlflow.db")  # user:password@ into the environment
+    uri = without_credentials(configured_uri(configured))  # user:password@ into the environment
     _check_scheme(uri)
-    if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
-        uri = "sqlite:///" + str((Path(base_dir or Path.cwd()) / uri[len("sqlite:///") :]).resolve())
-    elif "://" not in uri:  # a bare path: a SQLite file
-        uri = "sqlite:///" + str((Path(base_dir or Path.cwd()) / uri).resolve())
+    uri = absolute_sqlite(uri, base_dir)
     require_server(uri)
     return uri
 

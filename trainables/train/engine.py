@@ -27,7 +27,7 @@ from mjp.models.factory import takes_image_size
 from trainables.config.schema import TrainConfig
 from trainables.config.seeds import derive_seed
 from trainables.data.info import DataShape
-from trainables.tracking.progress import PERF_DATA_WAIT_FRAC, pace
+from trainables.tracking.progress import PERF_DATA_WAIT_FRAC, pace, progress_every
 from trainables.train.state import TrainState, unwrap
 
 
@@ -106,13 +106,15 @@ def train_one_epoch(
     ``perf/data_wait_frac`` (time blocked on the loader / the epoch's time).
 
     ``on_log(metrics, step)`` is called every ``runtime.log_every`` steps with the running means
-    and the epoch's progress so far (``trainables.tracking.progress.pace``).
+    and the epoch's progress so far (``trainables.tracking.progress.pace``), and with the progress
+    alone in between where an epoch is short (``progress_every``).
     Raises ``NonFiniteLossError`` when the loss is NaN/inf (checked at those same points).
     """
     model, algorithm = state.model, state.algorithm
     model.train()
     criterion = SoftTargetCrossEntropy() if mixup else nn.CrossEntropyLoss(label_smoothing=cfg.optim.label_smoothing)
     steps_per_epoch = max(1, state.total_steps // cfg.optim.epochs)
+    report_every = progress_every(steps_per_epoch, cfg.runtime.log_every)
     dal_warmup = cfg.optim.dal_warmup_epochs / cfg.optim.epochs
     sums = torch.zeros(2, device=device)  # loss, dal loss
     seen = images = 0
@@ -155,6 +157,8 @@ def train_one_epoch(
         if on_log is not None and seen % cfg.runtime.log_every == 0:
             metrics = running()  # its host sync ends the steps so far: the pace below is real
             on_log({**metrics, **pace(state.epoch + 1, seen, steps_per_epoch, images, waited, time.perf_counter() - start)}, step + 1)
+        elif on_log is not None and seen % report_every == 0:  # a short epoch's progress alone: no host sync
+            on_log(pace(state.epoch + 1, seen, steps_per_epoch, images, waited, time.perf_counter() - start), step + 1)
         ready = time.perf_counter()
     if device.type == "cuda":
         torch.cuda.synchronize(device)

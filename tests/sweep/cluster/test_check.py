@@ -268,3 +268,12 @@ def test_a_gpu_or_cpus_this_machine_lacks_are_refused_locally_but_left_to_a_clus
         monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:6379")
         check_local_resources(cfg, None)
         monkeypatch.delenv("RAY_ADDRESS")
+
+
+def test_cluster_down_of_a_session_that_is_not_up_says_so_and_exits_2(tmp_path, capsys):
+    from sweep.cli import main
+
+    assert main(["cluster", "down", "--session", str(tmp_path / "nope")]) == 2
+    assert capsys.readouterr().err.strip() == f"error: --session {tmp_path / 'nope'}: no such directory, so no local cluster to end (`mjp cluster up --local` starts one in /tmp/mjp-local-cluster)"
+    assert main(["cluster", "down", "--session", str(tmp_path)]) == 2  # a directory, but no twin's state nor process
+    assert "no local cluster is up there (no cluster.json, no process of it); nothing to end" in capsys.readouterr().err

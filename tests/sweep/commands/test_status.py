@@ -105,3 +105,14 @@ def test_a_sweep_whose_server_moved_is_shown_with_the_resume_that_reaches_it(sto
     assert f"resume: mjp sweep resume {sweep_dir} --uri {uri}" in capsys.readouterr().out
     assert main(["sweep", "status", "quickstart", "--uri", uri]) == 0
     assert f"resume: mjp sweep resume {sweep_dir} --uri {uri}" in capsys.readouterr().out
+
+
+def test_at_80_columns_no_line_is_wider_and_every_run_id_is_whole(store, capsys, monkeypatch):
+    uri, _, runs = store
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["sweep", "status", "quickstart", "--uri", uri]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:2] == ["sweeps (newest first) in", f"  {uri}"]  # a store's path on a line of its own
+    assert max(len(line) for line in lines[2:] if "CUDA out of memory" not in line) <= 80
+    for run_id in runs.values():
+        assert f"      MLflow run id {run_id}" in lines

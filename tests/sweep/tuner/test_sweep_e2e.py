@@ -75,6 +75,7 @@ def test_a_seeded_sweep_makes_one_parent_and_a_child_per_trial(seeded_sweep):
     client = mlflow.MlflowClient(uri)
     parent = client.get_run(outcome.parent_run_id).data
     assert parent.params["search.algorithm"] == "grid" and "best/val/top1" in parent.metrics
+    assert parent.tags[schema.TAG_COMMAND] == f"mjp sweep run {study.config.name}"  # what results captions say (`mjp demo` for the demo)
 
     import optuna  # the sweep as an Optuna study beside the MLflow store, for optuna-dashboard
 

@@ -122,3 +122,41 @@ def test_system_metrics_are_logged_on_a_training_run_unless_switched_off(tmp_pat
     assert logger.system_metrics is None and monitor._process is None
     logged = on.run().data.metrics
     assert {"system/cpu_utilization_percentage", "system/system_memory_usage_megabytes"} <= logged.keys()
+
+
+def test_short_epochs_report_their_progress_several_times_without_the_running_loss(monkeypatch, tmp_path):
+    from trainables.tracking.progress import progress_every
+
+    assert progress_every(22, 50) == 6 and progress_every(2502, 50) == 50 and progress_every(3, 50) == 1  # the demo, ImageNet, tiny
+    clock = Clock()
+    monkeypatch.setattr("trainables.train.engine.time", clock)
+    cfg = build_config(TINY, {"runtime.log_every": 50, "tracking.system_metrics_s": None})
+    state = _state(cfg, 8)
+    reports = []
+    train_one_epoch(cfg, state, TimedLoader(clock, 8, 0.25), torch.device("cpu"), on_log=lambda m, step: reports.append((dict(m), step)))
+    assert [Progress.from_report(m).step for m, _ in reports] == [2, 4, 6, 8]  # log_every 50 > 8 steps: the old code said nothing
+    assert not any(k.startswith("train/loss") for m, _ in reports for k in m)  # no host sync for the loss in between
+    run = start_run(cfg, f"sqlite:///{tmp_path}/mlflow.db", run_name="short")
+    logger = EpochLogger(run)
+    for metrics, step in reports:
+        logger.running(metrics, step)
+    assert Progress.from_tag(run.tags()[schema.TAG_PROGRESS]).step == 8
+    assert MlflowClient(run.uri).get_metric_history(run.run_id, "train/loss_running") == []
+
+
+def test_the_console_reads_progress_a_quarter_epoch_apart_when_epochs_are_short():
+    import time
+
+    from sweep.console.view import MIN_POLL_S
+
+    view = ConsoleView("sweep s", lambda p: "A", lambda p: 30, [(keys.VAL_TOP1, "max")], 1, stream=io.StringIO(), progress_of=lambda t: None, poll_s=5)
+    trial = Trial("fake", config={}, trial_id="t1", stub=True)
+    view.on_trial_start(0, [trial], trial)
+    assert view.poll_interval() == 5  # no epoch yet
+    row = view.rows["t1"]
+    row.started, row.epoch = time.monotonic() - 40, 10  # 4-s epochs: read every second
+    assert view.poll_interval() == pytest.approx(1.0, abs=0.01)
+    row.epoch = 400  # 0.1-s epochs: no faster than MIN_POLL_S
+    assert view.poll_interval() == MIN_POLL_S
+    row.started, row.epoch = time.monotonic() - 400, 10  # 40-s epochs: the usual poll_s
+    assert view.poll_interval() == 5

@@ -4,7 +4,9 @@ Every image file is opened by a pool of processes (PIL reads the header and ``ve
 the file's structure without decoding the pixels), so a 1.28M-image ImageNet is a matter of
 minutes on a node's cores, not the hours a full decode would take. Reported: unreadable and
 zero-byte files (with their paths), images that are not RGB (converted at load: grayscale is
-fine, CMYK and palettes may not be), and the balance of the classes.
+fine, CMYK and palettes may not be), and the balance of the classes. What training refuses in the
+folder's layout (``image_folder.check_classes``: a class folder without images, fewer than 2
+classes, train and val with different classes) is refused here too, before any image is opened.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from trainables.data.folder.image_folder import IMAGE_EXTENSIONS
+from trainables.data.folder.image_folder import IMAGE_EXTENSIONS, check_classes
 from trainables.errors import DataError
 
 
@@ -70,6 +72,7 @@ def check_folder(root: str | Path, workers: int | None = None) -> CheckReport:
     if not root.is_dir():
         raise DataError(f"data root {str(root)!r} is not a directory; expected an image folder: ROOT/{{train,val}}/<class>/*.jpg (or ROOT/<class>/*.jpg)")
     report = CheckReport(str(root))
+    listed: dict[str, tuple[list[Path], list[str], dict[str, str]]] = {}
     for split, directory in _splits(root).items():
         classes = sorted(p for p in directory.iterdir() if p.is_dir())
         if not classes:
@@ -80,6 +83,11 @@ def check_folder(root: str | Path, workers: int | None = None) -> CheckReport:
                 if entry.is_file() and entry.name.lower().endswith(IMAGE_EXTENSIONS):
                     paths.append(entry.path)
                     owner[entry.path] = folder.name
+        listed[split] = (classes, paths, owner)
+    # what training refuses, refused here too, before any image is opened
+    files = {split: Counter(owner.values()) for split, (_, _, owner) in listed.items()}
+    check_classes(root, {split: {c.name: files[split][c.name] for c in classes} for split, (classes, _, _) in listed.items()})
+    for split, (classes, paths, owner) in listed.items():
         counts: Counter = Counter({c.name: 0 for c in classes})
         for v in _verdicts(paths, workers or os.cpu_count() or 1):
             if v.problem is None:

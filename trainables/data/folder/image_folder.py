@@ -105,8 +105,7 @@ def scan_imagefolder(root: Path) -> FolderScan:
         folders = sorted(p for p in d.iterdir() if p.is_dir())
         if not folders:
             raise DataError(f"{d} has no class folders")
-        without = []
-        counts[split] = 0
+        per_class: dict[str, int] = {}
         for folder in folders:
             n = 0
             with os.scandir(folder) as entries:
@@ -115,16 +114,32 @@ def scan_imagefolder(root: Path) -> FolderScan:
                         n += 1
                         if entry.stat().st_size == 0:
                             empty.append(entry.path)
-            if n == 0:
-                without.append(folder.name)
-            counts[split] += n
-        if without:
-            raise DataError(f"{d}: class folders without images: {', '.join(without[:10])}")
+            per_class[folder.name] = n
+        check_classes(root, {split: per_class}, complete=False)
+        counts[split] = sum(per_class.values())
         classes[split] = [p.name for p in folders]
-    if classes["train"] != classes["val"]:
+    check_classes(root, {split: dict.fromkeys(names, 1) for split, names in classes.items()})
+    return FolderScan(classes, counts, sorted(empty))
+
+
+def check_classes(root: Path, images: dict[str, dict[str, int]], *, complete: bool = True) -> None:
+    """What training refuses in a folder's listing (``images``: split -> class -> image files;
+    the split ``(root)`` for ``ROOT/<class>/*``), shared with ``mjp data check``: class folders
+    without images; where ``complete`` (every split listed), train and val with different classes
+    and fewer than 2 classes."""
+    for split, per_class in images.items():
+        without = [c for c, n in per_class.items() if n == 0]
+        if without:
+            where = root if split == "(root)" else root / split
+            raise DataError(f"{where}: class folders without images: {', '.join(without[:10])}")
+    if not complete:
+        return
+    classes = {split: sorted(per_class) for split, per_class in images.items()}
+    if "train" in classes and "val" in classes and classes["train"] != classes["val"]:
         only_train = sorted(set(classes["train"]) - set(classes["val"]))
         only_val = sorted(set(classes["val"]) - set(classes["train"]))
         raise DataError(f"{root}: train and val classes differ (only in train: {only_train[:10]}, only in val: {only_val[:10]})")
-    if len(classes["train"]) < 2:
-        raise DataError(f"data.root={str(root)!r} has {len(classes['train'])} class folder ({', '.join(classes['train'])}) in train/ and val/; a classifier needs at least 2 classes")
-    return FolderScan(classes, counts, sorted(empty))
+    names = next(iter(classes.values()), [])
+    if len(names) < 2:
+        where = "" if "(root)" in images else " in train/ and val/"
+        raise DataError(f"data.root={str(root)!r} has {len(names)} class folder ({', '.join(names)}){where}; a classifier needs at least 2 classes")
