@@ -4,23 +4,14 @@ on the device is the ``gpu`` tests' to say (``test_privacy_attack_is_exact_on_th
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
-from benchmarks.gpu_check.context import device_of, sizes, step_args, synchronize, write_result
+from benchmarks.gpu_check.context import best_seconds, device_of, sizes, step_args, write_result
 
 
 def best_ms(fn: Callable[[], Any], device: Any, repeat: int = 3) -> float:
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        synchronize(device)
-        start = time.perf_counter()
-        fn()
-        synchronize(device)
-        best = min(best, time.perf_counter() - start)
-    return 1e3 * best
+    return 1e3 * best_seconds(fn, device, repeat)
 
 
 def main() -> None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,6 +88,19 @@ def synchronize(device: Any) -> None:
 
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+
+
+def best_seconds(fn: Callable[[], Any], device: Any, repeat: int = 3) -> float:
+    """The fastest of ``repeat`` timed calls of ``fn`` after one warm-up call, the device synchronised around each."""
+    fn()
+    best = float("inf")
+    for _ in range(repeat):
+        synchronize(device)
+        start = time.perf_counter()
+        fn()
+        synchronize(device)
+        best = min(best, time.perf_counter() - start)
+    return best
 
 
 def write_result(path: Path, result: dict[str, Any], s: Sizes) -> None:

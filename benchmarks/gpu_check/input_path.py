@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.gpu_check.context import Sizes, device_of, sizes, step_args, synchronize, write_result
+from benchmarks.gpu_check.context import Sizes, best_seconds, device_of, sizes, step_args, synchronize, write_result
 from benchmarks.gpu_check.engine_step import FixedBatches, engine_state, fixed_batch
 
 
@@ -35,15 +35,7 @@ def make_jpegs(root: Path, s: Sizes, classes: int = 10) -> Path:
 
 def rate(fn: Callable[[], Any], images: int, device: Any, repeat: int = 3) -> float:
     """img/s of ``fn`` on ``images`` images, the best of ``repeat`` after one warm-up call."""
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        synchronize(device)
-        start = time.perf_counter()
-        fn()
-        synchronize(device)
-        best = min(best, time.perf_counter() - start)
-    return images / best
+    return images / best_seconds(fn, device, repeat)
 
 
 def stages(train: Path, s: Sizes, device: Any) -> dict[str, float | None]:

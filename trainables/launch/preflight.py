@@ -123,8 +123,8 @@ def _attention_fits(cfg: TrainConfig, model: Any, size: int, patch: int) -> None
         return  # no global attention (ResNet; Swin attends within windows)
     tokens = (size // patch) ** 2
     need = 4 * cfg.data.batch_size * heads * tokens * tokens
+    images = f"data.img_size={size}" if cfg.data.img_size is not None else f"{size}x{size} images of data.name={cfg.data.name!r}"
     if need > ATTENTION_BYTES_LIMIT:
-        images = f"data.img_size={size}" if cfg.data.img_size is not None else f"{size}x{size} images of data.name={cfg.data.name!r}"
         raise ConfigError(
             f"{images} with model.kwargs.patch_size={patch} makes {tokens:,} tokens per image: "
             f"one layer's attention for data.batch_size={cfg.data.batch_size} has {need // 4:,} scores, {need / 2**30:,.0f} GiB where they are materialised "
@@ -135,7 +135,6 @@ def _attention_fits(cfg: TrainConfig, model: Any, size: int, patch: int) -> None
         flops = 12 * len(blocks) * tokens * tokens * dim  # QK^T and AV, 4 T^2 D a layer forward; backward twice that
         seconds = flops / (CPU_FLOPS_PER_CORE * cfg.scaling.cpus_per_worker)
         if seconds > CPU_SECONDS_PER_IMAGE:
-            images = f"data.img_size={size}" if cfg.data.img_size is not None else f"{size}x{size} images of data.name={cfg.data.name!r}"
             raise ConfigError(
                 f"{images} with model.kwargs.patch_size={patch} makes {tokens:,} tokens per image: on a CPU (scaling.use_gpu=false) one image's attention, "
                 f"forward and backward, is {flops / 1e9:,.0f} GFLOP, {seconds:,.0f} s of scaling.cpus_per_worker={cfg.scaling.cpus_per_worker:g} core(s) even at "
