@@ -146,7 +146,7 @@ def _size(metric: str, value: float) -> str:
     return f"{100 * value:.1f} points" if is_fraction(metric) else f"{value:.2f}"
 
 
-def sentence(d: PairedDifference) -> str:
+def sentence(d: PairedDifference, tested: int = len(DIRECTIONS)) -> str:
     """One Markdown bullet: the claim, whether it holds here, and the numbers behind the verdict."""
     metric = d.direction.metric
     if d.direction.sign == 0:
@@ -155,7 +155,8 @@ def sentence(d: PairedDifference) -> str:
     else:
         holds = "**holds**" if d.holds else "**does not hold**" if d.significant or d.mean * d.direction.sign <= 0 else "**not shown** (the right way, not significant)"
     spread = "exceeds" if d.exceeds_spread else "does not exceed"
-    p = f"p = {d.p_value:.3g}, corrected for the three directions p = {d.p_corrected:.3g}"
+    together = {2: "two", 3: "three"}.get(tested, str(tested))
+    p = f"p = {d.p_value:.3g}, corrected for the {together} directions p = {d.p_corrected:.3g}"
     per_seed = ", ".join(_amount(metric, x) for x in d.differences)
     low, high = (_amount(metric, x) for x in d.interval)
     return (
@@ -171,4 +172,4 @@ def directions_text(runs: pd.DataFrame) -> str:
     if not found:
         return ""
     head = f"The paper's directions, J against A paired by seed (significant: p < {ALPHA} after Holm's correction for the {len(found)} directions):"
-    return "\n".join([head, *(sentence(d) for d in found)])
+    return "\n".join([head, *(sentence(d, len(found)) for d in found)])

@@ -41,8 +41,9 @@ def driver_alive(driver: str | None) -> bool | None:
 
 def resume_command(tags: dict[str, str], uri: str | None = None) -> str:
     """The command that resumes the sweep whose parent run has ``tags``, read in the store at ``uri``:
-    with ``--uri`` when its state file records another address (its server moved), as a resume
-    that follows the recorded one could not reach this store."""
+    with ``--uri`` when its state file records another address that no longer answers (its server
+    moved). A recorded server that answers is left alone: the same store seen through a tunnel
+    (``localhost:5000`` here, the head's address there) is not a move."""
     where = tags.get(schema.TAG_EXPERIMENT_DIR, "<dir>")
     command = f"mjp sweep resume {where}"
     if uri is None or where == "<dir>":
@@ -53,7 +54,13 @@ def resume_command(tags: dict[str, str], uri: str | None = None) -> str:
         recorded = read_state(where).uri
     except UserError:  # the directory is elsewhere (a bucket, another machine): nothing to compare
         return command
-    return command if recorded == uri else f"{command} --uri {uri}"
+    if recorded == uri:
+        return command
+    if recorded.startswith("sqlite:///"):  # a store file: moved when the recorded one is gone
+        return command if Path(recorded[len("sqlite:///"):]).exists() else f"{command} --uri {uri}"
+    from trainables.tracking.store import server_silence
+
+    return command if server_silence(recorded, 3.0) is None else f"{command} --uri {uri}"
 
 
 def sweep_state(status: str, tags: dict[str, str], uri: str | None = None) -> tuple[str, str | None]:

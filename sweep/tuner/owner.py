@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 import socket
+import stat
 import time
 from pathlib import Path
 
@@ -59,10 +60,14 @@ def claim(experiment_dir: str) -> None:
     path = lock_path(experiment_dir)
     if "://" in experiment_dir:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:  # never through a link: the directory may be shared, and the holder's line is written into the file
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     except OSError as err:
         raise UserError(f"cannot lock the sweep directory {experiment_dir} ({path}: {err.strerror}); is it a sweep directory you may write?") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1 or info.st_uid != os.getuid():
+        os.close(fd)
+        raise UserError(f"{path} is not a lock file this user made (a link, or another user's file); remove it if the sweep {experiment_dir} is yours")
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -111,3 +111,15 @@ def test_one_rule_for_ratios_on_a_grid_zero_or_two_patches(n, ratio, ok):
         with pytest.raises(ValueError, match=rf"mjp.mask_ratio={ratio} selects .* allowed: 0 \(no shuffle\) or >= {smallest_ratio(n)}"):
             check_grid_ratio("mjp.mask_ratio", ratio, n)
     assert target_count(n, smallest_ratio(n)) == 2
+
+
+def test_the_top_up_point_stays_inside_a_thin_grid():
+    """The inset grows with the deficit; on a grid 2 patches high it is capped at half the side, so
+    the point the top-up grows towards is always on the grid."""
+    from mjp.masking import DEFAULT_ASPECT_RATIO, TRIES, _constants, _top_up_point
+
+    c = _constants(2, 32, 4, TRIES, 16, DEFAULT_ASPECT_RATIO, torch.device("cpu"))
+    blocks = torch.zeros(256, 1, 2, 32)  # nothing placed: the deficit is all of k = 32
+    point = _top_up_point(blocks, 32, c, torch.Generator().manual_seed(0), torch.device("cpu"))
+    assert (point[:, 0] >= 0).all() and (point[:, 0] <= 2).all() and (point[:, 1] >= 0).all() and (point[:, 1] <= 32).all()
+    assert point[:, 1].min() > 2 and point[:, 1].max() < 30  # the long side keeps its inset: 0.4 sqrt(32) = 2.3

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,10 +69,22 @@ def planned_data_info(cfg: TrainConfig) -> tuple[DataInfo, str | None]:
     try:
         return data_info(cfg), None
     except DataError:
-        if cfg.data.name not in PUBLISHED:
-            raise
+        if cfg.data.name not in PUBLISHED or _readable_here(cfg):
+            raise  # files that are here and broken are refused, as a run refuses them
     classes, chans, side, train, val, whose = PUBLISHED[cfg.data.name]
     return DataInfo(DataShape(classes, chans, cfg.data.img_size or side), train, val), f"{whose} {train:,} (data.root is not readable here)"
+
+
+def _readable_here(cfg: TrainConfig) -> bool:
+    """Whether the configured data's directory exists and can be listed on this machine."""
+    root = cfg.data.root or (FASHION_MNIST_DEFAULT if cfg.data.name == "fashion_mnist" else None)
+    if root is None or "://" in str(root):
+        return False
+    try:
+        next(iter(os.scandir(root)), None)
+    except OSError:
+        return False
+    return True
 
 
 def data_info(cfg: TrainConfig) -> DataInfo:

@@ -21,8 +21,9 @@ from trainables.errors import ConfigError
 
 USERNAME, PASSWORD = "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"
 
-#: the user-info part of any URL in a text: ``scheme://user[:password]@``
-_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<info>[^/@\s'\"]+)@")
+#: the user-info part of any URL in a text: ``scheme://user[:password]@``, up to the last ``@``
+#: before the path (a password may hold a raw ``@``: ``http://u:p@ss@host``)
+_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<info>[^/\s'\"]+)@")
 
 
 def redact(text: str) -> str:
@@ -63,10 +64,11 @@ def scrub_environment() -> None:
 
 
 def scrub_overrides(sets: list[str]) -> list[str]:
-    """``--set`` values (``tracking.uri=http://u:p@host``, or a mapping holding one) without
-    credentials, which move as ``without_credentials`` moves them."""
+    """``--set`` values of the tracking section (``tracking.uri=http://u:p@host``, or a
+    ``tracking=`` mapping holding one) without credentials, which move as ``without_credentials``
+    moves them. Other keys are left as given (``redact`` guards what is recorded)."""
     def moved(match: re.Match) -> str:
         without_credentials(match[0] + "host")  # moves them (or refuses a database password)
         return match["scheme"]
 
-    return [_USERINFO.sub(moved, item) for item in sets]
+    return [_USERINFO.sub(moved, item) if item.split("=", 1)[0].strip() in ("tracking.uri", "tracking") else item for item in sets]

@@ -116,3 +116,33 @@ def test_at_80_columns_no_line_is_wider_and_every_run_id_is_whole(store, capsys,
     assert max(len(line) for line in lines[2:] if "CUDA out of memory" not in line) <= 80
     for run_id in runs.values():
         assert f"      MLflow run id {run_id}" in lines
+
+
+def test_a_recorded_server_that_answers_is_not_a_move(store, capsys):
+    """The same store through a tunnel (localhost here, the head's address in the state): the
+    recorded server answers, so the plain resume is the right one (with ``--uri`` it would point
+    the head at the user's tunnel)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    from sweep.commands.status import resume_command
+    from sweep.tuner.state import SweepState, read_state, write_state
+
+    class Healthy(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (http.server's name)
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    uri, sweep_dir, _ = store
+    server = HTTPServer(("127.0.0.1", 0), Healthy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        state = read_state(str(sweep_dir))
+        write_state(str(sweep_dir), SweepState(**{**state.__dict__, "uri": f"http://127.0.0.1:{server.server_port}"}))
+        tags = {schema.TAG_EXPERIMENT_DIR: str(sweep_dir)}
+        assert resume_command(tags, uri) == f"mjp sweep resume {sweep_dir}"
+    finally:
+        server.shutdown()

@@ -74,3 +74,24 @@ def test_the_plan_prices_a_grid_the_run_refuses_and_names_the_flag(tmp_path, cap
     assert main(["sweep", "plan", path]) == 0
     out = capsys.readouterr().out
     assert "1600 trials" in out and "note: `mjp sweep run` refuses more than 1,000 trials unless given --max-trials 1600" in out, out
+
+
+def test_a_broken_image_folder_here_is_refused_by_the_plan_as_by_the_run(tmp_path, capsys, monkeypatch):
+    """The published figures stand in only for data that is not on this machine; a folder that is
+    here with one class is refused, not priced as ImageNet."""
+    from PIL import Image
+
+    monkeypatch.chdir(Path(__file__).resolve().parents[3])
+    monkeypatch.setattr(ray, "init", no_ray)
+    monkeypatch.setattr("sweep.cluster.plan.measure_cpu_img_per_s", no_measurement)
+    root = tmp_path / "folder"
+    for split in ("train", "val"):
+        (root / split / "cat").mkdir(parents=True)
+        Image.new("RGB", (8, 8)).save(root / split / "cat" / "0.png")
+    body = {"name": "s", "base": CONFIG, "train": {"data": {"name": "imagefolder", "root": str(root), "img_size": 8}},
+            "objective": {"metric": "val/top1"}, "search": {"algorithm": "grid"}, "space": {"mjp.variant": {"type": "grid", "values": ["A", "J"]}}}
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump(body))
+    assert main(["sweep", "plan", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "class" in err and "ImageNet" not in err

@@ -77,3 +77,19 @@ def test_a_sweep_in_a_bucket_is_locked_on_this_machine_by_its_uri(tmp_path, monk
         assert out.returncode != 0 and f"is already run by pid {os.getpid()}" in out.stderr
     finally:
         owner.release("s3://bucket/mjp-sweeps/q-1")
+
+
+def test_a_lock_file_planted_as_a_link_is_refused_and_its_target_untouched(sweep_dir, tmp_path, capsys):
+    """The directory may be shared: a ``mjp_sweep.lock`` that links to the user's own file (a
+    symlink or a hard link) would have the holder's line written into that file."""
+    target = tmp_path / "bashrc"
+    target.write_text("export PATH=$PATH\n")
+    (sweep_dir / owner.LOCK_FILE).symlink_to(target)
+    assert main(["sweep", "resume", str(sweep_dir)]) == 2
+    assert "cannot lock the sweep directory" in capsys.readouterr().err
+    (sweep_dir / owner.LOCK_FILE).unlink()
+    os.link(target, sweep_dir / owner.LOCK_FILE)
+    assert main(["sweep", "resume", str(sweep_dir)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is not a lock file this user made (a link, or another user's file)" in err
+    assert target.read_text() == "export PATH=$PATH\n"

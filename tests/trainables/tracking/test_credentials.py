@@ -94,3 +94,16 @@ def test_a_config_holding_credentials_logs_its_params_and_tags_redacted(tmp_path
     run.set_tags({"note": "see http://alice:hunter2@10.0.0.5:5000"})
     data = run.run().data
     assert data.params["tracking.uri"] == "http://***@10.0.0.5:5000" and data.tags["note"] == "see http://***@10.0.0.5:5000"
+
+
+def test_a_password_holding_an_at_sign_moves_whole_and_other_keys_are_left_alone(monkeypatch):
+    import os
+
+    from trainables.tracking.credentials import redact, scrub_overrides, without_credentials
+
+    monkeypatch.delenv("MLFLOW_TRACKING_PASSWORD", raising=False)
+    assert without_credentials("http://alice:p@ss@host:5000") == "http://host:5000"
+    assert os.environ["MLFLOW_TRACKING_PASSWORD"] == "p@ss"
+    assert redact("at http://alice:p@ss@host:5000/api and http://host:5000/a@b") == "at http://***@host:5000/api and http://host:5000/a@b"
+    # only the tracking section's values move into MLflow's variables; a data root is not a tracking server
+    assert scrub_overrides(["data.root=s3://key:secret@bucket/x", "tracking.uri=http://bob:pw@h:1"]) == ["data.root=s3://key:secret@bucket/x", "tracking.uri=http://h:1"]
