@@ -47,7 +47,7 @@ from sweep.tuner.tuner import (
     uses_ray_train,
 )
 from trainables.errors import UserError
-from trainables.launch.ray_runtime import ensure_ray, require_cluster
+from trainables.launch.ray_runtime import ensure_ray
 from trainables.tracking import schema
 from trainables.tracking.runs import RunTracker
 from trainables.tracking.store import check_store_writable, optuna_storage_url, tracking_uri
@@ -152,7 +152,7 @@ def _resume(experiment_dir: str, loaded: tuple[SweepState, Study] | None, addres
     state, study = loaded or load_resumable(experiment_dir)  # before Ray opens (and unpickles) anything in it
     check_study(study)
     moved = in_store(state, uri, experiment_dir)  # the store holds the sweep's parent run, before any write
-    require_cluster(address)
+    check_launchable(study, address)  # as a run checks it: no GPU or CPUs a local Ray would wait for forever
     check_store_writable(moved.uri)
     if not tune.Tuner.can_restore(experiment_dir):
         raise UserError(f"{experiment_dir} holds no restorable Tune experiment")
