@@ -27,12 +27,16 @@ def absolute_sqlite(uri: str, base_dir: str | Path | None = None) -> str:
 
 def sweep_studies(uri: str) -> set[str] | None:
     """The studies of the active sweep parent runs in the SQLite store ``uri``; None where that
-    cannot be read this way (another kind of store, no file, not MLflow's tables)."""
+    cannot be read this way (another kind of store, no file); ``TrackingError`` naming a file that
+    is not an intact MLflow store."""
     if not uri.startswith("sqlite:///"):
         return None
     path = Path(uri[len("sqlite:///") :])
     if not path.is_file():
         return None
+    from trainables.tracking.store_file import check_store_file
+
+    check_store_file(path)  # a damaged store is named as such, not read as one without sweeps
     query = """
         SELECT DISTINCT s.value FROM tags k
         JOIN tags s ON s.run_uuid = k.run_uuid AND s.key = ?

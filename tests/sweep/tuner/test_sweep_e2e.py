@@ -113,7 +113,8 @@ def test_the_report_of_a_real_sweep(seeded_sweep):
     tmp, uri, study, outcome, _ = seeded_sweep
     published = publish_sweep_report(outcome.parent_run_id, study, str(tmp / "reports"), uri)
     assert "| A: baseline |" in published.table and "± " in published.table  # two seeds: mean ± std
-    assert "| J: JP + UNK + DAL (NLN), fast | J |" in published.paper["4"] and " 80.5 |" in published.paper["4"]
+    # trained at 0.27: J beside Table 3's 0.27 column (80.3 top-1), not Table 4's J (the paper's 0.03 run)
+    assert "| J: JP + UNK + DAL (NLN), fast | J (Table 3, γ=0.27) | " in published.paper["4"] and " 80.3 |" in published.paper["4"]
     figures = {p.name for p in (tmp / "reports" / "e2e" / "figures").iterdir()}
     assert {"metrics.png", "metrics.svg", "top1_vs_shuffle_ratio.png", "training_curves.png"} <= figures
     client = mlflow.MlflowClient(uri)
