@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from analysis import evaluation_figures
+from analysis.figures import evaluation as evaluation_figures
 from analysis import figures as figs
 from analysis.html import figure_html, figure_row, image_html, page, paragraphs, preformatted, table_html
 from analysis.markdown import format_value
@@ -113,7 +113,7 @@ def build_figures(runs: pd.DataFrame, ctx: ReportContext) -> tuple[dict[str, Any
     out = {name: fig for name, fig in made.items() if fig is not None}
     notes: list[str] = []
     if ctx.optuna is not None:
-        from analysis.optuna_figures import optuna_figures
+        from analysis.figures.optuna_search import optuna_figures
 
         drawn, notes = optuna_figures(*ctx.optuna)
         out.update({name.removesuffix(".png"): fig for name, fig in drawn.items()})

@@ -135,7 +135,7 @@ def test_only_the_tracking_adapter_and_analysis_import_mlflow():
 
 
 def test_optuna_only_in_the_search_and_its_analysis():
-    assert importers("optuna") <= {"sweep.study.space", "sweep.tuner.tuner", "sweep.tuner.run", "sweep.tuner.optuna_mirror", "analysis.optuna_figures"}
+    assert importers("optuna") <= {"sweep.study.space", "sweep.tuner.tuner", "sweep.tuner.run", "sweep.tuner.optuna_mirror", "analysis.figures.optuna_search"}
 
 
 def test_mjp_imports_without_ray_mlflow_optuna():
