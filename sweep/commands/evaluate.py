@@ -137,7 +137,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     for name, result in results.items():
         for line in result.notes:
             print(f"note ({name}): {line}")
-    from sweep.commands.common import mlflow_ui_command
+    from sweep.console.commands_shown import mlflow_ui_command
 
     print(f"logged into MLflow run {tracker.run_id} of\n  {tracker.uri}\nMLflow UI:\n  {mlflow_ui_command(tracker.uri, cfg.tracking.experiment)}")
     return 0

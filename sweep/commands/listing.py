@@ -40,7 +40,7 @@ def narrow_list(rows: list[list[str]], width: int) -> str:
 
 def cmd_sweep_list(args: argparse.Namespace) -> int:
     from analysis.markdown import markdown_table
-    from sweep.commands.common import terminal_columns
+    from sweep.console.commands_shown import terminal_columns
     from sweep.study.load import load_study
     from sweep.study.names import STUDIES_DIR
 

@@ -29,7 +29,7 @@ def describe(study: Any, plan: Plan, machines: Machines) -> str:
 
 
 def cmd_sweep_plan(args: argparse.Namespace) -> int:
-    from sweep.commands.common import set_overrides
+    from sweep.study.cli_overrides import set_overrides
     from sweep.study.load import load_study
 
     study = load_study(args.study, smoke=args.smoke, overrides=set_overrides(args), files=False)  # run's validation, less the files

@@ -165,7 +165,7 @@ def cmd_sweep_status(args: argparse.Namespace) -> int:
         if not sweeps:
             print(f"no sweeps{' of study ' + repr(study) if study else ''} recorded in {uri}")
             return 0
-    from sweep.commands.common import terminal_columns
+    from sweep.console.commands_shown import terminal_columns
 
     header = f"sweeps in {uri} (newest first):"
     print(header if len(header) <= terminal_columns() else f"sweeps (newest first) in\n  {uri}")

@@ -7,7 +7,8 @@ import argparse
 import sys
 from typing import Any
 
-from sweep.commands.common import mlflow_ui_command, set_overrides, tool
+from sweep.console.commands_shown import mlflow_ui_command, tool
+from sweep.study.cli_overrides import set_overrides
 
 
 def after_sweep(outcome: Any, study: Any) -> int:

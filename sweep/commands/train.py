@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from mjp import keys
-from sweep.commands.common import mlflow_ui_command
+from sweep.console.commands_shown import mlflow_ui_command
 
 
 def cmd_train(args: argparse.Namespace) -> int:

@@ -56,7 +56,7 @@ def test_sweep_list_fits_80_columns_without_breaking_words(capsys, monkeypatch):
 
 
 def test_the_mlflow_ui_command_and_its_address_are_lines_of_their_own():
-    from sweep.commands.common import mlflow_ui_command
+    from sweep.console.commands_shown import mlflow_ui_command
 
     command, address = mlflow_ui_command("sqlite:////x/mlflow.db", "mjp").splitlines()
     assert command.endswith("mlflow ui --backend-store-uri sqlite:////x/mlflow.db") and address.startswith("  then open http://")

@@ -206,7 +206,7 @@ def test_with_the_twins_exports_left_after_down_a_command_answers_in_one_line(ar
 
 def test_the_ui_hint_for_a_tracking_server_is_its_own_page(monkeypatch):
     import trainables.tracking.store
-    from sweep.commands.common import mlflow_ui_command
+    from sweep.console.commands_shown import mlflow_ui_command
 
     monkeypatch.setattr(trainables.tracking.store, "experiment_runs_page", lambda uri, name, host="http://127.0.0.1:5000": f"{host}/#/experiments/7/runs")
     assert mlflow_ui_command("http://127.0.0.1:41234", "mjp").startswith("open http://127.0.0.1:41234/#/experiments/7/runs")

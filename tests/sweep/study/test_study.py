@@ -138,7 +138,7 @@ def test_a_study_and_data_root_given_relative_are_recorded_absolute(tmp_path, mo
     """The sweep's state records both: `mjp sweep resume` from another directory must find them."""
     import argparse
 
-    from sweep.commands.common import set_overrides
+    from sweep.study.cli_overrides import set_overrides
 
     monkeypatch.chdir(STUDIES_DIR.parent.parent)
     study = load_study("sweep/studies/quickstart.yaml", check=False)

@@ -1,30 +1,10 @@
-"""What the commands share: ``--set``/``--data`` as overrides, a tool's path beside this Python, and the
-command that opens a run's MLflow page."""
+"""What the console shows of other commands: a tool's path beside this Python, the command that
+opens a run's MLflow page, and the terminal's width they are laid out for."""
 
 from __future__ import annotations
 
-import argparse
 import shlex
 import sys
-from typing import Any
-
-from trainables.errors import UserError
-
-
-def set_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    from trainables.config.overrides import parse_overrides
-
-    over = parse_overrides(args.set)
-    if getattr(args, "data", None):
-        if "data.root" in over:
-            raise UserError(f"--data {args.data!r} and --set data.root={over['data.root']!r} both give the data root; keep one")
-        over["data.root"] = args.data
-    root = over.get("data.root")
-    if isinstance(root, str) and root and "://" not in root:  # recorded in the sweep's state: resumable from any directory
-        from pathlib import Path
-
-        over["data.root"] = str(Path(root).expanduser().absolute())
-    return over
 
 
 def tool(name: str) -> str:
