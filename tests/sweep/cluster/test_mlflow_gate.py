@@ -5,37 +5,17 @@ and nothing reaches the server. A token file others can read is refused."""
 from __future__ import annotations
 
 import asyncio
-import http.server
-import json
 import os
 import threading
-import typing
 
 import pytest
 
 from sweep.cluster.mlflow_gate import gate_app, read_token
+from tests.stand_in_mlflow import StandInMlflow
 from trainables.errors import UserError
 
-
-class _Server(http.server.BaseHTTPRequestHandler):
-    """The MLflow server behind the gate: one experiment, and every request it saw."""
-
-    seen: typing.ClassVar[list[tuple[str, str]]] = []
-
-    def _answer(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self.seen.append((self.path, self.headers.get("Authorization", "")))
-        body = json.dumps({"experiment": {"experiment_id": "7", "name": "gated", "lifecycle_stage": "active"}}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    do_GET = do_POST = _answer
-
-    def log_message(self, *args) -> None:
-        pass
+#: the MLflow server behind the gate: one experiment, and every request it saw
+EXPERIMENT = {"experiment": {"experiment_id": "7", "name": "gated", "lifecycle_stage": "active"}}
 
 
 @pytest.fixture
@@ -43,19 +23,18 @@ def gate(tmp_path):
     """The MLflow stand-in and the gate in front of it (the gate on a thread of its own)."""
     from aiohttp import web
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Server)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = StandInMlflow(EXPERIMENT).__enter__()
     loop = asyncio.new_event_loop()
-    runner = web.AppRunner(gate_app(f"http://127.0.0.1:{server.server_address[1]}", "s3cret-token"))
+    runner = web.AppRunner(gate_app(f"http://127.0.0.1:{server.port}", "s3cret-token"))
     loop.run_until_complete(runner.setup())
     site = web.TCPSite(runner, "127.0.0.1", 0)
     loop.run_until_complete(site.start())
     port = runner.addresses[0][1]
     threading.Thread(target=loop.run_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{port}"
+    yield f"http://127.0.0.1:{port}", server
     asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result()
     loop.call_soon_threadsafe(loop.stop)
-    server.shutdown()
+    server.__exit__()
 
 
 def test_mlflow_passes_the_gate_with_the_token_and_nothing_passes_without(gate, monkeypatch):
@@ -63,11 +42,11 @@ def test_mlflow_passes_the_gate_with_the_token_and_nothing_passes_without(gate, 
 
     from trainables.tracking.store import bounded_http
 
-    _Server.seen.clear()
+    gate, mlflow = gate
     monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", "s3cret-token")
     assert MlflowClient(gate).get_experiment("7").name == "gated"
-    assert _Server.seen and _Server.seen[-1][1] == ""  # the token stops at the gate
-    passed = len(_Server.seen)
+    assert mlflow.seen and mlflow.seen[-1][1] == ""  # the token stops at the gate
+    passed = len(mlflow.seen)
     for token in (None, "s3cret-tokem"):
         if token is None:
             monkeypatch.delenv("MLFLOW_TRACKING_TOKEN")
@@ -75,7 +54,7 @@ def test_mlflow_passes_the_gate_with_the_token_and_nothing_passes_without(gate, 
             monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", token)
         with bounded_http(), pytest.raises(Exception, match="401"):
             MlflowClient(gate).get_experiment("7")
-    assert len(_Server.seen) == passed  # nothing reached the server
+    assert len(mlflow.seen) == passed  # nothing reached the server
 
 
 def test_a_token_file_others_can_read_is_refused(tmp_path):

@@ -5,14 +5,11 @@ still authenticates with it; what is recorded anyway (params, tags) is redacted.
 from __future__ import annotations
 
 import base64
-import http.server
-import json
-import threading
-import typing
 
 import pytest
 
 from sweep.cli import main
+from tests.stand_in_mlflow import StandInMlflow
 from trainables.errors import UserError
 from trainables.tracking.credentials import PASSWORD, USERNAME, redact, scrub_environment, scrub_overrides, without_credentials
 
@@ -50,40 +47,13 @@ def test_a_database_password_in_the_uri_is_refused_in_one_line_without_showing_i
     assert "hunter2" not in str(err.value) and "~/.pgpass" in str(err.value) and "\n" not in str(err.value)
 
 
-class _Mlflow(http.server.BaseHTTPRequestHandler):
-    """Answers every MLflow API call with an empty result, noting the Authorization header."""
-
-    seen: typing.ClassVar[list[str]] = []
-
-    def _answer(self) -> None:
-        self.seen.append(self.headers.get("Authorization", ""))
-        length = int(self.headers.get("Content-Length") or 0)
-        self.rfile.read(length)
-        body = json.dumps({}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    do_GET = do_POST = _answer
-
-    def log_message(self, *args) -> None:
-        pass
-
-
 def test_a_command_given_credentials_prints_none_and_still_authenticates(clean_env, capsys):
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Mlflow)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    port = server.server_address[1]
-    try:
-        clean_env.setenv("MLFLOW_TRACKING_URI", f"http://alice:hunter2@127.0.0.1:{port}")
+    with StandInMlflow({}) as server:
+        clean_env.setenv("MLFLOW_TRACKING_URI", f"http://alice:hunter2@127.0.0.1:{server.port}")
         assert main(["sweep", "status"]) == 0
         out, err = capsys.readouterr()
-        assert f"no sweeps recorded in http://127.0.0.1:{port}" in out and "hunter2" not in out + err
-        assert f"Basic {base64.b64encode(b'alice:hunter2').decode()}" in _Mlflow.seen  # MLflow authenticated with them
-    finally:
-        server.shutdown()
+        assert f"no sweeps recorded in http://127.0.0.1:{server.port}" in out and "hunter2" not in out + err
+        assert f"Basic {base64.b64encode(b'alice:hunter2').decode()}" in [auth for _, auth in server.seen]  # MLflow authenticated with them
 
 
 def test_a_config_holding_credentials_logs_its_params_and_tags_redacted(tmp_path, clean_env):
