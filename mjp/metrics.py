@@ -86,6 +86,6 @@ def top1_under_shuffle(model: nn.Module, images: torch.Tensor, labels: torch.Ten
     was_training = model.training
     model.eval()
     try:
-        return shuffled_correct(model, images, labels, ratio, generator=generator).float().mean().item()
+        return shuffled_correct(model, images, labels, ratio, generator=generator).float().mean().item()  # evaluation: one host sync per call
     finally:
         model.train(was_training)

@@ -28,6 +28,7 @@ from torch import nn
 
 
 def _matrix(pe: torch.Tensor | np.ndarray) -> np.ndarray:
+    # analysis of a trained PE with numpy/scikit-learn: one copy to the host, outside any training step
     x = pe.detach().float().cpu().numpy() if isinstance(pe, torch.Tensor) else np.asarray(pe, dtype=np.float64)
     if x.ndim == 3 and x.shape[0] == 1:
         x = x[0]
