@@ -199,9 +199,17 @@ def read_state(session_dir: str | Path) -> LocalCluster:
     return LocalCluster(**json.loads(path.read_text()))
 
 
+def _not_the_gcs(pid: int) -> bool:
+    try:
+        return b"gcs_server" not in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0", 1)[0]
+    except OSError:
+        return True
+
+
 def down(session_dir: str | Path = DEFAULT_SESSION, *, grace_s: float = 10.0) -> list[int]:
     """Save the twin's MLflow store to its bucket, then end every process of the twin in
-    ``session_dir`` (SIGTERM, then SIGKILL after ``grace_s``).
+    ``session_dir``: SIGTERM to all but the GCS, then to the GCS, then SIGKILL to what is left,
+    each after at most ``grace_s``.
 
     Returns the PIDs ended. The session directory stays (logs, the MLflow store) but loses its
     state file, so ``up`` can use it again.
@@ -218,8 +226,10 @@ def down(session_dir: str | Path = DEFAULT_SESSION, *, grace_s: float = 10.0) ->
         except ConfigError as err:  # the twin still goes down; the store stays in the session directory
             unsaved = err
     ended: set[int] = set()
-    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
-        pids = session_processes(session)
+    # The GCS last, as `ray stop` does: a GCS ended while the raylets and the autoscaler still
+    # talk to it leaves them retrying it until the SIGKILL (measured: 12 s, against 1.7 s in this order).
+    for sig, wait, which in ((signal.SIGTERM, grace_s, _not_the_gcs), (signal.SIGTERM, grace_s, None), (signal.SIGKILL, 5.0, None)):
+        pids = [pid for pid in session_processes(session) if which is None or which(pid)]
         for pid in pids:
             try:
                 os.kill(pid, sig)
@@ -227,7 +237,7 @@ def down(session_dir: str | Path = DEFAULT_SESSION, *, grace_s: float = 10.0) ->
             except ProcessLookupError:
                 pass
         deadline = time.monotonic() + wait
-        while session_processes(session) and time.monotonic() < deadline:
+        while [pid for pid in session_processes(session) if which is None or which(pid)] and time.monotonic() < deadline:
             time.sleep(0.2)
     (session / STATE_FILE).unlink(missing_ok=True)
     if unsaved is not None:
