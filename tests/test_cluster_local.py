@@ -3,7 +3,8 @@ submitted as a Ray job trains on worker nodes the autoscaler starts, logs to an 
 over HTTP, and survives the loss of a training node, of the Ray Data node and of its driver.
 Minutes on 2 cores (``make test-cluster``).
 
-Everything that talks to Ray runs in a fresh Python (``on_cluster``). The waits poll real state
+Everything that talks to Ray runs in a fresh Python (``on_cluster``), but for the jobs API, which
+the tests call over HTTP (tests/twin_jobs.py). The waits poll real state
 (a job's status, a run's metrics) with a deadline: nodes start in seconds to tens of seconds, and
 nothing here depends on how many.
 """
@@ -11,11 +12,9 @@ nothing here depends on how many.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -24,10 +23,9 @@ import pytest
 import yaml
 
 from mjp import keys
-from sweep.cluster.processes import kill_node, session_processes
-from sweep.cluster.twin import down, up
+from sweep.cluster.processes import kill_node
 from sweep.cluster.twin_config import DATA_NODE, GPU_STANDIN
-from tests.twin_jobs import ENDED, SUBMITTED, job_call, job_logs, on_cluster, submit, wait_job
+from tests.twin_jobs import ENDED, SUBMITTED, driver_pid, job_logs, job_status, on_cluster, stop_job, submit, wait_job
 from trainables.tracking import schema
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -41,39 +39,18 @@ TINY = {
     "scaling": {"worker_resources": {GPU_STANDIN: 1}},  # the "GPU" nodes only
     "runtime": {"checkpoint_every": 1, "max_failures": 2},
 }
+TRACKING: dict[str, str] = {}  # the twin's tracking URI ("uri")
 LOSSES: dict[str, float] = {}  # what each loss cost, printed at the end (docs/cluster-local.md)
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    session = Path(tempfile.mkdtemp(prefix="mjp-cl-", dir="/tmp"))  # short: Ray's socket paths live under it
-    twin = up(session, gpu_workers=2, cpu_workers=1)
-    saved = os.environ.get("MLFLOW_TRACKING_URI")
-    os.environ["MLFLOW_TRACKING_URI"] = twin.tracking_uri  # this process reads MLflow only
-    try:
-        yield twin
-    finally:
-        if saved is None:
-            os.environ.pop("MLFLOW_TRACKING_URI", None)
-        else:
-            os.environ["MLFLOW_TRACKING_URI"] = saved
-        down(session)
-        if LOSSES:
-            print("\nseconds each loss cost:", {k: round(v, 1) for k, v in LOSSES.items()})
-    left = session_processes(session)
-    assert left == [], f"`down` left processes of the twin running: {[Path(f'/proc/{p}/cmdline').read_bytes()[:200] for p in left]}"
-    gcs = twin.address.encode()  # Ray's client proxy names only the GCS address, no path of the session
-    assert not [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline(p).find(gcs) >= 0], "a process of the twin outlived `down`"
-    kept = mlflow.MlflowClient(tracking_uri=f"sqlite:///{twin.kept_store}")  # `down` saved the store to the twin's bucket
-    assert kept.get_experiment_by_name("cl-basic") is not None
-    shutil.rmtree(session, ignore_errors=True)
-
-
-def _cmdline(proc: Path) -> bytes:
-    try:
-        return (proc / "cmdline").read_bytes()
-    except OSError:
-        return b""
+def cluster(twin_session):
+    """The session's twin (tests/twin_session.py), whose MLflow server ``tracking()`` reads."""
+    twin = twin_session.get()
+    TRACKING["uri"] = twin.tracking_uri
+    yield twin
+    if LOSSES:
+        print("\nseconds each loss cost:", {k: round(v, 1) for k, v in LOSSES.items()})
 
 
 @pytest.fixture(autouse=True)
@@ -82,9 +59,9 @@ def each_test_ends_its_jobs(cluster):
     twin's nodes: every job it submitted is stopped, and has ended, before the next test starts."""
     SUBMITTED.clear()
     yield
-    running = [job for job in SUBMITTED if job_call(cluster, f"str(c.get_job_status({job!r}))") not in ENDED]
+    running = [job for job in SUBMITTED if job_status(cluster, job) not in ENDED]
     for job in running:
-        job_call(cluster, f"c.stop_job({job!r})")
+        stop_job(cluster, job)
     for job in running:
         wait_job(cluster, job, seconds=120)
 
@@ -101,11 +78,11 @@ def study(twin, name: str, epochs: int, variants: list[str], **train) -> str:
 
 
 def tracking():
-    """An MLflow client of the twin's server, named explicitly: an earlier test in this process may
-    have set MLflow's process-wide tracking URI, which wins over ``MLFLOW_TRACKING_URI``."""
+    """An MLflow client of the twin's server, named explicitly: neither MLflow's process-wide URI
+    nor ``$MLFLOW_TRACKING_URI`` is changed for it, as other tests share this process."""
     import mlflow
 
-    return mlflow.MlflowClient(tracking_uri=os.environ["MLFLOW_TRACKING_URI"])
+    return mlflow.MlflowClient(tracking_uri=TRACKING["uri"])
 
 
 def child_runs(experiment: str) -> list:
@@ -238,7 +215,7 @@ def test_a_lost_driver_then_sweep_resume_runs_every_trial_once(cluster):
     `mjp sweep resume DIR` as a new job: every trial once, in its own child run, none RUNNING."""
     job = submit(cluster, "sweep", "run", study(cluster, "cl-driver-loss", 6, ["A", "J"]))
     wait_for_epoch("cl-driver-loss", 2)
-    driver = job_call(cluster, f"c.get_job_info({job!r}).driver_info.pid")
+    driver = driver_pid(cluster, job)
     killed_at = time.time()
     os.kill(int(driver), signal.SIGKILL)
     assert wait_job(cluster, job) in {"FAILED", "STOPPED"}
