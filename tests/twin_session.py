@@ -1,0 +1,73 @@
+"""One local twin of cluster.yaml for every cluster test of a test session (``twin_session``).
+
+Bringing a twin up and down costs about 13 s of the suite each time; the cluster tests share one.
+Each of them names its own experiments and sweeps, and ``each_test_ends_its_jobs`` (in
+tests/test_cluster_local.py) stops whatever jobs a test left running. The store test takes the
+twin down itself (what it checks is the store that ``down`` keeps); a test that asks for the twin
+after that gets a new one. Whenever a twin goes down, nothing of it may be left running and its
+bucket must hold every experiment its MLflow server had.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from sweep.cluster.processes import session_processes
+from sweep.cluster.twin import LocalCluster, down, up
+
+
+class SharedTwin:
+    """The session's twin, brought up on first use."""
+
+    def __init__(self) -> None:
+        self.twin: LocalCluster | None = None
+        self.sessions: list[Path] = []
+
+    def get(self) -> LocalCluster:
+        if self.twin is None:
+            session = Path(tempfile.mkdtemp(prefix="mjp-cl-", dir="/tmp"))  # short: Ray's socket paths live under it
+            self.sessions.append(session)
+            self.twin = up(session, gpu_workers=2, cpu_workers=1)
+        return self.twin
+
+    def take_down(self) -> LocalCluster:
+        """``down`` the twin and check it is gone and its store kept; the twin, for its bucket."""
+        import mlflow
+
+        twin, self.twin = self.twin, None
+        assert twin is not None, "no twin is up"
+        experiments = {e.name for e in mlflow.MlflowClient(tracking_uri=twin.tracking_uri).search_experiments()}
+        down(twin.session_dir)
+        left = session_processes(twin.session_dir)
+        assert left == [], f"`down` left processes of the twin running: {[_cmdline(Path(f'/proc/{p}'))[:200] for p in left]}"
+        gcs = twin.address.encode()  # Ray's client proxy names only the GCS address, no path of the session
+        assert not [p for p in Path("/proc").iterdir() if p.name.isdigit() and gcs in _cmdline(p)], "a process of the twin outlived `down`"
+        kept = mlflow.MlflowClient(tracking_uri=f"sqlite:///{twin.kept_store}")  # `down` saved the store to the twin's bucket
+        assert {e.name for e in kept.search_experiments()} == experiments
+        return twin
+
+    def close(self) -> None:
+        if self.twin is not None:
+            self.take_down()
+        for session in self.sessions:
+            shutil.rmtree(session, ignore_errors=True)
+
+
+def _cmdline(proc: Path) -> bytes:
+    try:
+        return (proc / "cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+@pytest.fixture(scope="session")
+def twin_session():
+    shared = SharedTwin()
+    try:
+        yield shared
+    finally:
+        shared.close()
