@@ -23,16 +23,22 @@ def closed_port() -> int:
         return s.getsockname()[1]
 
 
-def test_a_node_with_the_images_and_the_bucket_passes_and_says_what_it_saw(tmp_path):
+def test_a_node_with_the_images_and_the_bucket_passes_and_says_what_it_saw(tmp_path, monkeypatch):
+    import ray
+
+    was_running = ray.is_initialized()  # another test in this process may have started the shared Ray
+
+    def no_ray(*_, **__):
+        raise AssertionError("probing outside a Ray task starts no Ray (a later test would inherit it)")
+
+    monkeypatch.setattr(ray, "init", no_ray)
     node, checks = probe_here(str(image_folder(tmp_path / "images")), str(tmp_path / "bucket"), None, cuda=False)
     seen = {c.name: c for c in checks}
     assert seen["images"].ok and "2 classes, n01/a.JPEG decodes" in seen["images"].detail
     assert seen["bucket"].ok and not list((tmp_path / "bucket" / "_probe").iterdir()), "the probe's file is deleted"
     assert not seen["mlflow"].ok and "not the head's MLflow server" in seen["mlflow"].detail
     assert "cuda" not in seen and node
-    import ray
-
-    assert not ray.is_initialized(), "probing outside a Ray task starts no Ray (a later test would inherit it)"
+    assert ray.is_initialized() == was_running, "probing outside a Ray task starts no Ray (a later test would inherit it)"
 
 
 def test_what_a_broken_node_fails(tmp_path):

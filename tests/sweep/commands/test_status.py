@@ -41,8 +41,9 @@ def _trial_line(out: str, name: str) -> list[str]:
 
 
 @pytest.mark.parametrize("how", ["study", "directory"])
-def test_status_lists_every_trial_with_state_metrics_and_run_id(store, capsys, how):
+def test_status_lists_every_trial_with_state_metrics_and_run_id(store, capsys, monkeypatch, how):
     uri, sweep_dir, runs = store
+    monkeypatch.setenv("COLUMNS", "200")  # a wide terminal: each trial on one line (pytest-xdist's processes have 80)
     args = ["sweep", "status", "quickstart", "--uri", uri] if how == "study" else ["sweep", "status", str(sweep_dir)]
     assert main(args) == 0
     out = capsys.readouterr().out
