@@ -15,11 +15,17 @@ setup: .venv/.synced
 	@start=$$(date +%s); $(UV) sync --frozen --quiet --compile-bytecode && echo "environment ready in $$(( $$(date +%s) - start )) s"
 	@touch $@
 
+# Two test processes (pytest-xdist): the end-to-end tests wait on Ray, the twin and subprocesses
+# about half their time, which the other process fills; tests/spread.py says which tests share a
+# process and hands the longest out first. PYTEST_PROCESSES=0 runs everything in this process.
+PYTEST_PROCESSES ?= 2
+SPREAD := $(if $(filter 0,$(PYTEST_PROCESSES)),,-n $(PYTEST_PROCESSES) --dist loadgroup --no-loadscope-reorder)
+
 test: setup
-	@$(RUN) pytest
+	@$(RUN) pytest $(SPREAD) --durations=25
 
 test-fast: setup  # everything but the end-to-end runs through Ray
-	@$(RUN) pytest -m "not slow"
+	@$(RUN) pytest $(SPREAD) -m "not slow"
 
 # The cluster path on the local twin of cluster.yaml (autoscaled fake nodes, an MLflow server):
 # docs/cluster-local.md. Part of `make test` too; this runs it alone.

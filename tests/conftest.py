@@ -1,4 +1,5 @@
-"""Shared test setup: offline timm, deterministic torch, tiny models."""
+"""Shared test setup: offline timm, deterministic torch, tiny models; what tests share and what
+keeps them apart (``tests/isolation.py``); how ``make test`` spreads them over its processes."""
 
 import os
 
@@ -13,6 +14,10 @@ if "MJP_HOME" not in os.environ:  # the sweep signing key of the tests, never th
 import pytest
 import torch
 
+from tests.isolation import local_ray, process_state_restored, shared_ray_left_empty  # noqa: F401 - fixtures
+from tests.spread import spread_over_processes
+from tests.twin_session import twin_session  # noqa: F401 - fixture
+
 torch.set_num_threads(2)
 
 #: A ViT small enough to train a step in milliseconds: 32x32 images, 8x8 grid of 4x4 patches.
@@ -24,13 +29,6 @@ def gen() -> torch.Generator:
     return torch.Generator().manual_seed(1234)
 
 
-@pytest.fixture(scope="session")
-def local_ray():
-    """One private local Ray for every test that needs it (4 logical CPUs on any machine)."""
-    import ray
-
-    from trainables.launch.ray_runtime import ensure_ray
-
-    ensure_ray(num_cpus=4)
-    yield
-    ray.shutdown()
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(config, items):
+    spread_over_processes(config, items)

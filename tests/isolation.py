@@ -1,0 +1,109 @@
+"""What tests share, and what keeps them apart (loaded by ``tests/conftest.py``).
+
+The suite shares what is expensive to start: one local Ray per test process (``local_ray``), one
+twin for the cluster tests (``tests/twin_session.py``), one sweep per module where its checks only
+read it. ``make test`` runs the tests in two processes (pytest-xdist), each test going wherever a
+process is free, so no test may rely on what an earlier one left behind, nor leave anything for a
+later one. After every test, ``process_state_restored`` puts back what a command run in this
+process changes: the environment (``prepare_environment`` sets Ray's variables, a credentials URI
+moves into MLflow's own), the working directory, MLflow's process-wide tracking URI and active
+runs, torch's thread count; ``shared_ray_left_empty`` removes the actors and placement groups a
+test left in this process' Ray. tests/test_isolation.py shows both hold.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def local_ray():
+    """One private local Ray for every test of this process that needs it (4 logical CPUs)."""
+    import ray
+
+    from trainables.launch.ray_runtime import ensure_ray
+
+    ensure_ray(num_cpus=4)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def shared_ray_left_empty():
+    """After each test, the Ray of this process (``local_ray``'s, or one a command in the test
+    started) as empty as before it: no actor, no placement group."""
+    yield
+    if "ray" in sys.modules:
+        leftovers_removed()
+
+
+def leftovers_removed() -> list[str]:
+    """Kill every live actor and remove every live placement group of the connected Ray; says what it removed.
+
+    Read from the GCS's tables (``ray.util.state`` needs the dashboard, which the shared Ray has
+    not); an unnamed actor is killed by its id, as ``ray.kill`` does with a handle's."""
+    import ray
+    from ray._private.state import state
+    from ray.exceptions import ActorHandleNotFoundError
+    from ray.util.placement_group import PlacementGroup
+
+    if not ray.is_initialized():
+        return []
+    removed = []
+    for actor_id, actor in state.actor_table(None).items():
+        if actor["State"] == "DEAD":
+            continue
+        try:
+            if actor.get("Name"):
+                ray.kill(ray.get_actor(actor["Name"], namespace=actor.get("RayNamespace")), no_restart=True)
+            else:
+                ray._private.worker.global_worker.core_worker.kill_actor(ray.ActorID.from_hex(actor_id), True)
+        except (ValueError, ActorHandleNotFoundError):
+            continue  # gone meanwhile, or another job's
+        removed.append(f"actor {actor.get('Name') or actor_id}")
+    for group_id, group in ray.util.placement_group_table().items():
+        if group["state"] != "REMOVED":
+            ray.util.remove_placement_group(PlacementGroup(ray.PlacementGroupID.from_hex(group_id)))
+            removed.append(f"placement group {group['name'] or group_id}")
+    return removed
+
+
+@pytest.fixture(autouse=True)
+def process_state_restored():
+    """Whatever a test changes of this process' shared state is put back after it."""
+    cwd, environment, threads = os.getcwd(), dict(os.environ), _torch_threads()
+    tracking_uri = _mlflow_tracking_uri()
+    yield
+    os.chdir(cwd)
+    if "mlflow" in sys.modules:  # before the environment: MLflow mirrors its URI into $MLFLOW_TRACKING_URI
+        import mlflow
+
+        while mlflow.active_run() is not None:
+            mlflow.end_run()
+        mlflow.set_tracking_uri(tracking_uri)
+    for key in set(os.environ) - set(environment):
+        del os.environ[key]
+    for key, value in environment.items():
+        if os.environ.get(key) != value:
+            os.environ[key] = value
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(threads)
+
+
+def _torch_threads() -> int | None:
+    return sys.modules["torch"].get_num_threads() if "torch" in sys.modules else None
+
+
+def _mlflow_tracking_uri() -> str | None:
+    """MLflow's process-wide URI as ``mlflow.set_tracking_uri`` left it (None: never set, the
+    environment decides), read without importing MLflow where nothing has."""
+    if "mlflow" not in sys.modules:
+        return None
+    from mlflow.tracking._tracking_service import utils
+
+    return utils._tracking_uri
