@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from tests.isolation import local_ray, process_state_restored, shared_ray_left_empty  # noqa: F401 - fixtures
-from tests.spread import spread_over_processes
+from tests.spread import longest_first, mark_group
 from tests.twin_session import twin_session  # noqa: F401 - fixture
 
 torch.set_num_threads(2)
@@ -29,6 +29,9 @@ def gen() -> torch.Generator:
     return torch.Generator().manual_seed(1234)
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_itemcollected(item):
+    mark_group(item)
+
+
 def pytest_collection_modifyitems(config, items):
-    spread_over_processes(config, items)
+    longest_first(config, items)

@@ -17,14 +17,22 @@ SHARED = {"package", "module", "class"}
 TWIN = "twin"
 
 
-def spread_over_processes(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.getoption("dist", "no") != "loadgroup":
-        return
-    for item in items:
-        group = group_of(item)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
-    items.sort(key=_longest_first)  # stable: collection order within each rank
+def spread(config: pytest.Config) -> bool:
+    """Whether this is a process of ``--dist loadgroup`` (pytest-xdist sets ``dist`` to "no" in its
+    worker processes, where the tests are collected, and keeps the choice in ``loadgroup``)."""
+    return bool(getattr(config.option, "loadgroup", False)) or config.getoption("dist", "no") == "loadgroup"
+
+
+def mark_group(item: pytest.Item) -> None:
+    """As each test is collected: its group, where it has one (pytest-xdist reads the marks in a
+    ``pytest_collection_modifyitems`` that may run before any of ours)."""
+    if spread(item.config) and (group := group_of(item)) is not None:
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
+def longest_first(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if spread(config):
+        items.sort(key=_rank)  # stable: collection order within each rank
 
 
 def group_of(item: pytest.Item) -> str | None:
@@ -38,7 +46,7 @@ def group_of(item: pytest.Item) -> str | None:
     return None
 
 
-def _longest_first(item: pytest.Item) -> int:
+def _rank(item: pytest.Item) -> int:
     if item.get_closest_marker("cluster"):
         return 0
     return 1 if item.get_closest_marker("slow") else 2
