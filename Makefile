@@ -30,7 +30,7 @@ test-fast: setup  # everything but the end-to-end runs through Ray
 # The cluster path on the local twin of cluster.yaml (autoscaled fake nodes, an MLflow server):
 # docs/cluster-local.md. Part of `make test` too; this runs it alone.
 test-cluster: setup
-	@$(RUN) pytest -m cluster tests/test_cluster_local.py
+	@$(RUN) pytest -m cluster tests/test_cluster_local.py tests/test_cluster_store.py
 
 # On a CUDA machine: the `gpu` tests, then the GPU benchmarks, whose tables (naming the GPU) are
 # appended to BENCHMARKS-gpu.md. Under 10 minutes on one H100-class GPU.
