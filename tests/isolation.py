@@ -40,8 +40,8 @@ def shared_ray_left_empty():
         leftovers_removed()
 
 
-def leftovers_removed() -> list[str]:
-    """Kill every live actor and remove every live placement group of the connected Ray; says what it removed.
+def leftovers_removed() -> None:
+    """Kill every live actor and remove every live placement group of the connected Ray.
 
     Read from the GCS's tables (``ray.util.state`` needs the dashboard, which the shared Ray has
     not); an unnamed actor is killed by its id, as ``ray.kill`` does with a handle's."""
@@ -51,8 +51,7 @@ def leftovers_removed() -> list[str]:
     from ray.util.placement_group import PlacementGroup
 
     if not ray.is_initialized():
-        return []
-    removed = []
+        return
     for actor_id, actor in state.actor_table(None).items():
         if actor["State"] == "DEAD":
             continue
@@ -62,13 +61,10 @@ def leftovers_removed() -> list[str]:
             else:
                 ray._private.worker.global_worker.core_worker.kill_actor(ray.ActorID.from_hex(actor_id), True)
         except (ValueError, ActorHandleNotFoundError):
-            continue  # gone meanwhile, or another job's
-        removed.append(f"actor {actor.get('Name') or actor_id}")
+            pass  # gone meanwhile, or another job's
     for group_id, group in ray.util.placement_group_table().items():
         if group["state"] != "REMOVED":
             ray.util.remove_placement_group(PlacementGroup(ray.PlacementGroupID.from_hex(group_id)))
-            removed.append(f"placement group {group['name'] or group_id}")
-    return removed
 
 
 @pytest.fixture(autouse=True)

@@ -18,9 +18,9 @@ TWIN = "twin"
 
 
 def spread(config: pytest.Config) -> bool:
-    """Whether this is a process of ``--dist loadgroup`` (pytest-xdist sets ``dist`` to "no" in its
-    worker processes, where the tests are collected, and keeps the choice in ``loadgroup``)."""
-    return bool(getattr(config.option, "loadgroup", False)) or config.getoption("dist", "no") == "loadgroup"
+    """Whether this is a worker of ``--dist loadgroup``: pytest-xdist collects the tests in its
+    workers, where it sets ``dist`` to "no" and keeps the choice in ``loadgroup``."""
+    return bool(getattr(config.option, "loadgroup", False))
 
 
 def mark_group(item: pytest.Item) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from sweep.cluster.processes import session_processes
+from sweep.cluster.processes import command_line, session_processes
 from sweep.cluster.twin import LocalCluster, down, up
 
 
@@ -43,9 +43,10 @@ class SharedTwin:
         experiments = {e.name for e in mlflow.MlflowClient(tracking_uri=twin.tracking_uri).search_experiments()}
         down(twin.session_dir)
         left = session_processes(twin.session_dir)
-        assert left == [], f"`down` left processes of the twin running: {[_cmdline(Path(f'/proc/{p}'))[:200] for p in left]}"
+        assert left == [], f"`down` left processes of the twin running: {[b' '.join(command_line(p))[:200] for p in left]}"
         gcs = twin.address.encode()  # Ray's client proxy names only the GCS address, no path of the session
-        assert not [p for p in Path("/proc").iterdir() if p.name.isdigit() and gcs in _cmdline(p)], "a process of the twin outlived `down`"
+        assert not [p for p in Path("/proc").iterdir() if p.name.isdigit() and any(gcs in arg for arg in command_line(int(p.name)))], \
+            "a process of the twin outlived `down`"
         kept = mlflow.MlflowClient(tracking_uri=f"sqlite:///{twin.kept_store}")  # `down` saved the store to the twin's bucket
         assert {e.name for e in kept.search_experiments()} == experiments
         return twin
@@ -55,13 +56,6 @@ class SharedTwin:
             self.take_down()
         for session in self.sessions:
             shutil.rmtree(session, ignore_errors=True)
-
-
-def _cmdline(proc: Path) -> bytes:
-    try:
-        return (proc / "cmdline").read_bytes()
-    except OSError:
-        return b""
 
 
 @pytest.fixture(scope="session")

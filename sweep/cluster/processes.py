@@ -69,15 +69,26 @@ def _this_process_and_its_ancestors() -> set[int]:
     return pids
 
 
+def command_line(pid: int) -> list[bytes]:
+    """A process' arguments, read from ``/proc``; empty for one that has gone."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return []
+
+
+def is_gcs(pid: int) -> bool:
+    """Whether ``pid`` is a Ray GCS server (``down`` ends it after the rest of the twin)."""
+    argv = command_line(pid)
+    return bool(argv) and argv[0].endswith(b"/gcs_server")
+
+
 def raylet_pid(session_dir: str | Path, node_id: str) -> int:
     """The PID of the raylet of Ray node ``node_id`` in this twin (killing it is a node loss)."""
     flag = f"--node_id={node_id}".encode()
     for pid in session_processes(session_dir):
-        try:
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if argv[0].endswith(b"/raylet") and flag in argv:
+        argv = command_line(pid)
+        if argv and argv[0].endswith(b"/raylet") and flag in argv:
             return pid
     raise ConfigError(f"no raylet of node {node_id} runs in the local cluster {session_dir}")
 
