@@ -101,7 +101,15 @@ def paired_differences(runs: pd.DataFrame) -> list[PairedDifference]:
         found.append((direction, pairs, diffs, spread, _paired_p(pairs[METHOD], pairs[BASELINE])))
     corrected = holm([p for *_, p in found])
     return [
-        PairedDifference(direction, tuple(int(s) for s in pairs.index), tuple(float(d) for d in diffs), spread, p, p_holm, confidence_interval(list(diffs)))
+        PairedDifference(
+            direction,
+            tuple(int(s) for s in pairs.index),
+            tuple(float(d) for d in diffs),
+            spread,
+            p,
+            p_holm,
+            confidence_interval(list(diffs)),
+        )
         for (direction, pairs, diffs, spread, p), p_holm in zip(found, corrected)
     ]
 
@@ -153,7 +161,13 @@ def sentence(d: PairedDifference, tested: int = len(DIRECTIONS)) -> str:
         verdict = "better" if d.significant and d.mean > 0 else "a significant loss" if d.significant else "within seed noise"
         holds = f"**holds** ({verdict})" if d.holds else f"**does not hold** ({verdict})"
     else:
-        holds = "**holds**" if d.holds else "**does not hold**" if d.significant or d.mean * d.direction.sign <= 0 else "**not shown** (the right way, not significant)"
+        holds = (
+            "**holds**"
+            if d.holds
+            else "**does not hold**"
+            if d.significant or d.mean * d.direction.sign <= 0
+            else "**not shown** (the right way, not significant)"
+        )
     spread = "exceeds" if d.exceeds_spread else "does not exceed"
     together = {2: "two", 3: "three"}.get(tested, str(tested))
     p = f"p = {d.p_value:.3g}, corrected for the {together} directions p = {d.p_corrected:.3g}"

@@ -6,7 +6,8 @@ from __future__ import annotations
 import base64
 import html
 import io
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import pandas as pd
 
@@ -48,7 +49,9 @@ def figure_html(figure: Any, alt: str, caption: str) -> str:
 def image_html(png: bytes, alt: str, caption: str) -> str:
     """A PNG file's bytes (e.g. a figure a run logged to MLflow) inline."""
     data = base64.b64encode(png).decode()
-    return f'<figure><img src="data:image/png;base64,{data}" alt="{html.escape(alt)}"><figcaption>{html.escape(caption)}</figcaption></figure>'
+    return (
+        f'<figure><img src="data:image/png;base64,{data}" alt="{html.escape(alt)}"><figcaption>{html.escape(caption)}</figcaption></figure>'
+    )
 
 
 def figure_row(figures: Iterable[str]) -> str:

@@ -3,7 +3,7 @@ show it (a fraction as a percentage). No pandas: the CLI's light commands use it
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from mjp import keys
 
@@ -19,7 +19,16 @@ def is_fraction(key: str) -> bool:
     name = key.split("/", 1)[-1]
     return (
         key.startswith(("val/top1", "val/top5", "pe/ev_"))
-        or key in (keys.VAL_CONSISTENCY, keys.ROBUST_MCE_UNNORMALIZED, keys.ROBUST_IMAGENET_A_TOP1, keys.ROBUST_IMAGENET_A_AURRA, keys.ROBUST_IMAGENET_O_AUPR, keys.ROBUST_IMAGENET_R_TOP1, keys.ROBUST_CLEAN_ERR)
+        or key
+        in (
+            keys.VAL_CONSISTENCY,
+            keys.ROBUST_MCE_UNNORMALIZED,
+            keys.ROBUST_IMAGENET_A_TOP1,
+            keys.ROBUST_IMAGENET_A_AURRA,
+            keys.ROBUST_IMAGENET_O_AUPR,
+            keys.ROBUST_IMAGENET_R_TOP1,
+            keys.ROBUST_CLEAN_ERR,
+        )
         or (key.startswith("robust/") and name.endswith("_err"))
     )
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.figures import evaluation as evaluation_figures
 from analysis import figures as figs
+from analysis.figures import evaluation as evaluation_figures
 from analysis.html import figure_html, figure_row, image_html, page, paragraphs, preformatted, table_html
 from analysis.markdown import format_value
 from analysis.paper import TABLES
@@ -49,14 +49,20 @@ CAPTIONS = {
 }
 #: tables beside the main one: name -> (heading, metrics, what the reader must know)
 SECTIONS = {
-    "robustness": ("Robustness (Table 2, supplementary Table 4)", ROBUSTNESS,
-                   "Errors and the mean corruption error are unnormalised percentages (what the reference code prints). "
-                   "mCE (vs baseline) = 100 x mean over corruptions of this row's error / the baseline's (Table 4 row A): "
-                   "below 100 is more robust than the baseline. mCE (AlexNet-normalised), the robustness literature's "
-                   "convention, exists only for ImageNet-1K models evaluated on all 15 corruptions."),
-    "pe": ("Position embeddings (Table 6, supplementary Table 2)", PE,
-           "EV@k: share of the PE's variance in its top k principal components (Definition 1). MAE: 5-fold "
-           "cross-validated linear regression from a PE row to its index (1-D) or to its row and column (2-D), in patches."),
+    "robustness": (
+        "Robustness (Table 2, supplementary Table 4)",
+        ROBUSTNESS,
+        "Errors and the mean corruption error are unnormalised percentages (what the reference code prints). "
+        "mCE (vs baseline) = 100 x mean over corruptions of this row's error / the baseline's (Table 4 row A): "
+        "below 100 is more robust than the baseline. mCE (AlexNet-normalised), the robustness literature's "
+        "convention, exists only for ImageNet-1K models evaluated on all 15 corruptions.",
+    ),
+    "pe": (
+        "Position embeddings (Table 6, supplementary Table 2)",
+        PE,
+        "EV@k: share of the PE's variance in its top k principal components (Definition 1). MAE: 5-fold "
+        "cross-validated linear regression from a PE row to its index (1-D) or to its row and column (2-D), in patches.",
+    ),
 }
 #: figures a run logs under figures/pe/, shown per configuration in the report
 PE_RUN_FIGURES = {
@@ -131,7 +137,11 @@ def _run_links(runs: pd.DataFrame, ctx: ReportContext) -> dict[str, str]:
 
 def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Every run: its name, state, and the headline metrics."""
-    columns = [(k, t) for k, t in ((keys.VAL_TOP1, "top-1 (%)"), (keys.VAL_CONSISTENCY, "consistency (%)"), (keys.VAL_DIFF_NORM, "Diff. Norm")) if k in runs]
+    columns = [
+        (k, t)
+        for k, t in ((keys.VAL_TOP1, "top-1 (%)"), (keys.VAL_CONSISTENCY, "consistency (%)"), (keys.VAL_DIFF_NORM, "Diff. Norm"))
+        if k in runs
+    ]
     rows = []
     for r in runs.sort_values("run_name" if "run_name" in runs else "run_id").itertuples(index=False):
         d = r._asdict()
@@ -154,12 +164,22 @@ def write_report(runs: pd.DataFrame, out_dir: str | Path, ctx: ReportContext) ->
     (out / "figures").mkdir(parents=True, exist_ok=True)
     runs = with_s4_mean_error(with_relative_mce(runs))
     table = without_empty_columns(study_table(runs))
-    sections = {name: without_empty_columns(t) for name, (_, metrics, _) in SECTIONS.items() if len(t := study_table(runs, metrics=metrics))}
+    sections = {
+        name: without_empty_columns(t) for name, (_, metrics, _) in SECTIONS.items() if len(t := study_table(runs, metrics=metrics))
+    }
     notes = missing_notes(runs)
     paper = {k: paper_comparison(runs, k) for k in ctx.paper_tables}
     runs.to_csv(out / "runs.csv", index=False)
-    captions = {"table": ctx.title, **{f"{k}_table": SECTIONS[k][0] for k in sections}, **{f"paper_table_{k}": TABLES[k].title for k in paper}}
-    for name, t in [("table", table), *[(f"{k}_table", v) for k, v in sections.items()], *[(f"paper_table_{k}", v) for k, v in paper.items()]]:
+    captions = {
+        "table": ctx.title,
+        **{f"{k}_table": SECTIONS[k][0] for k in sections},
+        **{f"paper_table_{k}": TABLES[k].title for k in paper},
+    }
+    for name, t in [
+        ("table", table),
+        *[(f"{k}_table", v) for k, v in sections.items()],
+        *[(f"paper_table_{k}", v) for k, v in paper.items()],
+    ]:
         t.to_csv(out / f"{name}.csv", index=False)
         (out / f"{name}.md").write_text(to_markdown(t) + "\n")
         (out / f"{name}.tex").write_text(to_latex(t, captions[name]) + "\n")
@@ -187,8 +207,25 @@ def _close(drawn: dict[str, Any]) -> None:
             plt.close(fig)
 
 
-def _markdown(ctx: ReportContext, table: pd.DataFrame, sections: dict[str, pd.DataFrame], paper: dict[str, pd.DataFrame], notes: list[str], figure_files: list[str], setup: str) -> str:
-    lines = [f"# {ctx.title}", "", " ".join(ctx.description.split()), "", *ctx.sweep_lines, "", to_markdown(table) if len(table) else "no run finished", ""]
+def _markdown(
+    ctx: ReportContext,
+    table: pd.DataFrame,
+    sections: dict[str, pd.DataFrame],
+    paper: dict[str, pd.DataFrame],
+    notes: list[str],
+    figure_files: list[str],
+    setup: str,
+) -> str:
+    lines = [
+        f"# {ctx.title}",
+        "",
+        " ".join(ctx.description.split()),
+        "",
+        *ctx.sweep_lines,
+        "",
+        to_markdown(table) if len(table) else "no run finished",
+        "",
+    ]
     lines += [f"- {n}" for n in notes] + ([""] if notes else [])
     for name, t in sections.items():
         heading, _, note = SECTIONS[name]
@@ -199,7 +236,15 @@ def _markdown(ctx: ReportContext, table: pd.DataFrame, sections: dict[str, pd.Da
     return "\n".join(lines + ["", "Files: report.html (self-contained), table.{md,csv,tex}, runs.csv, figures/*.{png,svg}", ""])
 
 
-def _html(runs: pd.DataFrame, ctx: ReportContext, table: pd.DataFrame, extra: dict[str, pd.DataFrame], paper: dict[str, pd.DataFrame], notes: list[str], drawn: dict[str, Any]) -> str:
+def _html(
+    runs: pd.DataFrame,
+    ctx: ReportContext,
+    table: pd.DataFrame,
+    extra: dict[str, pd.DataFrame],
+    paper: dict[str, pd.DataFrame],
+    notes: list[str],
+    drawn: dict[str, Any],
+) -> str:
     sections = [("What this study measures", paragraphs([" ".join(ctx.description.split())], "body") if ctx.description else "")]
     results = table_html(table, "results") if len(table) else "<p>No run finished.</p>"
     sections.append(("Results", results + paragraphs(notes)))
@@ -207,8 +252,14 @@ def _html(runs: pd.DataFrame, ctx: ReportContext, table: pd.DataFrame, extra: di
         heading, _, note = SECTIONS[name]
         body = table_html(t, name) + paragraphs([note])
         if name == "pe":
-            body += "".join(f"<h3>{html.escape(group)}</h3>" + figure_row(image_html(png, f"{group}: {PE_RUN_FIGURES[path]}", f"{PE_RUN_FIGURES[path]} (one run of this configuration)") for path, png in found.items())
-                            for group, found in ctx.run_figures.items())
+            body += "".join(
+                f"<h3>{html.escape(group)}</h3>"
+                + figure_row(
+                    image_html(png, f"{group}: {PE_RUN_FIGURES[path]}", f"{PE_RUN_FIGURES[path]} (one run of this configuration)")
+                    for path, png in found.items()
+                )
+                for group, found in ctx.run_figures.items()
+            )
         sections.append((heading, body))
     if ctx.best:
         done = finished(runs)
@@ -218,8 +269,12 @@ def _html(runs: pd.DataFrame, ctx: ReportContext, table: pd.DataFrame, extra: di
     for key, t in paper.items():
         body = table_html(t, f"paper-{key}") if len(t) else "<p>No run of this study answers to a row of this table with its metrics.</p>"
         note = f"Ours: {setup_caption(runs)}; the paper: {PAPER_SETUP}. Compare directions, not values."
-        sections.append((f"The paper beside ours — {TABLES[key].title}", body + paragraphs([note] + ([TABLES[key].note] if TABLES[key].note else []))))
-    sections.append(("Figures", "".join(figure_html(fig, CAPTIONS.get(name, name), CAPTIONS.get(name, name)) for name, fig in drawn.items())))
+        sections.append(
+            (f"The paper beside ours — {TABLES[key].title}", body + paragraphs([note] + ([TABLES[key].note] if TABLES[key].note else [])))
+        )
+    sections.append(
+        ("Figures", "".join(figure_html(fig, CAPTIONS.get(name, name), CAPTIONS.get(name, name)) for name, fig in drawn.items()))
+    )
     sections.append(("Every run (links open it in the MLflow UI)", table_html(runs_table(runs), "runs", _run_links(runs, ctx))))
     if ctx.study_yaml:
         sections.append(("The study", preformatted(ctx.study_yaml)))

@@ -28,7 +28,19 @@ from analysis.tables import finished, paper_comparison, paper_text, setup_captio
 
 FORMAT = 1
 #: run columns kept besides the metrics (``<section>/<name>``): identity and what the run measured on
-IDENTITY = ("run_id", "run_name", "status", "variant", "study", "trial_id", "runtime.seed", "data.name", "model.name", "optim.epochs", "mjp.mask_ratio")
+IDENTITY = (
+    "run_id",
+    "run_name",
+    "status",
+    "variant",
+    "study",
+    "trial_id",
+    "runtime.seed",
+    "data.name",
+    "model.name",
+    "optim.epochs",
+    "mjp.mask_ratio",
+)
 IDENTITY_PREFIXES = ("sample.", "model.kwargs.")
 METRIC_PREFIXES = ("val/", "robust/", "pe/", "privacy/")
 
@@ -71,10 +83,16 @@ def study_metrics(runs: pd.DataFrame) -> list[str]:
     were configured with it (its ``eval.*`` param). What ``mjp evaluate --run`` logged into a run
     later is not the study's and does not change the shape of its tables."""
     off = tuple(prefix for prefix, section in EVALUATIONS.items() if section in runs.columns and not runs[section].map(_configured).any())
-    return [c for c in runs.columns if c.startswith(METRIC_PREFIXES) and not c.startswith(off)] if off else [c for c in runs.columns if c.startswith(METRIC_PREFIXES)]
+    return (
+        [c for c in runs.columns if c.startswith(METRIC_PREFIXES) and not c.startswith(off)]
+        if off
+        else [c for c in runs.columns if c.startswith(METRIC_PREFIXES)]
+    )
 
 
-def from_runs(runs: pd.DataFrame, *, study: str, command: str, machine: str, commit: str, date: str, paper_tables: tuple[str, ...]) -> Results:
+def from_runs(
+    runs: pd.DataFrame, *, study: str, command: str, machine: str, commit: str, date: str, paper_tables: tuple[str, ...]
+) -> Results:
     """The finished runs of a sweep (the tidy frame of ``analysis.runs``) as a results file: their
     identity and the metrics of the evaluations the study runs (``study_metrics``)."""
     done = finished(runs)
@@ -87,7 +105,12 @@ def from_runs(runs: pd.DataFrame, *, study: str, command: str, machine: str, com
 
 def save(results: Results, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    body = {"format": FORMAT, **{k: getattr(results, k) for k in ("study", "command", "machine", "commit", "date")}, "paper_tables": list(results.paper_tables), "runs": list(results.runs)}
+    body = {
+        "format": FORMAT,
+        **{k: getattr(results, k) for k in ("study", "command", "machine", "commit", "date")},
+        "paper_tables": list(results.paper_tables),
+        "runs": list(results.runs),
+    }
     path.write_text(json.dumps(body, indent=1, sort_keys=True) + "\n")
 
 
@@ -97,7 +120,9 @@ def load(path: Path) -> Results:
         body = json.loads(path.read_text())
         if body.get("format") != FORMAT:
             raise ValueError(f"format {body.get('format')!r}, expected {FORMAT}")
-        return Results(body["study"], body["command"], body["machine"], body["commit"], body["date"], tuple(body["paper_tables"]), tuple(body["runs"]))
+        return Results(
+            body["study"], body["command"], body["machine"], body["commit"], body["date"], tuple(body["paper_tables"]), tuple(body["runs"])
+        )
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
         raise ValueError(f"{path} is not a results file of this platform ({type(err).__name__}: {err})") from None
 

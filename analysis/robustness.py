@@ -17,7 +17,11 @@ from mjp import keys
 
 def corruption_columns(runs: pd.DataFrame) -> list[str]:
     """The ``robust/<c>_err`` columns the runs logged, in the benchmark's order."""
-    return [keys.robust_err_key(c) for c in keys.CORRUPTIONS if keys.robust_err_key(c) in runs.columns and runs[keys.robust_err_key(c)].notna().any()]
+    return [
+        keys.robust_err_key(c)
+        for c in keys.CORRUPTIONS
+        if keys.robust_err_key(c) in runs.columns and runs[keys.robust_err_key(c)].notna().any()
+    ]
 
 
 def with_s4_mean_error(runs: pd.DataFrame) -> pd.DataFrame:

@@ -37,7 +37,12 @@ def tidy(raw: pd.DataFrame) -> pd.DataFrame:
     """``mlflow.search_runs`` output -> the tidy frame described in the module doc."""
     if raw.empty:
         return pd.DataFrame(columns=["run_id", "experiment_id", "status", *TAG_COLUMNS.values()])
-    columns: dict[str, pd.Series | None] = {"run_id": raw["run_id"], "experiment_id": raw["experiment_id"], "status": raw["status"], "start_time": raw["start_time"]}
+    columns: dict[str, pd.Series | None] = {
+        "run_id": raw["run_id"],
+        "experiment_id": raw["experiment_id"],
+        "status": raw["status"],
+        "start_time": raw["start_time"],
+    }
     for col, name in TAG_COLUMNS.items():
         columns[name] = raw[col] if col in raw else None
     for col in raw.columns:
@@ -74,7 +79,9 @@ def load_sweeps(uri: str, study: str | None = None) -> pd.DataFrame:
     """Sweep parent runs (newest first), optionally of one study."""
     mlflow.set_tracking_uri(uri)
     query = _sweeps_query(study)
-    raw = mlflow.search_runs(search_all_experiments=True, filter_string=query, order_by=["attributes.start_time DESC"], output_format="pandas")
+    raw = mlflow.search_runs(
+        search_all_experiments=True, filter_string=query, order_by=["attributes.start_time DESC"], output_format="pandas"
+    )
     return tidy(raw)
 
 
@@ -114,10 +121,20 @@ class SweepSummary:
 
 
 def _summary(client: MlflowClient, parent: Any) -> SweepSummary:
-    children = client.search_runs([parent.info.experiment_id], filter_string=schema.tag_filter(schema.TAG_PARENT, parent.info.run_id),
-                                  order_by=["attributes.start_time ASC"])
+    children = client.search_runs(
+        [parent.info.experiment_id],
+        filter_string=schema.tag_filter(schema.TAG_PARENT, parent.info.run_id),
+        order_by=["attributes.start_time ASC"],
+    )
     trials = [TrialSummary(c.info.run_id, c.info.run_name, c.info.status, dict(c.data.tags), dict(c.data.metrics)) for c in children]
-    return SweepSummary(parent.info.run_id, parent.info.run_name, parent.info.status, dict(parent.data.tags), schema.SweepParams.from_params(dict(parent.data.params)), trials)
+    return SweepSummary(
+        parent.info.run_id,
+        parent.info.run_name,
+        parent.info.status,
+        dict(parent.data.tags),
+        schema.SweepParams.from_params(dict(parent.data.params)),
+        trials,
+    )
 
 
 def sweep_summaries(uri: str, study: str | None = None, limit: int = 10) -> list[SweepSummary]:
@@ -175,8 +192,15 @@ def sweep_record(uri: str, parent_run_id: str) -> SweepRecord:
             pareto = json.loads(Path(client.download_artifacts(parent_run_id, schema.ARTIFACT_PARETO, d)).read_text())
         except (mlflow.exceptions.MlflowException, OSError):  # a single-objective sweep has no front
             pareto = []
-    return SweepRecord(parent_run_id, run.info.run_name, run.info.status, schema.SweepParams.from_params(dict(run.data.params)), dict(run.data.tags), study_yaml,
-                       pareto)
+    return SweepRecord(
+        parent_run_id,
+        run.info.run_name,
+        run.info.status,
+        schema.SweepParams.from_params(dict(run.data.params)),
+        dict(run.data.tags),
+        study_yaml,
+        pareto,
+    )
 
 
 def run_artifact_bytes(uri: str, run_id: str, paths: tuple[str, ...]) -> dict[str, bytes]:

@@ -41,7 +41,11 @@ ROBUSTNESS: tuple[tuple[str, str], ...] = (
     (keys.ROBUST_IMAGENET_R_TOP1, "R: top-1 (%)"),
 )
 #: the position-embedding table (Table 6, supplementary Table 2)
-PE: tuple[tuple[str, str], ...] = (*((keys.pe_ev_key(k), f"EV@{k} (%)") for k in keys.PE_EV_DIMS), (keys.PE_MAE_1D, "1-D MAE"), (keys.PE_MAE_2D, "2-D MAE"))
+PE: tuple[tuple[str, str], ...] = (
+    *((keys.pe_ev_key(k), f"EV@{k} (%)") for k in keys.PE_EV_DIMS),
+    (keys.PE_MAE_1D, "1-D MAE"),
+    (keys.PE_MAE_2D, "2-D MAE"),
+)
 #: paper tables with more metrics than this are laid out a row per metric
 WIDE = 6
 #: metrics whose deltas against the baseline are shown
@@ -112,7 +116,9 @@ PERCENT_VALUES = (keys.ROBUST_MCE, keys.ROBUST_MCE_RELATIVE)
 
 def cell(row: pd.Series, key: str) -> str:
     """The formatted mean ± std (n) of ``key`` in a row of ``aggregate``."""
-    return format_cell(row[(key, "mean")], row[(key, "std")], int(row[(key, "count")]), is_fraction(key), 1 if key in PERCENT_VALUES else None)
+    return format_cell(
+        row[(key, "mean")], row[(key, "std")], int(row[(key, "count")]), is_fraction(key), 1 if key in PERCENT_VALUES else None
+    )
 
 
 def format_cell(mean: float | None, std: float | None = None, n: int = 1, percent: bool = False, digits: int | None = None) -> str:
@@ -190,7 +196,7 @@ def paper_comparison(runs: pd.DataFrame, table_key: str, by: list[str] | None = 
     agg = aggregate(runs, by, tuple(paper.columns.items()))
     ratio = training_ratio(runs)
     pairs = []  # (our label, paper row, {metric title: (ours, theirs)}, n)
-    for index, row in (agg.iterrows() if not agg.empty else []):
+    for index, row in agg.iterrows() if not agg.empty else []:
         values = index if isinstance(index, tuple) else (index,)
         group = dict(zip(by, values))
         if ("variant", "") in agg.columns:
@@ -205,8 +211,17 @@ def paper_comparison(runs: pd.DataFrame, table_key: str, by: list[str] | None = 
             cells[title] = (cell(row, key) if (key, "mean") in agg.columns else "", "" if theirs is None else f"{theirs:g}")
         pairs.append((", ".join(label(c, v) for c, v in zip(by, values)), shown, cells, str(int(row[("n", "")]))))
     if len(paper.columns) <= WIDE:
-        return pd.DataFrame([{"ours": ours, "paper row": target, **{f"{t}: {side}": v for t, (a, b) in cells.items() for side, v in (("ours", a), ("paper", b))}, "n": n}
-                             for ours, target, cells, n in pairs])
+        return pd.DataFrame(
+            [
+                {
+                    "ours": ours,
+                    "paper row": target,
+                    **{f"{t}: {side}": v for t, (a, b) in cells.items() for side, v in (("ours", a), ("paper", b))},
+                    "n": n,
+                }
+                for ours, target, cells, n in pairs
+            ]
+        )
     rows = []
     for title in paper.columns.values():
         out = {"metric": title}
@@ -236,7 +251,11 @@ def setup_caption(runs: pd.DataFrame) -> str:
     def values(column: str) -> list[str]:
         return sorted({str(v) for v in done[column].dropna()}) if column in done else []
 
-    shape = ", ".join(f"{name}{'/'.join(values(col))}" for col, name in (("model.kwargs.embed_dim", "D="), ("model.kwargs.depth", "depth "), ("model.kwargs.patch_size", "patch ")) if values(col))
+    shape = ", ".join(
+        f"{name}{'/'.join(values(col))}"
+        for col, name in (("model.kwargs.embed_dim", "D="), ("model.kwargs.depth", "depth "), ("model.kwargs.patch_size", "patch "))
+        if values(col)
+    )
     parts = ["/".join(values("data.name")), "/".join(values("model.name")) + (f" ({shape})" if shape else "")]
     parts += [f"{'/'.join(values('optim.epochs'))} epochs"] if values("optim.epochs") else []
     seeds = sorted({int(v) for v in done["runtime.seed"].dropna()}) if "runtime.seed" in done else []
@@ -264,4 +283,16 @@ def to_latex(table: pd.DataFrame, caption: str) -> str:
     cols = "l" + "r" * (len(table.columns) - 1)
     body = [" & ".join(esc(c) for c in table.columns) + r" \\ \midrule"]
     body += [" & ".join(esc(v) for v in row) + r" \\" for row in table.itertuples(index=False)]
-    return "\n".join([r"\begin{table}[t]", r"\centering", f"\\caption{{{esc(caption)}}}", f"\\begin{{tabular}}{{{cols}}}", r"\toprule", *body, r"\bottomrule", r"\end{tabular}", r"\end{table}"])
+    return "\n".join(
+        [
+            r"\begin{table}[t]",
+            r"\centering",
+            f"\\caption{{{esc(caption)}}}",
+            f"\\begin{{tabular}}{{{cols}}}",
+            r"\toprule",
+            *body,
+            r"\bottomrule",
+            r"\end{tabular}",
+            r"\end{table}",
+        ]
+    )

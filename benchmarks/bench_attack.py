@@ -12,15 +12,17 @@ from __future__ import annotations
 import argparse
 import time
 
-from common import append, environment
-
 import torch
+from common import append, environment
 
 from mjp import MJPConfig, create_model
 from mjp.privacy import april_reconstruct, invert_gradients, sample_gradients
 
 MODELS = {
-    "tiny ViT 32x32 (D=128, 64 patches)": ("vit_tiny_patch16_224", dict(img_size=32, patch_size=4, embed_dim=128, depth=4, num_heads=4, num_classes=10)),
+    "tiny ViT 32x32 (D=128, 64 patches)": (
+        "vit_tiny_patch16_224",
+        dict(img_size=32, patch_size=4, embed_dim=128, depth=4, num_heads=4, num_classes=10),
+    ),
     "DeiT-S 224x224 (D=384, 196 patches)": ("deit_small_patch16_224", dict(num_classes=1000)),
 }
 
@@ -56,15 +58,20 @@ def main() -> None:
         t_april = timed(lambda: april_reconstruct(model, grads), device)
         t_step = timed(lambda: invert_gradients(model, grads, y, tuple(x.shape), steps=2), device, repeat=2) / 2
         rows.append(f"| {label} | {t_grads:.0f} | {t_april:.0f} | {t_step:.0f} | {t_step * args.steps / 1e3:.1f} |")
-    append(args.out, "\n".join([
-        f"### bench_attack: time per image on {device.type}",
-        environment(device.type),
-        "",
-        f"| model | client gradients (ms) | APRIL solve (ms) | matching attack, per step (ms) | matching attack, {args.steps} steps (s) |",
-        "| --- | ---: | ---: | ---: | ---: |",
-        *rows,
-        "",
-    ]))
+    append(
+        args.out,
+        "\n".join(
+            [
+                f"### bench_attack: time per image on {device.type}",
+                environment(device.type),
+                "",
+                f"| model | client gradients (ms) | APRIL solve (ms) | matching attack, per step (ms) | matching attack, {args.steps} steps (s) |",
+                "| --- | ---: | ---: | ---: | ---: |",
+                *rows,
+                "",
+            ]
+        ),
+    )
 
 
 if __name__ == "__main__":

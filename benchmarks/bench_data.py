@@ -29,26 +29,26 @@ import os
 import statistics
 import tempfile
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import numpy as np
-from common import append, environment
-
 import psutil
 import ray
 import torch
+from common import append, environment
 from PIL import Image
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.data import DataLoader
 
 from trainables.config.build import build_config
-from trainables.data.transforms import image_transforms
 from trainables.data.datasets import load_datasets
+from trainables.data.folder.image_folder import IMAGE_EXTENSIONS
+from trainables.data.gpu.augment import DeviceRecipe, augment_batch, draw_sample
 from trainables.data.gpu.decode import SeededSampler, collate_encoded, decode_on_device
 from trainables.data.ray_data import DECODE_BATCH, decode_and_augment, train_dataset
-from trainables.data.gpu.augment import DeviceRecipe, augment_batch, draw_sample
-from trainables.data.folder.image_folder import IMAGE_EXTENSIONS
+from trainables.data.transforms import image_transforms
 from trainables.launch.ray_runtime import console_logs_to, ensure_ray
 
 CLASSES = 8
@@ -79,7 +79,19 @@ def make_folder(root: Path, n: int, seed: int = 0) -> Path:
 
 
 def config(root: Path, loader: str, decode: str = "cpu"):
-    return build_config({"data": {"name": "imagefolder", "root": str(root), "img_size": 224, "augment": "deit", "loader": loader, "decode": decode, "batch_size": BATCH}})
+    return build_config(
+        {
+            "data": {
+                "name": "imagefolder",
+                "root": str(root),
+                "img_size": 224,
+                "augment": "deit",
+                "loader": loader,
+                "decode": decode,
+                "batch_size": BATCH,
+            }
+        }
+    )
 
 
 # ---------------------------------------------------------------- 1. stages
@@ -125,7 +137,10 @@ def stage_rates(root: Path, n: int, device: str) -> list[tuple[str, str, float |
             ("cpu", "H2D: the float batch the CPU path ships (pinned)", _rate(lambda: floats.to(gpu, non_blocking=True), n, sync)),
         ]
     else:
-        rows += [("gpu", stage, None) for stage in ("H2D: encoded bytes (pinned)", "decode (nvJPEG, one batched call)", "augment (device_augment)")]
+        rows += [
+            ("gpu", stage, None)
+            for stage in ("H2D: encoded bytes (pinned)", "decode (nvJPEG, one batched call)", "augment (device_augment)")
+        ]
     return rows
 
 
@@ -215,7 +230,9 @@ def host_budget(root: Path, device: str) -> list[tuple[str, int, int | None, flo
     recipe = DeviceRecipe(224, "deit")
     start = time.thread_time()
     [draw_sample(seed, 375, 500, recipe) for seed in range(256)]
-    rows: list[tuple[str, int, int | None, float | None]] = [("random choices (Python, per sample)", 256, 0, 1e3 * (time.thread_time() - start))]
+    rows: list[tuple[str, int, int | None, float | None]] = [
+        ("random choices (Python, per sample)", 256, 0, 1e3 * (time.thread_time() - start))
+    ]
     for batch in (256, 512):
         ops, ms = augment_host_cost(batch, "cpu")
         rows.append(("augment (device_augment incl. its choices; CPU tensors at 16 px: issue + tiny kernels)", batch, ops, ms))
@@ -234,7 +251,9 @@ def host_budget(root: Path, device: str) -> list[tuple[str, int, int | None, flo
 def _budget_table(rows: list[tuple[str, int, int | None, float | None]]) -> list[str]:
     lines = ["| stage | B | aten ops per batch | main-process CPU ms per batch |", "| --- | ---: | ---: | ---: |"]
     for stage, batch, ops, ms in rows:
-        lines.append(f"| {stage} | {batch} | {'' if ops is None else f'{ops:,}'} | {'not measured (needs CUDA)' if ms is None else f'{ms:.1f}'} |")
+        lines.append(
+            f"| {stage} | {batch} | {'' if ops is None else f'{ops:,}'} | {'not measured (needs CUDA)' if ms is None else f'{ms:.1f}'} |"
+        )
     return lines
 
 
@@ -312,9 +331,18 @@ def ray_data_before(root: Path) -> Any:
 
     data = config(root, "ray_data").data
     names = sorted(p.name for p in (root / "train").iterdir() if p.is_dir())
-    ds = ray.data.read_binary_files(str(root / "train"), include_paths=True, file_extensions=[e.lstrip(".") for e in IMAGE_EXTENSIONS],
-                                    shuffle=ray.data.FileShuffleConfig(seed=data.seed % 2**32))
-    return ds.map_batches(decode_and_augment, fn_kwargs={"data": data, "classes": {n: i for i, n in enumerate(names)}}, batch_size=DECODE_BATCH, batch_format="numpy")
+    ds = ray.data.read_binary_files(
+        str(root / "train"),
+        include_paths=True,
+        file_extensions=[e.lstrip(".") for e in IMAGE_EXTENSIONS],
+        shuffle=ray.data.FileShuffleConfig(seed=data.seed % 2**32),
+    )
+    return ds.map_batches(
+        decode_and_augment,
+        fn_kwargs={"data": data, "classes": {n: i for i, n in enumerate(names)}},
+        batch_size=DECODE_BATCH,
+        batch_format="numpy",
+    )
 
 
 def ray_epochs(ds: Any) -> Callable[[], Iterable[torch.Tensor]]:
@@ -383,14 +411,21 @@ def _loader_table(results: dict[str, list[dict[str, float]]], cores: int) -> lis
         cpu = [statistics.median(1e3 * r.get(g, 0.0) / r["images"] for r in runs) for g in ("workers", "consumer", "Ray's own")]
         lines.append(f"| {name} | {rate:.0f} | {rate / cores:.0f} | {steady:.0f} | {cpu[0]:.2f} / {cpu[1]:.2f} / {cpu[2]:.2f} |")
     base_name = next(iter(results))
-    lines += ["", f"Per-round ratios against {base_name} (the same round, the same cores):", "",
-              "| pipeline | img/s ratio per round | median | steady ratio per round | median |", "| --- | --- | ---: | --- | ---: |"]
+    lines += [
+        "",
+        f"Per-round ratios against {base_name} (the same round, the same cores):",
+        "",
+        "| pipeline | img/s ratio per round | median | steady ratio per round | median |",
+        "| --- | --- | ---: | --- | ---: |",
+    ]
     base = results[base_name]
     for name, runs in list(results.items())[1:]:
         ratio = [r["img/s"] / b["img/s"] for r, b in zip(runs, base)]
         steady = [r["steady"] / b["steady"] for r, b in zip(runs, base)]
-        lines.append(f"| {name} | {', '.join(f'{x:.2f}' for x in ratio)} | {statistics.median(ratio):.2f} | "
-                     f"{', '.join(f'{x:.2f}' for x in steady)} | {statistics.median(steady):.2f} |")
+        lines.append(
+            f"| {name} | {', '.join(f'{x:.2f}' for x in ratio)} | {statistics.median(ratio):.2f} | "
+            f"{', '.join(f'{x:.2f}' for x in steady)} | {statistics.median(steady):.2f} |"
+        )
     return lines
 
 
@@ -426,8 +461,14 @@ def main() -> None:
         *_budget_table(budget),
     ]
     if results is not None:
-        lines += ["", f"Loaders on the same {cores} cores, {args.rounds} interleaved rounds of one epoch each, batch {BATCH}:", "", *_loader_table(results, cores), "",
-                  f"Ray Data's block -> torch conversion alone (a materialized dataset, no streaming execution): {conversion:.3f} CPU ms per image in the consumer."]
+        lines += [
+            "",
+            f"Loaders on the same {cores} cores, {args.rounds} interleaved rounds of one epoch each, batch {BATCH}:",
+            "",
+            *_loader_table(results, cores),
+            "",
+            f"Ray Data's block -> torch conversion alone (a materialized dataset, no streaming execution): {conversion:.3f} CPU ms per image in the consumer.",
+        ]
     append(args.out, "\n".join(lines + [""]))
 
 

@@ -18,13 +18,13 @@ import argparse
 import json
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
-
-from common import append, environment
+from typing import Any
 
 import ray
 import torch
+from common import append, environment
 
 from trainables.launch.ray_runtime import console_logs_to, ensure_ray
 
@@ -97,14 +97,21 @@ def main() -> None:
     from ray.train import RunConfig, ScalingConfig
     from ray.train.torch import TorchTrainer
 
-    overrides = [f"model.name={args.model}", f"data.batch_size={args.batch}", "optim.epochs=1", f"runtime.amp={args.amp}",
-                 f"runtime.compile={str(args.compile).lower()}", "mjp.variant=J"]
+    overrides = [
+        f"model.name={args.model}",
+        f"data.batch_size={args.batch}",
+        "optim.epochs=1",
+        f"runtime.amp={args.amp}",
+        f"runtime.compile={str(args.compile).lower()}",
+        "mjp.variant=J",
+    ]
     with tempfile.TemporaryDirectory() as tmp:
         console_logs_to(Path(tmp) / "ray.log")
         ensure_ray(num_cpus=2 if args.device == "cpu" else None)
         result_file = Path(tmp) / "result.json"
         trainer = TorchTrainer(
-            train_loop, train_loop_config={"overrides": overrides, "steps": args.steps, "warmup": args.warmup, "result_file": str(result_file)},
+            train_loop,
+            train_loop_config={"overrides": overrides, "steps": args.steps, "warmup": args.warmup, "result_file": str(result_file)},
             scaling_config=ScalingConfig(num_workers=1, use_gpu=args.device == "cuda"),
             run_config=RunConfig(storage_path=tmp, name="bench-gpu-train"),
         )
@@ -112,16 +119,21 @@ def main() -> None:
         m = json.loads(result_file.read_text())
     ray.shutdown()
     where = environment(args.device)
-    append(args.out, "\n".join([
-        f"### bench_gpu_train: Ray Train, 1 worker on {args.device}, {args.model} + MJP (J), batch {args.batch}, "
-        f"{args.amp if args.amp != 'none' else 'fp32'}, {'compiled' if args.compile else 'eager'}, {args.steps} steps on a fixed synthetic batch",
-        where,
-        "",
-        "| img/s (timed steps) | step (ms) | first steps incl. compile (s) | peak memory (GiB) | final train loss |",
-        "| ---: | ---: | ---: | ---: | ---: |",
-        f"| {m['perf/img_per_s']:,.0f} | {m['perf/step_ms']:.1f} | {m['warmup_s']:.1f} | {'n/a' if m['peak_gib'] != m['peak_gib'] else format(m['peak_gib'], '.2f')} | {m['train/loss']:.3f} |",
-        "",
-    ]))
+    append(
+        args.out,
+        "\n".join(
+            [
+                f"### bench_gpu_train: Ray Train, 1 worker on {args.device}, {args.model} + MJP (J), batch {args.batch}, "
+                f"{args.amp if args.amp != 'none' else 'fp32'}, {'compiled' if args.compile else 'eager'}, {args.steps} steps on a fixed synthetic batch",
+                where,
+                "",
+                "| img/s (timed steps) | step (ms) | first steps incl. compile (s) | peak memory (GiB) | final train loss |",
+                "| ---: | ---: | ---: | ---: | ---: |",
+                f"| {m['perf/img_per_s']:,.0f} | {m['perf/step_ms']:.1f} | {m['warmup_s']:.1f} | {'n/a' if m['peak_gib'] != m['peak_gib'] else format(m['peak_gib'], '.2f')} | {m['train/loss']:.3f} |",
+                "",
+            ]
+        ),
+    )
 
 
 if __name__ == "__main__":

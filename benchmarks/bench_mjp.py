@@ -33,8 +33,18 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
-def make_step(model: torch.nn.Module, device: torch.device, batch: int, amp: bool, compile_model: bool, sample=None, dal_weight: float = 0.01,
-              img_size: int = 224, num_classes: int = 1000, backend: str = "inductor"):
+def make_step(
+    model: torch.nn.Module,
+    device: torch.device,
+    batch: int,
+    amp: bool,
+    compile_model: bool,
+    sample=None,
+    dal_weight: float = 0.01,
+    img_size: int = 224,
+    num_classes: int = 1000,
+    backend: str = "inductor",
+):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     x = torch.randn(batch, 3, img_size, img_size, device=device)
     y = torch.randint(0, num_classes, (batch,), device=device)
@@ -63,8 +73,16 @@ def timed(fn, device: torch.device) -> float:
     return (time.perf_counter() - t0) * 1e3
 
 
-def bench_model(name: str, device: torch.device, batch: int, steps: int, amp: bool = False, compile_model: bool = False,
-                backend: str = "inductor", **model_kwargs) -> dict[str, float]:
+def bench_model(
+    name: str,
+    device: torch.device,
+    batch: int,
+    steps: int,
+    amp: bool = False,
+    compile_model: bool = False,
+    backend: str = "inductor",
+    **model_kwargs,
+) -> dict[str, float]:
     """Medians (ms) of the timm step, the MJP step and mask sampling; ``model_kwargs`` size both models
     (``img_size``, ``num_classes``, ...: the GPU check's tiny CPU run), ``backend`` is torch.compile's."""
     torch.manual_seed(0)
@@ -106,7 +124,11 @@ def main() -> None:
     parser.add_argument("--out", help="append the table to this Markdown file")
     args = parser.parse_args()
     device = torch.device(args.device)
-    where = torch.cuda.get_device_name(device) if device.type == "cuda" else f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads"
+    where = (
+        torch.cuda.get_device_name(device)
+        if device.type == "cuda"
+        else f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads"
+    )
     mode = f"{'bf16' if args.amp == 'bf16' else 'fp32'}, {'compiled' if args.compile else 'eager'}"
     lines = [
         f"### bench_mjp: {device.type} ({where}), batch {args.batch}, {mode}, median of {args.steps} steps",

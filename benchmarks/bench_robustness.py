@@ -76,10 +76,10 @@ def main() -> None:
     cpu_hours = IMAGENET_VAL * per_image_all / 3600
     slowest = sorted(ms.items(), key=lambda kv: -kv[1])[:3]
     lines = [
-        f"### bench_robustness: 15 corruptions x 5 severities made on the fly",
+        "### bench_robustness: 15 corruptions x 5 severities made on the fly",
         environment(),
         "",
-        f"| images | processes | wall (s) | images x settings per s |",
+        "| images | processes | wall (s) | images x settings per s |",
         "| ---: | ---: | ---: | ---: |",
         f"| {len(pixels)} Fashion-MNIST 28x28 | 1 | {one:.1f} | {len(pixels) * SETTINGS / one:,.0f} |",
         f"| {len(pixels)} Fashion-MNIST 28x28 | {cores} | {many:.1f} | {len(pixels) * SETTINGS / many:,.0f} |",

@@ -99,7 +99,11 @@ def main() -> None:
     parser.add_argument("--out", help="append the table to this Markdown file")
     args = parser.parse_args()
     device = torch.device(args.device)
-    where = torch.cuda.get_device_name(device) if device.type == "cuda" else f"{platform.machine()} CPU, {os.cpu_count()} cores, {torch.get_num_threads()} threads"
+    where = (
+        torch.cuda.get_device_name(device)
+        if device.type == "cuda"
+        else f"{platform.machine()} CPU, {os.cpu_count()} cores, {torch.get_num_threads()} threads"
+    )
     old, previous = baseline_sampler(args.baseline), baseline_sampler(args.previous)
     lines = [
         f"### bench_sampler: sample_shuffle on {device.type} ({where}), median of {args.repeats} interleaved calls each",
@@ -112,7 +116,11 @@ def main() -> None:
         ops = [count_ops(sample, batch, grid, ratio, device) for sample in (old, previous, ours)]
         ms = interleaved_ms([old, previous, ours], batch, grid, ratio, device, args.repeats)
         top_up = 1 - rectangle_share(batch, grid, ratio, generator=torch.Generator(device=device).manual_seed(0))
-        lines.append(f"| {batch} | {ratio:g} | {grid[0]}x{grid[1]} | {ops[0]:,} | {ops[1]} | {ops[2]} | " + " | ".join(f"{t:.2f}" for t in ms) + f" | {top_up:.1%} |")
+        lines.append(
+            f"| {batch} | {ratio:g} | {grid[0]}x{grid[1]} | {ops[0]:,} | {ops[1]} | {ops[2]} | "
+            + " | ".join(f"{t:.2f}" for t in ms)
+            + f" | {top_up:.1%} |"
+        )
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

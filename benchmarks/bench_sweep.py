@@ -18,19 +18,18 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
-from common import append, environment
-
 import ray
 import torch
+import yaml
+from common import append, environment
 from torch.utils.data import DataLoader
 
-from sweep.tuner.run import run_sweep
 from sweep.study.load import load_study
+from sweep.tuner.run import run_sweep
 from trainables.data.datasets import load_datasets
-from trainables.train.engine import build_model, build_state, seed_everything, train_one_epoch
 from trainables.evaluation.accuracy import evaluate, evaluate_shuffles
 from trainables.launch.ray_runtime import ensure_ray
+from trainables.train.engine import build_model, build_state, seed_everything, train_one_epoch
 
 PROJECT = Path(__file__).resolve().parent.parent
 TINY = {
@@ -43,12 +42,19 @@ TINY = {
 
 def study(tmp: str, n: int, trainer: str):
     path = Path(tmp) / f"bench{n}{trainer}.yaml"
-    path.write_text(yaml.safe_dump({
-        "name": f"bench{n}-{trainer}", "base": "trainables/configs/digits_vit_tiny.yaml", "train": TINY,
-        "space": {"mjp.mask_ratio": {"type": "uniform", "low": 0.25, "high": 0.5}},
-        "objective": {"metric": "val/top1"}, "search": {"algorithm": "random", "seed": 0},
-        "budget": {"trials": n, "max_concurrent": 1},
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "name": f"bench{n}-{trainer}",
+                "base": "trainables/configs/digits_vit_tiny.yaml",
+                "train": TINY,
+                "space": {"mjp.mask_ratio": {"type": "uniform", "low": 0.25, "high": 0.5}},
+                "objective": {"metric": "val/top1"},
+                "search": {"algorithm": "random", "seed": 0},
+                "budget": {"trials": n, "max_concurrent": 1},
+            }
+        )
+    )
     return load_study(str(path), overrides={"tracking.uri": f"sqlite:///{tmp}/mlflow.db", "scaling.trainer": trainer})
 
 
@@ -84,8 +90,13 @@ def sweep(s, tmp: str) -> tuple[float, float]:
 def demo(trainer: str) -> float:
     with tempfile.TemporaryDirectory() as cwd:
         start = time.perf_counter()
-        out = subprocess.run([sys.executable, "-m", "sweep.cli", "demo", "--set", f"scaling.trainer={trainer}"], cwd=cwd,
-                             env={**__import__("os").environ, "PYTHONPATH": str(PROJECT)}, capture_output=True, text=True)
+        out = subprocess.run(
+            [sys.executable, "-m", "sweep.cli", "demo", "--set", f"scaling.trainer={trainer}"],
+            cwd=cwd,
+            env={**__import__("os").environ, "PYTHONPATH": str(PROJECT)},
+            capture_output=True,
+            text=True,
+        )
         wall = time.perf_counter() - start
     if out.returncode != 0:
         raise RuntimeError(f"mjp demo ({trainer}) failed: {out.stderr[-2000:]}")

@@ -17,16 +17,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import append, environment
-
 import ray
 import torch
+from common import append, environment
 from torch.utils.data import DataLoader
 
 from sweep.tuner.training import run_training
 from trainables.config.build import load_config
-from trainables.data.idx import FASHION_MNIST_DEFAULT
 from trainables.data.datasets import load_datasets
+from trainables.data.idx import FASHION_MNIST_DEFAULT
 from trainables.train.engine import build_model, build_state, seed_everything, train_one_epoch
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -35,10 +34,19 @@ PROJECT = Path(__file__).resolve().parent.parent
 def config(epochs: int, threads: int, tmp: str, trainer: str = "auto"):
     name = "fashion_vit_tiny.yaml" if Path(FASHION_MNIST_DEFAULT).is_dir() else "digits_vit_tiny.yaml"
     limit = ["data.train_limit=12800"] if name.startswith("fashion") else []
-    return load_config(PROJECT / "trainables" / "configs" / name, [
-        f"optim.epochs={epochs}", *limit, "data.val_limit=512", f"scaling.cpus_per_worker={threads}", f"scaling.trainer={trainer}",
-        f"tracking.uri=sqlite:///{tmp}/mlflow.db", f"tracking.storage_path={tmp}/runs", "tracking.log_checkpoint=false",
-    ])
+    return load_config(
+        PROJECT / "trainables" / "configs" / name,
+        [
+            f"optim.epochs={epochs}",
+            *limit,
+            "data.val_limit=512",
+            f"scaling.cpus_per_worker={threads}",
+            f"scaling.trainer={trainer}",
+            f"tracking.uri=sqlite:///{tmp}/mlflow.db",
+            f"tracking.storage_path={tmp}/runs",
+            "tracking.log_checkpoint=false",
+        ],
+    )
 
 
 def plain(cfg, threads: int) -> tuple[float, float]:
@@ -75,17 +83,19 @@ def main() -> None:
             ips = outcome.metrics["perf/img_per_s"]
             rows.append(f"| {label} | {ips:.0f} | {wall:.1f} | {plain_ips / ips:.3f} |")
     ray.shutdown()
-    table = "\n".join([
-        f"### bench_train: {cfg.data.name}, {cfg.model.name} {cfg.model.kwargs}, batch {cfg.data.batch_size}, {args.epochs} epochs, {args.threads} threads",
-        environment(),
-        "",
-        "| loop | img/s (last epoch) | wall (s, incl. start-up) | plain img/s / this |",
-        "| --- | ---: | ---: | ---: |",
-        *rows,
-        "",
-        "Orchestration overhead target: plain / Ray <= 1.05.",
-        "",
-    ])
+    table = "\n".join(
+        [
+            f"### bench_train: {cfg.data.name}, {cfg.model.name} {cfg.model.kwargs}, batch {cfg.data.batch_size}, {args.epochs} epochs, {args.threads} threads",
+            environment(),
+            "",
+            "| loop | img/s (last epoch) | wall (s, incl. start-up) | plain img/s / this |",
+            "| --- | ---: | ---: | ---: |",
+            *rows,
+            "",
+            "Orchestration overhead target: plain / Ray <= 1.05.",
+            "",
+        ]
+    )
     append(args.out, table)
 
 

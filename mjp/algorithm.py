@@ -30,14 +30,16 @@ class MJPAlgorithm:
         warmup_epochs: epochs trained without the jigsaw (reference code: 20; ours: 0).
     """
 
-    def __init__(self, cfg: MJPConfig, patch_size: tuple[int, int], *, seed: int, device: torch.device | str = "cpu", warmup_epochs: int = 0):
+    def __init__(
+        self, cfg: MJPConfig, patch_size: tuple[int, int], *, seed: int, device: torch.device | str = "cpu", warmup_epochs: int = 0
+    ):
         self.cfg = cfg
         self.patch_size = tuple(patch_size)
         self.warmup_epochs = warmup_epochs
         self.generator = torch.Generator(device=device).manual_seed(seed)
 
     @classmethod
-    def for_model(cls, model: Any, *, seed: int, device: torch.device | str = "cpu", warmup_epochs: int = 0) -> "MJPAlgorithm":
+    def for_model(cls, model: Any, *, seed: int, device: torch.device | str = "cpu", warmup_epochs: int = 0) -> MJPAlgorithm:
         """The algorithm of an MJP model (anything with ``mjp_cfg`` and ``mjp_patch_size()``)."""
         return cls(model.mjp_cfg, model.mjp_patch_size(), seed=seed, device=device, warmup_epochs=warmup_epochs)
 

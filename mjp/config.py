@@ -96,7 +96,7 @@ class MJPConfig(NoBooleanNumbers):
     seed: int = Field(0, ge=0, lt=SEED_BOUND)
 
     @model_validator(mode="after")
-    def _consistent(self) -> "MJPConfig":
+    def _consistent(self) -> MJPConfig:
         lo, hi = self.aspect_ratio
         if not 0 < lo <= hi:
             raise ValueError(f"aspect_ratio={self.aspect_ratio}: allowed is 0 < low <= high")
@@ -120,7 +120,7 @@ class MJPConfig(NoBooleanNumbers):
         return self.shuffle != "none" and self.mask_ratio > 0 and self.jigsaw_prob > 0
 
     @classmethod
-    def variant(cls, name: str, **overrides: object) -> "MJPConfig":
+    def variant(cls, name: str, **overrides: object) -> MJPConfig:
         """The config of a Table 4 row, by letter (``"J"``) or name (``"jp_unk_dal_mlp"``)."""
         return cls(**{**table4_row(name).switches, **overrides})
 
@@ -136,18 +136,21 @@ class Table4Row(NamedTuple):
 
 
 #: Table 4 of the paper, rows A-J (DeiT-S is the paper's A).
-TABLE4_ROWS: tuple[Table4Row, ...] = tuple(Table4Row(*row) for row in (
-    ("A", "baseline", "baseline", dict(shuffle="none", pos_embed="standard", dal="none")),
-    ("B", "no_pe", "no PE", dict(shuffle="none", pos_embed="none", dal="none")),
-    ("C", "spp", "SPP", dict(shuffle="patches_and_pixels", pos_embed="standard", dal="none")),
-    ("D", "dal_mlp", "DAL (NLN)", dict(shuffle="none", pos_embed="standard", dal="mlp")),
-    ("E", "jp", "JP", dict(shuffle="patches", pos_embed="standard", dal="none")),
-    ("F", "jp_idx", "JP + IDX", dict(shuffle="patches", pos_embed="idx", dal="none")),
-    ("G", "jp_unk", "JP + UNK", dict(shuffle="patches", pos_embed="unk", dal="none")),
-    ("H", "jp_unk_dal_pca", "JP + UNK + DAL (PCA)", dict(shuffle="patches", pos_embed="unk", dal="pca")),
-    ("I", "jp_unk_dal_linear", "JP + UNK + DAL (LN)", dict(shuffle="patches", pos_embed="unk", dal="linear")),
-    ("J", "jp_unk_dal_mlp", "JP + UNK + DAL (NLN)", dict(shuffle="patches", pos_embed="unk", dal="mlp")),
-))
+TABLE4_ROWS: tuple[Table4Row, ...] = tuple(
+    Table4Row(*row)
+    for row in (
+        ("A", "baseline", "baseline", dict(shuffle="none", pos_embed="standard", dal="none")),
+        ("B", "no_pe", "no PE", dict(shuffle="none", pos_embed="none", dal="none")),
+        ("C", "spp", "SPP", dict(shuffle="patches_and_pixels", pos_embed="standard", dal="none")),
+        ("D", "dal_mlp", "DAL (NLN)", dict(shuffle="none", pos_embed="standard", dal="mlp")),
+        ("E", "jp", "JP", dict(shuffle="patches", pos_embed="standard", dal="none")),
+        ("F", "jp_idx", "JP + IDX", dict(shuffle="patches", pos_embed="idx", dal="none")),
+        ("G", "jp_unk", "JP + UNK", dict(shuffle="patches", pos_embed="unk", dal="none")),
+        ("H", "jp_unk_dal_pca", "JP + UNK + DAL (PCA)", dict(shuffle="patches", pos_embed="unk", dal="pca")),
+        ("I", "jp_unk_dal_linear", "JP + UNK + DAL (LN)", dict(shuffle="patches", pos_embed="unk", dal="linear")),
+        ("J", "jp_unk_dal_mlp", "JP + UNK + DAL (NLN)", dict(shuffle="patches", pos_embed="unk", dal="mlp")),
+    )
+)
 #: views of the rows: name -> switches, letter -> name, name -> title
 TABLE4: dict[str, dict[str, object]] = {row.name: row.switches for row in TABLE4_ROWS}
 TABLE4_NAMES: dict[str, str] = {row.letter: row.name for row in TABLE4_ROWS}

@@ -80,7 +80,7 @@ def top2_subspace(rows: torch.Tensor, weights: torch.Tensor, squarings: int = PC
     direction, then the top direction with the first projected out. The basis' orientation inside
     the subspace is arbitrary: the head's affine fit does not depend on it.
     """
-    y = (rows.double() * weights.double().clamp_min(0).sqrt().unsqueeze(1))  # [N, D]
+    y = rows.double() * weights.double().clamp_min(0).sqrt().unsqueeze(1)  # [N, D]
     small_side = y.shape[0] <= y.shape[1]
     gram = y @ y.T if small_side else y.T @ y  # [M, M], M = min(N, D)
     first = _top_eigenvector(gram, squarings)
@@ -92,7 +92,9 @@ def top2_subspace(rows: torch.Tensor, weights: torch.Tensor, squarings: int = PC
     return _orthonormal(basis).to(rows.dtype)
 
 
-def reference_pca_directions(rows: torch.Tensor, weights: torch.Tensor, start: torch.Tensor, iterations: int = REFERENCE_PCA_ITERATIONS) -> torch.Tensor:
+def reference_pca_directions(
+    rows: torch.Tensor, weights: torch.Tensor, start: torch.Tensor, iterations: int = REFERENCE_PCA_ITERATIONS
+) -> torch.Tensor:
     """Two principal directions ``[D, 2]`` of the weighted rows, as ``torch.pca_lowrank(q=2)`` finds them.
 
     ``rows [N, D]`` (centred here, with ``weights [N]``), ``start [D, 2]`` (the random start):

@@ -27,7 +27,7 @@ class JigsawShuffle:
     grid: tuple[int, int]
     pixel_order: torch.Tensor | None = None
 
-    def to(self, device: torch.device | str) -> "JigsawShuffle":
+    def to(self, device: torch.device | str) -> JigsawShuffle:
         order = self.pixel_order.to(device, non_blocking=True) if self.pixel_order is not None else None
         return JigsawShuffle(self.mask.to(device, non_blocking=True), self.perm.to(device, non_blocking=True), self.grid, order)
 

@@ -36,8 +36,21 @@ PRIVACY_METRICS: tuple[str, ...] = ("mse", "psnr", "ssim", "fft2d", "lpips", "co
 
 #: the 15 corruptions of ImageNet-C (``imagecorruptions`` spelling, the benchmark's order)
 CORRUPTIONS: tuple[str, ...] = (
-    "gaussian_noise", "shot_noise", "impulse_noise", "defocus_blur", "glass_blur", "motion_blur", "zoom_blur",
-    "snow", "frost", "fog", "brightness", "contrast", "elastic_transform", "pixelate", "jpeg_compression",
+    "gaussian_noise",
+    "shot_noise",
+    "impulse_noise",
+    "defocus_blur",
+    "glass_blur",
+    "motion_blur",
+    "zoom_blur",
+    "snow",
+    "frost",
+    "fog",
+    "brightness",
+    "contrast",
+    "elastic_transform",
+    "pixelate",
+    "jpeg_compression",
 )
 #: mCE in percent (100 = as bad as the reference), the robustness literature's unit: normalised by
 #: AlexNet's ImageNet-C errors (ImageNet-1K models, all 15 corruptions) / by the study's baseline

@@ -125,7 +125,9 @@ def default_slots(k: int, min_block: int) -> int:
 
 
 @lru_cache(maxsize=32)
-def _constants(h: int, w: int, slots: int, tries: int, min_block: int, aspect_ratio: tuple[float, float], device: torch.device) -> dict[str, torch.Tensor]:
+def _constants(
+    h: int, w: int, slots: int, tries: int, min_block: int, aspect_ratio: tuple[float, float], device: torch.device
+) -> dict[str, torch.Tensor]:
     """Made once per grid, shape and device (each a few hundred numbers at most)."""
     lo, hi = math.log(aspect_ratio[0]), math.log(aspect_ratio[1])
     half = torch.tensor([[0.5], [-0.5]])  # sqrt(aspect) for the height, 1 / sqrt(aspect) for the width
@@ -214,7 +216,9 @@ def sample_block_masks(
     return out.to(out_device, non_blocking=True)
 
 
-def _top_up_point(blocks: torch.Tensor, k: int, c: dict[str, torch.Tensor], generator: torch.Generator | None, gen_device: torch.device) -> torch.Tensor:
+def _top_up_point(
+    blocks: torch.Tensor, k: int, c: dict[str, torch.Tensor], generator: torch.Generator | None, gen_device: torch.device
+) -> torch.Tensor:
     """``[B, 2]`` float: the point the top-up grows towards, ``(row, col)`` in patch units (a patch's
     centre is its index + 1/2), uniform in the grid shrunk by ``INSET * sqrt(deficit)`` on every side,
     ``deficit = k - patches the rectangles cover`` (>= 1). BEiT places a remainder rectangle of ``d``
@@ -225,7 +229,15 @@ def _top_up_point(blocks: torch.Tensor, k: int, c: dict[str, torch.Tensor], gene
     return torch.addcmul(inset, u, c["grid"] - 2 * inset)
 
 
-def _rectangles(b: int, grid: tuple[int, int], k: int, c: dict[str, torch.Tensor], generator: torch.Generator | None, gen_device: torch.device, min_block: int) -> torch.Tensor:
+def _rectangles(
+    b: int,
+    grid: tuple[int, int],
+    k: int,
+    c: dict[str, torch.Tensor],
+    generator: torch.Generator | None,
+    gen_device: torch.device,
+    min_block: int,
+) -> torch.Tensor:
     """Steps 1-3: ``[B, 1, H, W]`` float, the earliest covering slot's priority on the kept rectangles, 0 elsewhere."""
     h, w = grid
     r, t = c["slot_of"].shape
@@ -253,7 +265,14 @@ def _rectangles(b: int, grid: tuple[int, int], k: int, c: dict[str, torch.Tensor
     return (rect * c["priority"]).amax(1, keepdim=True)  # [B, 1, H, W]: earliest slot's priority, 0 off blocks
 
 
-def rectangle_share(batch_size: int, grid_size: int | tuple[int, int], ratio: float, *, generator: torch.Generator | None = None, min_block: int = DEFAULT_MIN_BLOCK) -> float:
+def rectangle_share(
+    batch_size: int,
+    grid_size: int | tuple[int, int],
+    ratio: float,
+    *,
+    generator: torch.Generator | None = None,
+    min_block: int = DEFAULT_MIN_BLOCK,
+) -> float:
     """Diagnostics (host sync): the share of the ``B * k`` selected patches that the rectangles
     (steps 1-3) place; the rest comes from the top-up (step 4). Same draws as ``sample_block_masks``
     with its default aspect ratio and slot count."""

@@ -48,7 +48,9 @@ def pre_logits(model: nn.Module, images: torch.Tensor, shuffle: JigsawShuffle | 
 
 
 @torch.no_grad()
-def consistency_per_image(model: nn.Module, images: torch.Tensor, ratio: float = CONSISTENCY_RATIO, *, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def consistency_per_image(
+    model: nn.Module, images: torch.Tensor, ratio: float = CONSISTENCY_RATIO, *, generator: torch.Generator | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Per image, on the model's device: argmax agreement of ``x`` and ``x~`` (bool ``[B]``) and the
     L2 distance of their pre-head features (float ``[B]``). Call in eval mode."""
     shuffle = sample_eval_shuffle(model, images, ratio, generator)
@@ -57,7 +59,9 @@ def consistency_per_image(model: nn.Module, images: torch.Tensor, ratio: float =
     return head(clean).argmax(-1) == head(mixed).argmax(-1), (clean.float() - mixed.float()).norm(dim=-1)
 
 
-def consistency(model: nn.Module, images: torch.Tensor, ratio: float = CONSISTENCY_RATIO, *, generator: torch.Generator | None = None) -> dict[str, float]:
+def consistency(
+    model: nn.Module, images: torch.Tensor, ratio: float = CONSISTENCY_RATIO, *, generator: torch.Generator | None = None
+) -> dict[str, float]:
     """Consistency and Diff. Norm of ``model`` on ``images [B, C, H, W]`` under a shuffle at ``ratio``.
 
     Returns ``{"consistency": fraction in [0, 1], "diff_norm": mean L2 distance}`` (this batch's means).
@@ -74,18 +78,24 @@ def consistency(model: nn.Module, images: torch.Tensor, ratio: float = CONSISTEN
 
 
 @torch.no_grad()
-def shuffled_correct(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, ratio: float, *, generator: torch.Generator | None = None) -> torch.Tensor:
+def shuffled_correct(
+    model: nn.Module, images: torch.Tensor, labels: torch.Tensor, ratio: float, *, generator: torch.Generator | None = None
+) -> torch.Tensor:
     """Correct top-1 predictions under a test-time shuffle at ``ratio``: bool ``[B]`` (eval mode)."""
     shuffle = sample_eval_shuffle(model, images, ratio, generator) if ratio > 0 else None
     logits = model.get_classifier()(pre_logits(model, images, shuffle))
     return logits.argmax(-1) == labels
 
 
-def top1_under_shuffle(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, ratio: float, *, generator: torch.Generator | None = None) -> float:
+def top1_under_shuffle(
+    model: nn.Module, images: torch.Tensor, labels: torch.Tensor, ratio: float, *, generator: torch.Generator | None = None
+) -> float:
     """Top-1 accuracy (fraction) of ``model`` on ``images`` shuffled at ``ratio`` (Fig. 3)."""
     was_training = model.training
     model.eval()
     try:
-        return shuffled_correct(model, images, labels, ratio, generator=generator).float().mean().item()  # evaluation: one host sync per call
+        return (
+            shuffled_correct(model, images, labels, ratio, generator=generator).float().mean().item()
+        )  # evaluation: one host sync per call
     finally:
         model.train(was_training)

@@ -20,7 +20,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 import torch
@@ -59,7 +59,9 @@ def svd_energy(pe: torch.Tensor | np.ndarray) -> np.ndarray:
     return np.cumsum(s2) / s2.sum()
 
 
-def position_regression_mae(pe: torch.Tensor | np.ndarray, grid_size: int | tuple[int, int], *, folds: int = 5, seed: int = 0) -> dict[str, float]:
+def position_regression_mae(
+    pe: torch.Tensor | np.ndarray, grid_size: int | tuple[int, int], *, folds: int = 5, seed: int = 0
+) -> dict[str, float]:
     """Cross-validated MAE of linear regressions from a PE row to its 1-D index and 2-D position.
 
     ``seed`` (any int; numpy takes it modulo 2**32) shuffles the rows into ``folds`` folds.

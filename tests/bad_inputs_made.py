@@ -104,7 +104,9 @@ def damaged_store(tmp: Path) -> str:
     experiment = client.create_experiment("x")
     for _ in range(20):
         run = client.create_run(experiment)
-        client.log_batch(run.info.run_id, params=[Param(f"p{j}", "v" * 50) for j in range(50)], metrics=[Metric("m", j, 0, j) for j in range(50)])
+        client.log_batch(
+            run.info.run_id, params=[Param(f"p{j}", "v" * 50) for j in range(50)], metrics=[Metric("m", j, 0, j) for j in range(50)]
+        )
     path = tmp / "mlflow.db"
     data = bytearray(path.read_bytes())
     middle = len(data) // 2 // 4096 * 4096
@@ -131,5 +133,8 @@ def weights(tmp: Path) -> Path:
     from mjp import create_model
 
     path = tmp / "other.pt"
-    torch.save(create_model("vit_tiny_patch16_224", num_classes=3, img_size=32, patch_size=4, embed_dim=32, depth=1, num_heads=2).state_dict(), path)
+    torch.save(
+        create_model("vit_tiny_patch16_224", num_classes=3, img_size=32, patch_size=4, embed_dim=32, depth=1, num_heads=2).state_dict(),
+        path,
+    )
     return path

@@ -11,7 +11,7 @@ from pathlib import Path
 def _address(hex_ip: str) -> str:
     raw = bytes.fromhex(hex_ip)
     # /proc/net/tcp{,6} holds the address as 32-bit words in host byte order
-    words = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+    words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
     ip = ipaddress.ip_address(socket.inet_ntop(socket.AF_INET if len(raw) == 4 else socket.AF_INET6, words))
     return str(ip.ipv4_mapped or ip) if ip.version == 6 else str(ip)
 

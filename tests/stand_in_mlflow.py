@@ -34,7 +34,7 @@ class StandInMlflow:
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.port = self._server.server_address[1]
 
-    def __enter__(self) -> "StandInMlflow":
+    def __enter__(self) -> StandInMlflow:
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
 

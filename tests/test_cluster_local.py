@@ -68,19 +68,25 @@ def each_test_ends_its_jobs(cluster):
 
 def study(twin, name: str, epochs: int, variants: list[str], **train) -> str:
     path = Path(twin.session_dir) / f"{name}.yaml"
-    path.write_text(yaml.safe_dump({
-        "name": name, "base": str(REPO / "trainables/configs/digits_vit_tiny.yaml"),
-        "train": {**TINY, **train, "optim": {"epochs": epochs}, "tracking": {"experiment": name}},
-        "space": {"mjp.variant": {"type": "grid", "values": variants}},
-        "objective": {"metric": keys.VAL_TOP1, "mode": "max"}, "search": {"algorithm": "grid"}, "budget": {"max_concurrent": 2},
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "name": name,
+                "base": str(REPO / "trainables/configs/digits_vit_tiny.yaml"),
+                "train": {**TINY, **train, "optim": {"epochs": epochs}, "tracking": {"experiment": name}},
+                "space": {"mjp.variant": {"type": "grid", "values": variants}},
+                "objective": {"metric": keys.VAL_TOP1, "mode": "max"},
+                "search": {"algorithm": "grid"},
+                "budget": {"max_concurrent": 2},
+            }
+        )
+    )
     return str(path)
 
 
 def tracking():
     """An MLflow client of the twin's server, named explicitly: neither MLflow's process-wide URI
     nor ``$MLFLOW_TRACKING_URI`` is changed for it, as other tests share this process."""
-    import mlflow
 
     return mlflow.MlflowClient(tracking_uri=TRACKING["uri"])
 
@@ -104,14 +110,22 @@ def wait_for_epoch(experiment: str, epoch: int, seconds: float = 300):
 
 
 def alive_nodes(twin) -> dict[str, dict]:
-    return on_cluster(twin, "import json, ray; ray.init(log_to_driver=False); "
-                            "print(json.dumps({n['NodeID']: n['Resources'] for n in ray.nodes() if n['Alive']}))")
+    return on_cluster(
+        twin,
+        "import json, ray; ray.init(log_to_driver=False); "
+        "print(json.dumps({n['NodeID']: n['Resources'] for n in ray.nodes() if n['Alive']}))",
+    )
 
 
 def data_nodes_ever(twin) -> set[str]:
     """Every node, alive or lost, that declared the CPU-only nodes' resource."""
-    return set(on_cluster(twin, "import json, ray; ray.init(log_to_driver=False); "
-                                f"print(json.dumps([n['NodeID'] for n in ray.nodes() if {DATA_NODE!r} in n['Resources']]))"))
+    return set(
+        on_cluster(
+            twin,
+            "import json, ray; ray.init(log_to_driver=False); "
+            f"print(json.dumps([n['NodeID'] for n in ray.nodes() if {DATA_NODE!r} in n['Resources']]))",
+        )
+    )
 
 
 def seconds_lost(history: list, killed_at: float) -> float:
@@ -135,8 +149,13 @@ def test_a_sweep_job_trains_on_autoscaled_worker_nodes(cluster):
         node = run.data.tags[f"{schema.TAG_NODE_PREFIX}0"]
         assert node != HEAD_NODE and node.startswith("fffff"), f"{run.info.run_name} trained on {node}, not on an autoscaled worker node"
         assert [m.step for m in sorted(tracking().get_metric_history(run.info.run_id, keys.VAL_TOP1), key=lambda m: m.step)] == [1, 2]
-    shown = subprocess.run([sys.executable, "-m", "sweep.cli", "sweep", "status", "cl-basic", "--uri", cluster.tracking_uri],
-                           capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    shown = subprocess.run(
+        [sys.executable, "-m", "sweep.cli", "sweep", "status", "cl-basic", "--uri", cluster.tracking_uri],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert "2 finished of 2 trials" in shown.stdout, shown.stdout + shown.stderr
 
 
@@ -177,17 +196,37 @@ def image_folder(root: Path, per_class: int = 32, size: int = 20) -> Path:
 
 def ray_data_task_nodes(twin) -> set[str]:
     """The nodes that ran Ray Data's read + decode tasks (``decode_and_augment``) so far."""
-    return set(on_cluster(twin, "import json, ray; from ray.util.state import list_tasks; ray.init(log_to_driver=False); "
-                                "print(json.dumps(sorted({t.node_id for t in list_tasks(limit=10_000, raise_on_missing_output=False) "
-                                "if 'decode_and_augment' in t.name and t.node_id})))"))
+    return set(
+        on_cluster(
+            twin,
+            "import json, ray; from ray.util.state import list_tasks; ray.init(log_to_driver=False); "
+            "print(json.dumps(sorted({t.node_id for t in list_tasks(limit=10_000, raise_on_missing_output=False) "
+            "if 'decode_and_augment' in t.name and t.node_id})))",
+        )
+    )
 
 
 def test_ray_data_decodes_on_the_cpu_node_and_the_autoscaler_replaces_it_when_lost(cluster):
     root = image_folder(Path(cluster.session_dir) / "images")
-    data = {"name": "imagefolder", "root": str(root), "img_size": 16, "batch_size": 8, "loader": "ray_data", "augment": "deit",
-            "train_limit": None, "val_limit": None, "ray_data_resources": {DATA_NODE: 1}}
-    job = submit(cluster, "sweep", "run", study(cluster, "cl-ray-data", 10, ["J"], data=data,
-                                               model={"kwargs": {"patch_size": 4, "embed_dim": 32, "depth": 1, "num_heads": 2}}))
+    data = {
+        "name": "imagefolder",
+        "root": str(root),
+        "img_size": 16,
+        "batch_size": 8,
+        "loader": "ray_data",
+        "augment": "deit",
+        "train_limit": None,
+        "val_limit": None,
+        "ray_data_resources": {DATA_NODE: 1},
+    }
+    job = submit(
+        cluster,
+        "sweep",
+        "run",
+        study(
+            cluster, "cl-ray-data", 10, ["J"], data=data, model={"kwargs": {"patch_size": 4, "embed_dim": 32, "depth": 1, "num_heads": 2}}
+        ),
+    )
     wait_for_epoch("cl-ray-data", 1)
     data_nodes = data_nodes_ever(cluster)  # the CPU-only node the autoscaler started for the decode tasks
     run = wait_for_epoch("cl-ray-data", 2)
@@ -197,8 +236,9 @@ def test_ray_data_decodes_on_the_cpu_node_and_the_autoscaler_replaces_it_when_lo
     assert wait_job(cluster, job) == "SUCCEEDED"
     trainer = tracking().get_run(run.info.run_id).data.tags[f"{schema.TAG_NODE_PREFIX}0"]
     decoders = ray_data_task_nodes(cluster)
-    assert lost in decoders and trainer not in decoders and HEAD_NODE not in decoders, \
+    assert lost in decoders and trainer not in decoders and HEAD_NODE not in decoders, (
         f"Ray Data tasks ran on {decoders}; the CPU-only node was {lost}, the trainer {trainer}"
+    )
 
     runs = child_runs("cl-ray-data")
     assert [r.info.run_id for r in runs] == [run.info.run_id] and runs[0].info.status == "FINISHED"
@@ -207,7 +247,9 @@ def test_ray_data_decodes_on_the_cpu_node_and_the_autoscaler_replaces_it_when_lo
     LOSSES["the Ray Data node"] = seconds_lost(history, killed_at)
     # Only CPU-only nodes decode: the trial went on once the autoscaler had started a new one
     replacements = data_nodes_ever(cluster) - data_nodes
-    assert replacements and decoders - {lost} <= replacements, f"after the loss Ray Data ran on {decoders - {lost}}; new CPU-only nodes: {replacements}"
+    assert replacements and decoders - {lost} <= replacements, (
+        f"after the loss Ray Data ran on {decoders - {lost}}; new CPU-only nodes: {replacements}"
+    )
 
 
 def test_a_lost_driver_then_sweep_resume_runs_every_trial_once(cluster):
@@ -237,9 +279,16 @@ def test_two_workers_strictly_spread_over_two_nodes_train_as_one_worker(cluster)
     (tests/trainables/train/test_ddp_equivalence.py's tolerance)."""
     path = Path(study(cluster, "cl-spread", 1, ["A"]))
     tree = yaml.safe_load(path.read_text())
-    tree["space"] = {"workers": {"type": "grid", "values": ["one", "two"], "presets": {
-        "one": {"scaling.num_workers": 1, "data.batch_size": 64},
-        "two": {"scaling.num_workers": 2, "scaling.placement": "STRICT_SPREAD", "data.batch_size": 32}}}}
+    tree["space"] = {
+        "workers": {
+            "type": "grid",
+            "values": ["one", "two"],
+            "presets": {
+                "one": {"scaling.num_workers": 1, "data.batch_size": 64},
+                "two": {"scaling.num_workers": 2, "scaling.placement": "STRICT_SPREAD", "data.batch_size": 32},
+            },
+        }
+    }
     tree["budget"] = {"max_concurrent": 1}
     tree["train"]["mjp"] = {"variant": "A"}
     path.write_text(yaml.safe_dump(tree))

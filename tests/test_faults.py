@@ -29,18 +29,35 @@ TINY = {
 
 def study(tmp: Path, epochs: int = 2) -> str:
     path = tmp / "study.yaml"
-    path.write_text(yaml.safe_dump({
-        "name": "faults", "base": "trainables/configs/digits_vit_tiny.yaml", "train": {**TINY, "optim": {"epochs": epochs}},
-        "space": {"mjp.variant": {"type": "grid", "values": ["A", "G", "J"]}},
-        "objective": {"metric": "val/top1"}, "search": {"algorithm": "grid"}, "budget": {"max_concurrent": 1},
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "name": "faults",
+                "base": "trainables/configs/digits_vit_tiny.yaml",
+                "train": {**TINY, "optim": {"epochs": epochs}},
+                "space": {"mjp.variant": {"type": "grid", "values": ["A", "G", "J"]}},
+                "objective": {"metric": "val/top1"},
+                "search": {"algorithm": "grid"},
+                "budget": {"max_concurrent": 1},
+            }
+        )
+    )
     return str(path)
 
 
 def mjp(tmp: Path, *args: str, cwd: Path = ROOT, **env_vars: str) -> subprocess.Popen:
-    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp}/mlflow.db", "MJP_SWEEP_STORAGE": str(tmp / "ray"), "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT), **env_vars}
+    env = {
+        **os.environ,
+        "MLFLOW_TRACKING_URI": f"sqlite:///{tmp}/mlflow.db",
+        "MJP_SWEEP_STORAGE": str(tmp / "ray"),
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONPATH": str(ROOT),
+        **env_vars,
+    }
     env = {k: v for k, v in env.items() if v}  # an empty value: unset
-    return subprocess.Popen([sys.executable, "-m", "sweep.cli", *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "sweep.cli", *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def read_until(proc: subprocess.Popen, marker: str) -> list[str]:
@@ -166,7 +183,9 @@ def test_sigterm_to_the_sweep_driver_stops_it_as_ctrl_c_does(tmp_path):
     client = mlflow.MlflowClient(uri)
     experiment = client.get_experiment_by_name("faults").experiment_id
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not client.search_runs([experiment], f"tags.`{schema.TAG_PARENT}` != '' and attributes.status = 'RUNNING'"):
+    while time.monotonic() < deadline and not client.search_runs(
+        [experiment], f"tags.`{schema.TAG_PARENT}` != '' and attributes.status = 'RUNNING'"
+    ):
         time.sleep(0.2)  # until the second trial's run is open: the signal must find a child RUNNING
     first.send_signal(signal.SIGTERM)
     out, err = first.communicate(timeout=300)
@@ -182,8 +201,17 @@ def test_sigterm_to_the_sweep_driver_stops_it_as_ctrl_c_does(tmp_path):
 @pytest.mark.parametrize(("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_ctrl_c_or_sigterm_on_train_exits_130_or_143_with_the_run_killed_and_no_results_table(tmp_path, sig, status):
     uri = f"sqlite:///{tmp_path}/mlflow.db"
-    overrides = ["optim.epochs=30", "model.kwargs.patch_size=2", "model.kwargs.embed_dim=32", "model.kwargs.depth=2", "model.kwargs.num_heads=2",
-                 "data.train_limit=256", "data.val_limit=64", "tracking.experiment=faults", f"tracking.storage_path={tmp_path / 'runs'}"]
+    overrides = [
+        "optim.epochs=30",
+        "model.kwargs.patch_size=2",
+        "model.kwargs.embed_dim=32",
+        "model.kwargs.depth=2",
+        "model.kwargs.num_heads=2",
+        "data.train_limit=256",
+        "data.val_limit=64",
+        "tracking.experiment=faults",
+        f"tracking.storage_path={tmp_path / 'runs'}",
+    ]
     proc = mjp(tmp_path, "train", "trainables/configs/digits_vit_tiny.yaml", *(a for o in overrides for a in ("--set", o)))
     read_until(proc, "epoch 1/30")
     proc.send_signal(sig)
@@ -263,7 +291,9 @@ class KillAt:
     def write(self, text: str) -> int:
         self.text += text
         if self.killed is None and self.marker in text:
-            (run,) = mlflow.MlflowClient(self.uri).search_runs([mlflow.MlflowClient(self.uri).get_experiment_by_name("faults").experiment_id])
+            (run,) = mlflow.MlflowClient(self.uri).search_runs(
+                [mlflow.MlflowClient(self.uri).get_experiment_by_name("faults").experiment_id]
+            )
             self.killed = int(run.data.tags[schema.TAG_PROCESS].rsplit(":", 1)[1])
             os.kill(self.killed, signal.SIGKILL)
         return len(text)
@@ -276,10 +306,16 @@ def test_a_trial_process_killed_mid_epoch_resumes_from_its_checkpoint_logging_no
     from trainables.config.build import build_config
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
-    cfg = build_config({**TINY, "optim": {"epochs": 4}}, {
-        "tracking.uri": uri, "tracking.storage_path": str(tmp_path / "runs"), "runtime.checkpoint_every": 2,
-        "runtime.log_every": 2, "data.train_limit": 512,
-    })
+    cfg = build_config(
+        {**TINY, "optim": {"epochs": 4}},
+        {
+            "tracking.uri": uri,
+            "tracking.storage_path": str(tmp_path / "runs"),
+            "runtime.checkpoint_every": 2,
+            "runtime.log_every": 2,
+            "data.train_limit": 512,
+        },
+    )
     stream = KillAt(uri, "epoch 2/4")
     outcome = run_training(cfg, stream=stream)
     assert stream.killed and outcome.error is None, (outcome.error, stream.text)

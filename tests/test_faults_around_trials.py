@@ -13,7 +13,6 @@ from pathlib import Path
 import mlflow
 import pytest
 
-
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -23,7 +22,9 @@ def test_a_full_disk_under_a_checkpoint_is_one_line_naming_the_file(tmp_path):
     from mjp import MJPConfig, create_model
     from trainables.train.state import CheckpointWriteError, TrainState
 
-    model = create_model("vit_tiny_patch16_224", mjp=MJPConfig(), num_classes=3, img_size=16, patch_size=4, embed_dim=32, depth=1, num_heads=2)
+    model = create_model(
+        "vit_tiny_patch16_224", mjp=MJPConfig(), num_classes=3, img_size=16, patch_size=4, embed_dim=32, depth=1, num_heads=2
+    )
     opt = torch.optim.AdamW(model.parameters())
     state = TrainState(model, opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0), torch.amp.GradScaler(enabled=False), 10, epoch=3)
     (tmp_path / "state.pt").symlink_to("/dev/full")  # every write: ENOSPC, as on a full disk
@@ -74,7 +75,10 @@ def test_raylet_messages_go_to_the_log_not_the_console(capsys, caplog):
     from trainables.launch.ray_runtime import raylet_messages_to_log
 
     raylet_messages_to_log()
-    worker.print_to_stdstream({"lines": ["A worker died or was killed while executing a task by an unexpected system error."], "pid": "raylet", "is_err": False}, ignore_prefix=False)
+    worker.print_to_stdstream(
+        {"lines": ["A worker died or was killed while executing a task by an unexpected system error."], "pid": "raylet", "is_err": False},
+        ignore_prefix=False,
+    )
     printed = capsys.readouterr()
     assert "A worker died" not in printed.out + printed.err
     assert "(raylet) A worker died or was killed" in caplog.text
@@ -136,7 +140,9 @@ def test_sweeps_starting_together_on_a_fresh_store_all_create_their_runs(tmp_pat
     assert [p.returncode for p in procs] == [0, 0, 0], errors
     client = mlflow.MlflowClient(uri)
     assert len(client.search_runs([client.get_experiment_by_name("race").experiment_id])) == 3
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["mlflow.db", "mlartifacts"] or sorted(p.name for p in tmp_path.iterdir()) == ["mlflow.db"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mlflow.db", "mlartifacts"] or sorted(p.name for p in tmp_path.iterdir()) == [
+        "mlflow.db"
+    ]
 
 
 FULL_DISK = """
@@ -167,7 +173,9 @@ except DiskFullError as err:
 """
 
 
-@pytest.mark.skipif(subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode != 0, reason="needs user namespaces to mount a small tmpfs")
+@pytest.mark.skipif(
+    subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode != 0, reason="needs user namespaces to mount a small tmpfs"
+)
 def test_a_disk_filling_under_the_store_ends_in_one_line_naming_what_to_do(tmp_path):
     """A 2 MiB tmpfs (in a private mount namespace) holds the MLflow store and fills while a run
     logs: the error that ends the run is one line naming the store and the resume."""
@@ -176,9 +184,17 @@ def test_a_disk_filling_under_the_store_ends_in_one_line_naming_what_to_do(tmp_p
     script = tmp_path / "full.py"
     script.write_text(FULL_DISK)
     env, log = {**os.environ, "PYTHONPATH": str(ROOT)}, tmp_path / "full.log"
-    done = subprocess.run(["unshare", "-rm", "sh", "-c", f'mount -t tmpfs -o size=2m tmpfs "{disk}" && exec "{sys.executable}" "{script}" "{disk}" "{log}"'],
-                          env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", f'mount -t tmpfs -o size=2m tmpfs "{disk}" && exec "{sys.executable}" "{script}" "{disk}" "{log}"'],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
     (line,) = [x for x in done.stdout.splitlines() if x.startswith("one line: ")]
     assert "a disk this command writes to is full (" in line and "database or disk is full" in line
-    assert f"free some space (the MLflow store sqlite:///{disk}/mlflow.db, the run's storage), then `mjp sweep resume DIR` continues the sweep" in line
+    assert (
+        f"free some space (the MLflow store sqlite:///{disk}/mlflow.db, the run's storage), then `mjp sweep resume DIR` continues the sweep"
+        in line
+    )

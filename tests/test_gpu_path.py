@@ -53,7 +53,16 @@ def test_the_compiled_model_has_one_graph_and_no_recompile_per_batch():
     """The engine samples each batch's shuffle outside the model; the compiled forward sees tensors.
     (``backend='eager'``: dynamo's tracing and guards without code generation.)"""
     torch.manual_seed(0)
-    model = create_model("vit_tiny_patch16_224", mjp=MJPConfig(mask_ratio=0.27, dal="pca"), img_size=32, patch_size=4, embed_dim=32, depth=2, num_heads=2, num_classes=10).train()
+    model = create_model(
+        "vit_tiny_patch16_224",
+        mjp=MJPConfig(mask_ratio=0.27, dal="pca"),
+        img_size=32,
+        patch_size=4,
+        embed_dim=32,
+        depth=2,
+        num_heads=2,
+        num_classes=10,
+    ).train()
     x = torch.randn(8, 3, 32, 32)
     algorithm = MJPAlgorithm.for_model(model, seed=0)
     explained = torch._dynamo.explain(model)(x, shuffle=algorithm.shuffle(x, 0))

@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-LEAKS = textwrap.dedent('''
+LEAKS = textwrap.dedent("""
     import os
 
     import mlflow
@@ -56,17 +56,44 @@ LEAKS = textwrap.dedent('''
         assert mlflow.active_run() is None and "leak.db" not in mlflow.get_tracking_uri()
         assert os.getcwd() == os.environ["INNER_START_DIR"]
         assert torch.get_num_threads() == 2
-''')
+""")
 
 
 def inner_session(tmp_path: Path, *plugin: str) -> subprocess.CompletedProcess:
     (tmp_path / "test_leaks.py").write_text(LEAKS)
-    env = {"PYTHONPATH": str(ROOT), "INNER_START_DIR": str(tmp_path), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
-           "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0", "MJP_HOME": str(tmp_path / "mjp-home")}
+    env = {
+        "PYTHONPATH": str(ROOT),
+        "INNER_START_DIR": str(tmp_path),
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0",
+        "MJP_HOME": str(tmp_path / "mjp-home"),
+    }
     code = "import sys, torch, pytest; torch.set_num_threads(2); sys.exit(pytest.main(sys.argv[1:]))"
-    return subprocess.run([sys.executable, "-c", code, "-q", "--tb=short", "-p", "no:cacheprovider", "-p", "no:xdist", "-o", "addopts=", *plugin,
-                           "--rootdir", str(tmp_path), str(tmp_path / "test_leaks.py")],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            "-q",
+            "--tb=short",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:xdist",
+            "-o",
+            "addopts=",
+            *plugin,
+            "--rootdir",
+            str(tmp_path),
+            str(tmp_path / "test_leaks.py"),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.mark.slow
@@ -77,7 +104,8 @@ def test_what_one_test_leaves_in_the_shared_ray_and_the_process_is_gone_for_the_
 
 @pytest.mark.slow
 def test_without_the_suite_s_fixtures_the_same_tests_do_leak(tmp_path):
-    (tmp_path / "conftest.py").write_text(textwrap.dedent('''
+    (tmp_path / "conftest.py").write_text(
+        textwrap.dedent("""
         import pytest
 
         @pytest.fixture(scope="session")
@@ -86,7 +114,11 @@ def test_without_the_suite_s_fixtures_the_same_tests_do_leak(tmp_path):
             ray.init(num_cpus=4, include_dashboard=False)
             yield
             ray.shutdown()
-    '''))
+    """)
+    )
     leaky = inner_session(tmp_path)
     assert leaky.returncode == 1 and "1 failed, 1 passed" in leaky.stdout, leaky.stdout[-3000:] + leaky.stderr[-3000:]
-    assert "FAILED test_leaks.py::test_two_finds_nothing" in leaky.stdout and "left in Ray: ['left-behind', 'unnamed'] actors, 1 placement groups" in leaky.stdout, leaky.stdout[-3000:]
+    assert (
+        "FAILED test_leaks.py::test_two_finds_nothing" in leaky.stdout
+        and "left in Ray: ['left-behind', 'unnamed'] actors, 1 placement groups" in leaky.stdout
+    ), leaky.stdout[-3000:]

@@ -8,7 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("mjp", "trainables", "sweep", "analysis")
 #: what each package may import of the project
@@ -38,8 +37,11 @@ def graph() -> dict[str, set[str]]:
 
 
 def importers(library: str) -> set[str]:
-    return {name for name, path in ((module_name(p), p) for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py"))
-            if any(m == library or m.startswith(library + ".") for m in imports(path))}
+    return {
+        name
+        for name, path in ((module_name(p), p) for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py"))
+        if any(m == library or m.startswith(library + ".") for m in imports(path))
+    }
 
 
 #: each package's rooms, lowest floor first: a room imports its own modules and rooms on lower
@@ -65,7 +67,7 @@ def floor_of(module: str) -> tuple[str, int] | None:
 def sub_floor(module: str, room: str) -> int | None:
     for parent, floors in SUB_FLOORS.items():
         if module.startswith(parent + "."):
-            rest = module[len(parent) + 1:].split(".")
+            rest = module[len(parent) + 1 :].split(".")
             sub = rest[0] if len(rest) > 1 else ""
             return next(i for i, subs in enumerate(floors) if sub in subs or (sub not in set().union(*floors) and "" in subs))
     return None
@@ -98,8 +100,12 @@ ALLOWED_MODULES = {"analysis": {"trainables", "trainables.tracking", "trainables
 
 
 def test_no_upward_imports():
-    bad = [(a, b) for a, deps in graph().items() for b in deps
-           if b.split(".")[0] not in ALLOWED[a.split(".")[0]] and b not in ALLOWED_MODULES.get(a.split(".")[0], set())]
+    bad = [
+        (a, b)
+        for a, deps in graph().items()
+        for b in deps
+        if b.split(".")[0] not in ALLOWED[a.split(".")[0]] and b not in ALLOWED_MODULES.get(a.split(".")[0], set())
+    ]
     assert not bad, f"imports against the layering (importer, imported): {bad}"
 
 
@@ -112,7 +118,7 @@ def test_no_import_cycles():
         state[node] = 1
         for dep in sorted(g[node]):
             if state.get(dep) == 1:
-                cycles.append(stack[stack.index(dep):] + [dep])
+                cycles.append(stack[stack.index(dep) :] + [dep])
             elif dep not in state:
                 visit(dep, stack + [dep])
         state[node] = 2
@@ -121,7 +127,11 @@ def test_no_import_cycles():
         if node not in state:
             visit(node, [node])
     # a package's __init__ re-exporting its own submodules is not a cycle of concern
-    cycles = [c for c in cycles if not all(m.split(".")[0] == c[0].split(".")[0] and (m.count(".") == 0 or m.endswith("__init__")) for m in c[:-1])]
+    cycles = [
+        c
+        for c in cycles
+        if not all(m.split(".")[0] == c[0].split(".")[0] and (m.count(".") == 0 or m.endswith("__init__")) for m in c[:-1])
+    ]
     assert not cycles, f"import cycles: {cycles}"
 
 
@@ -135,7 +145,13 @@ def test_only_the_tracking_adapter_and_analysis_import_mlflow():
 
 
 def test_optuna_only_in_the_search_and_its_analysis():
-    assert importers("optuna") <= {"sweep.study.space", "sweep.tuner.tuner", "sweep.tuner.run", "sweep.tuner.optuna_mirror", "analysis.figures.optuna_search"}
+    assert importers("optuna") <= {
+        "sweep.study.space",
+        "sweep.tuner.tuner",
+        "sweep.tuner.run",
+        "sweep.tuner.optuna_mirror",
+        "analysis.figures.optuna_search",
+    }
 
 
 def test_mjp_imports_without_ray_mlflow_optuna():

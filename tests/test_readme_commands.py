@@ -23,7 +23,7 @@ def readme_commands() -> list[list[str]]:
             words = shlex.split(line, comments=True)
             words = ["mjp" if w.endswith("/bin/mjp") else w for w in words]
             if "mjp" in words and (words[:2] == ["uv", "run"] or words[0] == "mjp" or "--" in words):
-                commands.append(words[words.index("mjp") + 1:])
+                commands.append(words[words.index("mjp") + 1 :])
     return commands
 
 
@@ -32,7 +32,14 @@ COMMANDS = readme_commands()
 
 def test_the_readme_shows_the_commands_a_user_needs():
     firsts = {" ".join(c[:2]) for c in COMMANDS}
-    assert {"sweep run", "sweep status", "sweep resume", "train trainables/configs/digits_vit_tiny.yaml", "evaluate --run", "attack --run"} <= firsts
+    assert {
+        "sweep run",
+        "sweep status",
+        "sweep resume",
+        "train trainables/configs/digits_vit_tiny.yaml",
+        "evaluate --run",
+        "attack --run",
+    } <= firsts
     assert ["sweep", "run", "tune", "--smoke"] in COMMANDS
     assert ["sweep", "plan", "variants", "--cluster", "cluster.yaml"] in COMMANDS  # docs/cluster-aws.md
 
@@ -43,7 +50,11 @@ def test_every_readme_command_parses(argv):
     assert args.handler
 
 
-@pytest.mark.parametrize("argv", [c for c in COMMANDS if c[:2] in (["sweep", "list"], ["config", "show"], ["cluster", "check"]) or "--cluster" in c], ids=" ".join)
+@pytest.mark.parametrize(
+    "argv",
+    [c for c in COMMANDS if c[:2] in (["sweep", "list"], ["config", "show"], ["cluster", "check"]) or "--cluster" in c],
+    ids=" ".join,
+)
 def test_the_cheap_readme_commands_run(argv, capsys, monkeypatch, tmp_path):
     monkeypatch.chdir(ROOT)  # cluster.yaml is named relative to the project
     if argv[:2] != ["cluster", "check"] and "--cluster" not in argv:

@@ -24,8 +24,13 @@ def on_cluster(twin, code: str) -> Any:
     """Run ``code`` (its last line of output is one JSON value) in a fresh Python with the twin's
     environment: this process may have loaded Ray's C++ side, which reads ``RAY_AUTH_MODE`` once,
     for another test's local Ray without token authentication."""
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
-                         env={**os.environ, **twin.environment(), "PYTHONPATH": str(REPO)})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, **twin.environment(), "PYTHONPATH": str(REPO)},
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -41,8 +46,11 @@ def jobs_api(twin, path: str, method: str = "GET") -> Any:
 def submit(twin, *argv: str) -> str:
     """``mjp ARGV`` as a Ray job on the twin's head (as `ray job submit` does); its submission id."""
     command = " ".join([f"cd {REPO} &&", sys.executable, "-m", "sweep.cli", *argv])
-    job = on_cluster(twin, "import json; from ray.job_submission import JobSubmissionClient as C; "
-                           f"print(json.dumps(C({twin.dashboard!r}).submit_job(entrypoint={command!r})))")
+    job = on_cluster(
+        twin,
+        "import json; from ray.job_submission import JobSubmissionClient as C; "
+        f"print(json.dumps(C({twin.dashboard!r}).submit_job(entrypoint={command!r})))",
+    )
     SUBMITTED.append(job)
     return job
 

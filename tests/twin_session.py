@@ -45,8 +45,9 @@ class SharedTwin:
         left = session_processes(twin.session_dir)
         assert left == [], f"`down` left processes of the twin running: {[b' '.join(command_line(p))[:200] for p in left]}"
         gcs = twin.address.encode()  # Ray's client proxy names only the GCS address, no path of the session
-        assert not [p for p in Path("/proc").iterdir() if p.name.isdigit() and any(gcs in arg for arg in command_line(int(p.name)))], \
+        assert not [p for p in Path("/proc").iterdir() if p.name.isdigit() and any(gcs in arg for arg in command_line(int(p.name)))], (
             "a process of the twin outlived `down`"
+        )
         kept = mlflow.MlflowClient(tracking_uri=f"sqlite:///{twin.kept_store}")  # `down` saved the store to the twin's bucket
         assert {e.name for e in kept.search_experiments()} == experiments
         return twin

@@ -38,7 +38,11 @@ def metric_bars(runs: pd.DataFrame, by: list[str] | None = None) -> Figure | Non
     """Top-1 and consistency (%) and Diff. Norm per configuration: mean, ± std where n > 1."""
     by = by or group_columns(runs)
     done = finished(runs)
-    panels = [(k, t) for k, t in ((keys.VAL_TOP1, "top-1 (%)"), (keys.VAL_CONSISTENCY, "consistency (%)"), (keys.VAL_DIFF_NORM, "Diff. Norm")) if k in done.columns and done[k].notna().any()]
+    panels = [
+        (k, t)
+        for k, t in ((keys.VAL_TOP1, "top-1 (%)"), (keys.VAL_CONSISTENCY, "consistency (%)"), (keys.VAL_DIFF_NORM, "Diff. Norm"))
+        if k in done.columns and done[k].notna().any()
+    ]
     if done.empty or not panels:
         return None
     grouped = done.groupby(by, dropna=False, sort=True)
@@ -52,7 +56,15 @@ def metric_bars(runs: pd.DataFrame, by: list[str] | None = None) -> Figure | Non
         x = np.arange(len(mean))
         ax.bar(x, mean.values, color=[COLOURS[i % len(COLOURS)] for i in x], yerr=err if (n > 1).any() else None, capsize=4)
         for xi, m in zip(x, mean.values):
-            ax.annotate(f"{m:.1f}" if scale == 100 else f"{m:.2f}", (xi, m), ha="center", va="bottom", fontsize=7, xytext=(0, 2), textcoords="offset points")
+            ax.annotate(
+                f"{m:.1f}" if scale == 100 else f"{m:.2f}",
+                (xi, m),
+                ha="center",
+                va="bottom",
+                fontsize=7,
+                xytext=(0, 2),
+                textcoords="offset points",
+            )
         top = float(np.nanmax((mean + err).values))
         ax.set_ylim(0, min(100.0, top * 1.08) if scale == 100 else top * 1.12)
         ax.set_xticks(x, names, rotation=35, ha="right", fontsize=8)
@@ -63,15 +75,25 @@ def metric_bars(runs: pd.DataFrame, by: list[str] | None = None) -> Figure | Non
     return fig
 
 
-def curves_per_group(runs: pd.DataFrame, by: list[str] | None, prefix: str, x_of: type, *, xlabel: str, ylabel: str, title: str, size: tuple[float, float] = (6.4, 4.2)) -> Figure | None:
+def curves_per_group(
+    runs: pd.DataFrame,
+    by: list[str] | None,
+    prefix: str,
+    x_of: type,
+    *,
+    xlabel: str,
+    ylabel: str,
+    title: str,
+    size: tuple[float, float] = (6.4, 4.2),
+) -> Figure | None:
     """One line per configuration through the columns ``<prefix><x>`` (fractions, drawn in %),
     x parsed by ``x_of``; a band of ± std where a configuration has several seeds."""
     by = by or group_columns(runs)
     done = finished(runs)
-    columns = sorted((c for c in done.columns if c.startswith(prefix) and done[c].notna().any()), key=lambda c: x_of(c[len(prefix):]))
+    columns = sorted((c for c in done.columns if c.startswith(prefix) and done[c].notna().any()), key=lambda c: x_of(c[len(prefix) :]))
     if done.empty or len(columns) < 2:
         return None
-    xs = [x_of(c[len(prefix):]) for c in columns]
+    xs = [x_of(c[len(prefix) :]) for c in columns]
     fig = Figure(figsize=size)
     ax = fig.subplots()
     for i, (index, group) in enumerate(done.groupby(by, dropna=False, sort=True)):
@@ -91,8 +113,15 @@ def curves_per_group(runs: pd.DataFrame, by: list[str] | None, prefix: str, x_of
 
 def shuffle_curves(runs: pd.DataFrame, by: list[str] | None = None) -> Figure | None:
     """Top-1 (%) against the test-time shuffle ratio, one line per configuration (Fig. 3)."""
-    return curves_per_group(runs, by, "val/top1_shuffled_", float, xlabel="test-time shuffle ratio (fraction of patches shuffled)",
-                            ylabel="top-1 (%)", title="Accuracy under a test-time jigsaw (the paper's Fig. 3)")
+    return curves_per_group(
+        runs,
+        by,
+        "val/top1_shuffled_",
+        float,
+        xlabel="test-time shuffle ratio (fraction of patches shuffled)",
+        ylabel="top-1 (%)",
+        title="Accuracy under a test-time jigsaw (the paper's Fig. 3)",
+    )
 
 
 def mask_ratio_curves(runs: pd.DataFrame) -> Figure | None:
@@ -104,7 +133,9 @@ def mask_ratio_curves(runs: pd.DataFrame) -> Figure | None:
     grouped = done.groupby(column, sort=True)
     fig = Figure(figsize=(9.5, 3.6))
     axes = fig.subplots(1, 3)
-    for ax, (key, title) in zip(axes, ((keys.VAL_TOP1, "top-1 (%)"), (keys.VAL_CONSISTENCY, "consistency (%)"), (keys.VAL_DIFF_NORM, "Diff. Norm"))):
+    for ax, (key, title) in zip(
+        axes, ((keys.VAL_TOP1, "top-1 (%)"), (keys.VAL_CONSISTENCY, "consistency (%)"), (keys.VAL_DIFF_NORM, "Diff. Norm"))
+    ):
         scale = 100 if is_fraction(key) else 1
         mean, std, n = scale * grouped[key].mean(), scale * grouped[key].std(), grouped[key].count()
         ax.errorbar(mean.index, mean.values, yerr=np.where(n > 1, std.fillna(0), 0) if (n > 1).any() else None, marker="o", capsize=3)
@@ -129,14 +160,21 @@ def training_curves(runs: pd.DataFrame, histories: pd.DataFrame, by: list[str] |
         for ax, key in zip(axes, (keys.VAL_TOP1, keys.TRAIN_LOSS)):
             curve = mine[mine.key == key].groupby("step")["value"].mean()
             if len(curve):
-                ax.plot(curve.index, (100 if is_fraction(key) else 1) * curve.values, color=COLOURS[i % len(COLOURS)], label=group_label(by, index))
+                ax.plot(
+                    curve.index,
+                    (100 if is_fraction(key) else 1) * curve.values,
+                    color=COLOURS[i % len(COLOURS)],
+                    label=group_label(by, index),
+                )
     for ax, title in zip(axes, ("validation top-1 (%)", "training loss")):
         ax.set_xlabel("epoch")
         ax.set_title(title, fontsize=10)
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
     repeats = done.groupby(by, dropna=False).size().max()
-    fig.suptitle(f"training curves (mean over {repeats} seeds)" if repeats > 1 else "training curves (one run per configuration)", fontsize=8)
+    fig.suptitle(
+        f"training curves (mean over {repeats} seeds)" if repeats > 1 else "training curves (one run per configuration)", fontsize=8
+    )
     fig.tight_layout()
     return fig
 
@@ -148,7 +186,9 @@ def pareto_plot(runs: pd.DataFrame, front: set[str]) -> Figure | None:
     if done.empty or keys.VAL_CONSISTENCY not in done or not front:
         return None
     psnr = next((c for c in ("privacy/c_psnr", "privacy/a_psnr") if c in done and done[c].notna().any()), None)
-    panels = [(keys.VAL_CONSISTENCY, "consistency (%)", 100)] + ([(psnr, f"attack PSNR ({psnr[8]}), dB: lower leaks less", 1)] if psnr else [])
+    panels = [(keys.VAL_CONSISTENCY, "consistency (%)", 100)] + (
+        [(psnr, f"attack PSNR ({psnr[8]}), dB: lower leaks less", 1)] if psnr else []
+    )
     fig = Figure(figsize=(5.2 * len(panels), 4.2))
     axes = np.atleast_1d(fig.subplots(1, len(panels)))
     on = done.run_id.isin(front)

@@ -33,9 +33,16 @@ def corruption_bars(runs: pd.DataFrame, by: list[str] | None = None) -> Figure |
     ax = fig.subplots()
     for i, (index, group) in enumerate(grouped):
         mean, std = 100 * group[columns].mean(), 100 * group[columns].std()
-        ax.bar(x + (i - (count - 1) / 2) * width, mean.values, width, yerr=std.fillna(0).values if len(group) > 1 else None,
-               capsize=2, color=COLOURS[i % len(COLOURS)], label=group_label(by, index) + (f" (n={len(group)})" if len(group) > 1 else ""))
-    names = ["clean" if c == keys.ROBUST_CLEAN_ERR else c[len("robust/"):-len("_err")].replace("_", " ") for c in columns]
+        ax.bar(
+            x + (i - (count - 1) / 2) * width,
+            mean.values,
+            width,
+            yerr=std.fillna(0).values if len(group) > 1 else None,
+            capsize=2,
+            color=COLOURS[i % len(COLOURS)],
+            label=group_label(by, index) + (f" (n={len(group)})" if len(group) > 1 else ""),
+        )
+    names = ["clean" if c == keys.ROBUST_CLEAN_ERR else c[len("robust/") : -len("_err")].replace("_", " ") for c in columns]
     ax.set_xticks(x, names, rotation=40, ha="right", fontsize=8)
     ax.set_ylabel("error (%), mean of 5 severities")
     ax.set_ylim(0, 100)
@@ -48,5 +55,13 @@ def corruption_bars(runs: pd.DataFrame, by: list[str] | None = None) -> Figure |
 
 def pe_variance_curves(runs: pd.DataFrame, by: list[str] | None = None) -> Figure | None:
     """Explained variance (%) of the PE at k = 1.. PCA dimensions, one line per configuration."""
-    return curves_per_group(runs, by, "pe/ev_", int, xlabel="PCA dimensions k", ylabel="explained variance of the PE (%)", size=(5.6, 4.0),
-                            title="Explained variance of the PE (Table 6 as a plot); the paper reads a lower curve as a less sparse, more informative PE")
+    return curves_per_group(
+        runs,
+        by,
+        "pe/ev_",
+        int,
+        xlabel="PCA dimensions k",
+        ylabel="explained variance of the PE (%)",
+        size=(5.6, 4.0),
+        title="Explained variance of the PE (Table 6 as a plot); the paper reads a lower curve as a less sparse, more informative PE",
+    )

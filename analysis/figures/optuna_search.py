@@ -40,7 +40,9 @@ def _draw(storage_url: str, study_name: str) -> tuple[dict[str, Any], list[str]]
     figures["optuna_history.png"] = ov.plot_optimization_history(study, target=target, target_name=name or "Objective Value").figure
     if any(len({str(t.params.get(p)) for t in complete}) > 1 for p in {p for t in complete for p in t.params}):
         try:
-            figures["optuna_importances.png"] = ov.plot_param_importances(study, target=target, target_name=name or "Objective Value").figure
+            figures["optuna_importances.png"] = ov.plot_param_importances(
+                study, target=target, target_name=name or "Objective Value"
+            ).figure
         except (ValueError, RuntimeError) as err:
             notes.append(f"parameter importances: {err}")
     else:

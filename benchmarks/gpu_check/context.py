@@ -44,17 +44,47 @@ TINY = {"img_size": 32, "patch_size": 4, "embed_dim": 32, "depth": 2, "num_heads
 
 SIZES = {
     "cuda": Sizes(
-        device="cuda", model="deit_small_patch16_224", model_kwargs={}, img_size=224, num_classes=1000, batch=256, amp=True,
-        steps=20, warmup=10, compile_backend="inductor", jpegs=3072, jpeg_hw=(375, 500), loader_epochs=3,
+        device="cuda",
+        model="deit_small_patch16_224",
+        model_kwargs={},
+        img_size=224,
+        num_classes=1000,
+        batch=256,
+        amp=True,
+        steps=20,
+        warmup=10,
+        compile_backend="inductor",
+        jpegs=3072,
+        jpeg_hw=(375, 500),
+        loader_epochs=3,
         april_models={
-            "tiny ViT 32x32 (D=128, 64 patches)": ("vit_tiny_patch16_224", {"img_size": 32, "patch_size": 4, "embed_dim": 128, "depth": 4, "num_heads": 4, "num_classes": 10}),
+            "tiny ViT 32x32 (D=128, 64 patches)": (
+                "vit_tiny_patch16_224",
+                {"img_size": 32, "patch_size": 4, "embed_dim": 128, "depth": 4, "num_heads": 4, "num_classes": 10},
+            ),
             "DeiT-S 224x224 (D=384, 196 patches)": ("deit_small_patch16_224", {"num_classes": 1000}),
         },
     ),
     "cpu": Sizes(
-        device="cpu", model="vit_tiny_patch16_224", model_kwargs=TINY, img_size=32, num_classes=10, batch=8, amp=False,
-        steps=2, warmup=1, compile_backend="aot_eager", jpegs=48, jpeg_hw=(60, 80), loader_epochs=2,
-        april_models={"tiny ViT 32x32 (D=64, 64 patches)": ("vit_tiny_patch16_224", {"img_size": 32, "patch_size": 4, "embed_dim": 64, "depth": 2, "num_heads": 4, "num_classes": 10})},
+        device="cpu",
+        model="vit_tiny_patch16_224",
+        model_kwargs=TINY,
+        img_size=32,
+        num_classes=10,
+        batch=8,
+        amp=False,
+        steps=2,
+        warmup=1,
+        compile_backend="aot_eager",
+        jpegs=48,
+        jpeg_hw=(60, 80),
+        loader_epochs=2,
+        april_models={
+            "tiny ViT 32x32 (D=64, 64 patches)": (
+                "vit_tiny_patch16_224",
+                {"img_size": 32, "patch_size": 4, "embed_dim": 64, "depth": 2, "num_heads": 4, "num_classes": 10},
+            )
+        },
     ),
 }
 

@@ -34,7 +34,12 @@ def engine_state(s: Sizes, variant: str, compiled: bool, device: Any) -> tuple[A
     from trainables.data.info import DataShape
     from trainables.train.engine import build_algorithm, build_model, build_state, seed_everything
 
-    overrides = [f"mjp.variant={variant}", f"data.batch_size={s.batch}", f"runtime.amp={'bf16' if s.amp else 'none'}", "runtime.log_every=1000000"]
+    overrides = [
+        f"mjp.variant={variant}",
+        f"data.batch_size={s.batch}",
+        f"runtime.amp={'bf16' if s.amp else 'none'}",
+        "runtime.log_every=1000000",
+    ]
     if s.model_kwargs:
         kwargs = {k: v for k, v in s.model_kwargs.items() if k not in ("img_size", "num_classes")}
         overrides += [f"model.name={s.model}", "model.kwargs={" + ", ".join(f"{k}: {v}" for k, v in kwargs.items()) + "}"]
@@ -79,8 +84,16 @@ def main() -> None:
     s = sizes(args.mode)
     device = device_of(s)
     rows = {variant: time_row(s, variant, args.compile, device) for variant in ("A", "J")}
-    write_result(args.out, {"compiled": args.compile, "backend": s.compile_backend if args.compile else None, **rows,
-                            "ratio": rows["J"]["step_ms"] / rows["A"]["step_ms"]}, s)
+    write_result(
+        args.out,
+        {
+            "compiled": args.compile,
+            "backend": s.compile_backend if args.compile else None,
+            **rows,
+            "ratio": rows["J"]["step_ms"] / rows["A"]["step_ms"],
+        },
+        s,
+    )
 
 
 if __name__ == "__main__":

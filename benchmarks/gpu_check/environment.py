@@ -38,7 +38,11 @@ def tree_commit() -> str:
         if out:
             return out
     recorded = Path(os.environ.get("GPU_KIT", ".gpu-kit")) / "COMMIT"
-    return f"{recorded.read_text().strip()} (recorded when the kit was made; no git here)" if recorded.is_file() else "unknown (no git, no .gpu-kit/COMMIT)"
+    return (
+        f"{recorded.read_text().strip()} (recorded when the kit was made; no git here)"
+        if recorded.is_file()
+        else "unknown (no git, no .gpu-kit/COMMIT)"
+    )
 
 
 def main() -> None:
@@ -48,17 +52,33 @@ def main() -> None:
 
     cuda = torch.cuda.is_available()
     commit = tree_commit()
-    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
-                         check=False, capture_output=True, text=True).stdout.strip() if cuda and shutil.which("nvidia-smi") else ""
-    write_result(args.out, {
-        "gpu": torch.cuda.get_device_name(0) if cuda else None,
-        "gpu_count": torch.cuda.device_count() if cuda else 0,
-        "nvidia_smi": smi or None,
-        "torch": torch.__version__, "cuda": torch.version.cuda, "timm": timm.__version__,
-        "python": platform.python_version(), "executable": sys.executable,
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores", "commit": commit,
-        "libraries": {name: where(name) for name in NEEDED + ABSENT_ON_THE_IMAGE},
-    }, sizes(args.mode))
+    smi = (
+        subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+            check=False,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        if cuda and shutil.which("nvidia-smi")
+        else ""
+    )
+    write_result(
+        args.out,
+        {
+            "gpu": torch.cuda.get_device_name(0) if cuda else None,
+            "gpu_count": torch.cuda.device_count() if cuda else 0,
+            "nvidia_smi": smi or None,
+            "torch": torch.__version__,
+            "cuda": torch.version.cuda,
+            "timm": timm.__version__,
+            "python": platform.python_version(),
+            "executable": sys.executable,
+            "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+            "commit": commit,
+            "libraries": {name: where(name) for name in NEEDED + ABSENT_ON_THE_IMAGE},
+        },
+        sizes(args.mode),
+    )
 
 
 if __name__ == "__main__":

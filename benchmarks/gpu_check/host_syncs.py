@@ -16,8 +16,16 @@ from typing import Any
 from benchmarks.gpu_check.context import Sizes, device_of, sizes, step_args, synchronize, write_result
 
 #: aten ops that copy a device value to the host (the list tests/gpu/test_decode_path.py holds)
-SYNCING_OPS = ("aten._local_scalar_dense", "aten.nonzero", "aten.masked_select", "aten.is_nonzero", "aten.equal",
-               "aten._unique", "aten.unique", "aten.item")
+SYNCING_OPS = (
+    "aten._local_scalar_dense",
+    "aten.nonzero",
+    "aten.masked_select",
+    "aten.is_nonzero",
+    "aten.equal",
+    "aten._unique",
+    "aten.unique",
+    "aten.item",
+)
 
 
 def count(fn: Callable[[], Any], device: Any) -> dict[str, int | None]:
@@ -75,8 +83,10 @@ def model_steps(s: Sizes, device: Any) -> dict[str, Callable[[], Any]]:
     base = timm.create_model(s.model, **s.model_kwargs).to(device).train()
     ours = create_model(s.model, mjp=MJPConfig(mask_ratio=0.27, dal="mlp"), **s.model_kwargs).to(device).train()
     algorithm = MJPAlgorithm.for_model(ours, seed=0, device=device)
-    return {"timm model step (bench_mjp)": make_step(base, device, s.batch, s.amp, False, **shape),
-            "MJP model step (bench_mjp)": make_step(ours, device, s.batch, s.amp, False, algorithm.shuffle, **shape)}
+    return {
+        "timm model step (bench_mjp)": make_step(base, device, s.batch, s.amp, False, **shape),
+        "MJP model step (bench_mjp)": make_step(ours, device, s.batch, s.amp, False, algorithm.shuffle, **shape),
+    }
 
 
 def engine_epochs(s: Sizes, device: Any) -> dict[str, int | None]:
@@ -110,7 +120,10 @@ def input_stages(s: Sizes, device: Any) -> dict[str, Callable[[], Any]]:
         blobs = [b.pin_memory() for b in blobs]
     decoded = decode_on_device(blobs, device)
     recipe, seeds = DeviceRecipe(s.img_size, "deit"), list(range(s.batch))
-    return {"decode, one batch": lambda: decode_on_device(blobs, device), "augment, one batch": lambda: augment_batch(decoded, seeds, recipe)}
+    return {
+        "decode, one batch": lambda: decode_on_device(blobs, device),
+        "augment, one batch": lambda: augment_batch(decoded, seeds, recipe),
+    }
 
 
 def april_solve(s: Sizes, device: Any) -> dict[str, Callable[[], Any]]:
@@ -132,8 +145,12 @@ def main() -> None:
     s = sizes(args.mode)
     device = device_of(s)
     counts: dict[str, Any] = {}
-    groups: dict[str, Callable[[Sizes, Any], Any]] = {"model steps": model_steps, "engine step": engine_epochs,
-                                                     "input stages": input_stages, "APRIL solve": april_solve}
+    groups: dict[str, Callable[[Sizes, Any], Any]] = {
+        "model steps": model_steps,
+        "engine step": engine_epochs,
+        "input stages": input_stages,
+        "APRIL solve": april_solve,
+    }
     for label, group in groups.items():
         try:  # one part that cannot run (a library missing) leaves the others counted
             made = group(s, device)

@@ -54,7 +54,8 @@ def stages(train: Path, s: Sizes, device: Any) -> dict[str, float | None]:
         "h2d_img_s": rate(lambda: [p.to(device, non_blocking=True) for p in pinned], n, device) if device.type == "cuda" else None,
         "decode_img_s": rate(lambda: decode_on_device(pinned, device), n, device),
         "augment_img_s": rate(lambda: augment_batch(decoded, seeds, recipe), n, device),
-        "images": n, "decoder": "nvJPEG (decode_jpeg on cuda)" if device.type == "cuda" else "decode_jpeg on the CPU",
+        "images": n,
+        "decoder": "nvJPEG (decode_jpeg on cuda)" if device.type == "cuda" else "decode_jpeg on the CPU",
         "torch_threads": torch.get_num_threads(),
     }
 
@@ -69,8 +70,17 @@ def device_loader(train: Path, s: Sizes, device: Any, workers: int) -> Any:
 
     dataset = EncodedImages(train)
     sampler = SeededSampler(RandomSampler(dataset, generator=torch.Generator().manual_seed(0)), 0)
-    loader = DataLoader(dataset, sampler=sampler, batch_size=s.batch, collate_fn=collate_encoded, pin_memory=device.type == "cuda",
-                        num_workers=workers, persistent_workers=workers > 0, drop_last=True, prefetch_factor=4 if workers else None)
+    loader = DataLoader(
+        dataset,
+        sampler=sampler,
+        batch_size=s.batch,
+        collate_fn=collate_encoded,
+        pin_memory=device.type == "cuda",
+        num_workers=workers,
+        persistent_workers=workers > 0,
+        drop_last=True,
+        prefetch_factor=4 if workers else None,
+    )
     return DeviceAugmentLoader(loader, sampler, DeviceRecipe(s.img_size, "deit"), device, dataset)
 
 

@@ -17,8 +17,12 @@ KIT_PYTHON = (3, 12)
 
 def kit_fits() -> bool:
     """Whether this interpreter can import the kit's compiled wheels (cp312, manylinux x86_64)."""
-    return (sys.implementation.name == "cpython" and sys.version_info[:2] == KIT_PYTHON
-            and platform.system() == "Linux" and platform.machine() == "x86_64")
+    return (
+        sys.implementation.name == "cpython"
+        and sys.version_info[:2] == KIT_PYTHON
+        and platform.system() == "Linux"
+        and platform.machine() == "x86_64"
+    )
 
 
 def unpack(kit: Path, target: Path) -> list[str]:
@@ -47,8 +51,10 @@ def main() -> None:
         print(f"no kit at {args.kit}: the image's own packages only (make gpu-kit makes one)")
         return
     if not kit_fits():
-        print(f"the kit is for CPython {KIT_PYTHON[0]}.{KIT_PYTHON[1]} on Linux x86_64, this is {platform.python_implementation()} "
-              f"{platform.python_version()} on {platform.system()} {platform.machine()}: not unpacked, this environment's packages only")
+        print(
+            f"the kit is for CPython {KIT_PYTHON[0]}.{KIT_PYTHON[1]} on Linux x86_64, this is {platform.python_implementation()} "
+            f"{platform.python_version()} on {platform.system()} {platform.machine()}: not unpacked, this environment's packages only"
+        )
         return
     names = unpack(args.kit, args.target)
     print(f"{len(names)} wheels from {args.kit} unpacked into {args.target}: {', '.join(names) or 'none'}")

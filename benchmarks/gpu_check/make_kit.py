@@ -30,7 +30,7 @@ KIT = {
     "kiwisolver": "a dependency of matplotlib",
     "pyparsing": "a dependency of matplotlib",
     "imagecorruptions-imaug": "the ImageNet-C corruptions of the robustness gpu test; it imports cv2, numba and scikit-image, "
-                              "which the kit cannot carry (about 140 MB): where the image lacks them that test is skipped, saying so",
+    "which the kit cannot carry (about 140 MB): where the image lacks them that test is skipped, saying so",
 }
 PYTHON_312 = "python_full_version >= '3.12' and python_full_version < '3.14' and sys_platform != 'emscripten' and sys_platform != 'win32'"
 COMPATIBLE = re.compile(r"-(py3|py2\.py3|cp312|cp3\d?-abi3|cp3\d-abi3)-(none|cp312|abi3)-(any|manylinux[\w.]*x86_64)\.whl$")
@@ -39,7 +39,9 @@ LIMIT_MIB = 24
 
 def locked_wheel(lock: dict, name: str) -> tuple[str, dict]:
     """(version, wheel entry) of ``name`` for Python 3.12 on Linux: the smallest compatible wheel."""
-    entries = [p for p in lock["package"] if p["name"] == name and (not p.get("resolution-markers") or PYTHON_312 in p["resolution-markers"])]
+    entries = [
+        p for p in lock["package"] if p["name"] == name and (not p.get("resolution-markers") or PYTHON_312 in p["resolution-markers"])
+    ]
     if len(entries) != 1:
         raise SystemExit(f"gpu-kit: uv.lock has {len(entries)} versions of {name} for Python 3.12 on Linux (expected 1)")
     wheels = [w for w in entries[0].get("wheels", []) if COMPATIBLE.search(w["url"].rsplit("/", 1)[1])]
@@ -60,6 +62,7 @@ def fetch(url: str, sha256: str, dest: Path) -> None:
 
 def tree_commit() -> str:
     """This tree's commit (``+dirty`` with uncommitted changes), for a GPU machine whose copy has no ``.git``."""
+
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], check=False, capture_output=True, text=True).stdout.strip()
 
@@ -86,9 +89,20 @@ def main() -> None:
             stale.unlink()
     (args.out / "COMMIT").write_text(tree_commit() + "\n")
     total = sum(f.stat().st_size for f in args.out.glob("*.whl")) / 2**20
-    (args.out / "MANIFEST.md").write_text("\n".join([
-        "# .gpu-kit: what `benchmarks/gpu_check.sh` unpacks on a stock PyTorch image (made by `make gpu-kit` from uv.lock)", "",
-        "| wheel | MiB | why the check needs it |", "| --- | ---: | --- |", *rows, "", f"Total: {total:.1f} MiB (at most {LIMIT_MIB}).", ""]))
+    (args.out / "MANIFEST.md").write_text(
+        "\n".join(
+            [
+                "# .gpu-kit: what `benchmarks/gpu_check.sh` unpacks on a stock PyTorch image (made by `make gpu-kit` from uv.lock)",
+                "",
+                "| wheel | MiB | why the check needs it |",
+                "| --- | ---: | --- |",
+                *rows,
+                "",
+                f"Total: {total:.1f} MiB (at most {LIMIT_MIB}).",
+                "",
+            ]
+        )
+    )
     if total > LIMIT_MIB:
         raise SystemExit(f"gpu-kit: {total:.1f} MiB of wheels, over the {LIMIT_MIB} MiB the GPU machine's folder leaves for them")
     print(f"{args.out}: {len(KIT)} wheels, {total:.1f} MiB (MANIFEST.md says why each)")

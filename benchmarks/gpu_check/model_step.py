@@ -12,13 +12,26 @@ def main() -> None:
     device = device_of(s)
     from benchmarks.bench_mjp import bench_model
 
-    r = bench_model(s.model, device, s.batch, s.steps, s.amp, args.compile, s.compile_backend if args.compile else "inductor", **s.model_kwargs)
-    write_result(args.out, {
-        "model": s.model, "batch": s.batch, "amp": "bf16" if s.amp else "fp32", "compiled": args.compile,
-        "backend": s.compile_backend if args.compile else None,
-        "timm_ms": r["base"], "mjp_ms": r["mjp"], "ratio": r["ratio"], "mask_ms": r["mask"],
-        "timm_img_s": 1e3 * s.batch / r["base"], "mjp_img_s": 1e3 * s.batch / r["mjp"],
-    }, s)
+    r = bench_model(
+        s.model, device, s.batch, s.steps, s.amp, args.compile, s.compile_backend if args.compile else "inductor", **s.model_kwargs
+    )
+    write_result(
+        args.out,
+        {
+            "model": s.model,
+            "batch": s.batch,
+            "amp": "bf16" if s.amp else "fp32",
+            "compiled": args.compile,
+            "backend": s.compile_backend if args.compile else None,
+            "timm_ms": r["base"],
+            "mjp_ms": r["mjp"],
+            "ratio": r["ratio"],
+            "mask_ms": r["mask"],
+            "timm_img_s": 1e3 * s.batch / r["base"],
+            "mjp_img_s": 1e3 * s.batch / r["mjp"],
+        },
+        s,
+    )
 
 
 if __name__ == "__main__":

@@ -27,7 +27,10 @@ def read_steps(out: Path) -> dict[str, dict[str, Any]]:
         lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()] if log.exists() else []
         result_file = out / "steps" / f"{name}.json"
         steps[name] = {
-            "exit": int(rc), "seconds": int(seconds), "limit_s": int(limit), "log": f"logs/{name}.log",
+            "exit": int(rc),
+            "seconds": int(seconds),
+            "limit_s": int(limit),
+            "log": f"logs/{name}.log",
             "last_line": lines[-1].strip() if lines else "",
             "result": json.loads(result_file.read_text()) if result_file.exists() and rc == "0" else None,
         }
@@ -78,7 +81,9 @@ def write_report(out: Path) -> tuple[str, dict[str, Any]]:
     if "tests" in steps and tests is not None:
         steps["tests"]["result"] = tests
     env = (steps.get("environment") or {}).get("result") or {}
-    mode = (env.get("sizes") or {}).get("device") or next((s["result"]["sizes"]["device"] for s in steps.values() if s["result"] and "sizes" in s["result"]), "?")
+    mode = (env.get("sizes") or {}).get("device") or next(
+        (s["result"]["sizes"]["device"] for s in steps.values() if s["result"] and "sizes" in s["result"]), "?"
+    )
     rows = [{"row": r.name, "value": row_value(r, steps), "target": r.target if mode == "cuda" else "", "step": r.step} for r in ROWS]
     failed = [name for name, s in steps.items() if s["exit"] != 0]
     md = [
@@ -87,8 +92,10 @@ def write_report(out: Path) -> tuple[str, dict[str, Any]]:
         f"- machine: {env.get('nvidia_smi') or env.get('gpu') or 'no GPU'}; {env.get('machine', '?')}",
         f"- torch {env.get('torch', '?')}, CUDA {env.get('cuda', '?')}, timm {env.get('timm', '?')}, Python {env.get('python', '?')}; commit {env.get('commit', '?')}",
         f"- mode: {mode}; libraries: " + ", ".join(f"{k} {v}" for k, v in (env.get("libraries") or {}).items()),
-        ("- Ray Train cannot travel in the kit (Ray's wheel alone is 78 MB): the engine rows time `train_one_epoch`, the step "
-        "Ray Train's workers run; Ray Train adds a process around that step, not work inside it."),
+        (
+            "- Ray Train cannot travel in the kit (Ray's wheel alone is 78 MB): the engine rows time `train_one_epoch`, the step "
+            "Ray Train's workers run; Ray Train adds a process around that step, not work inside it."
+        ),
         f"- steps failed: {', '.join(failed) if failed else 'none'}",
         "",
         "| row | measured | target | step |",

@@ -19,14 +19,18 @@ class Row:
 
 def _model(r: dict[str, Any]) -> str:
     mode = f"{r['amp']}, {'compiled (' + r['backend'] + ')' if r['compiled'] else 'eager'}"
-    return (f"**{r['ratio']:.3f}**: {r['timm_ms']:.1f} / {r['mjp_ms']:.1f} ms, {r['timm_img_s']:,.0f} / {r['mjp_img_s']:,.0f} img/s; "
-            f"mask + permutation + gather {r['mask_ms']:.2f} ms ({r['model']}, batch {r['batch']}, {mode})")
+    return (
+        f"**{r['ratio']:.3f}**: {r['timm_ms']:.1f} / {r['mjp_ms']:.1f} ms, {r['timm_img_s']:,.0f} / {r['mjp_img_s']:,.0f} img/s; "
+        f"mask + permutation + gather {r['mask_ms']:.2f} ms ({r['model']}, batch {r['batch']}, {mode})"
+    )
 
 
 def _engine(r: dict[str, Any]) -> str:
     peak = "" if r["A"]["peak_gib"] is None else f"; peak {r['A']['peak_gib']:.2f} / {r['J']['peak_gib']:.2f} GiB"
-    return (f"**{r['ratio']:.3f}**: {r['A']['step_ms']:.1f} / {r['J']['step_ms']:.1f} ms, "
-            f"{r['A']['img_s']:,.0f} / {r['J']['img_s']:,.0f} img/s{peak} (batch {r['sizes']['batch']})")
+    return (
+        f"**{r['ratio']:.3f}**: {r['A']['step_ms']:.1f} / {r['J']['step_ms']:.1f} ms, "
+        f"{r['A']['img_s']:,.0f} / {r['J']['img_s']:,.0f} img/s{peak} (batch {r['sizes']['batch']})"
+    )
 
 
 def _tests(r: dict[str, Any]) -> str:
@@ -41,6 +45,7 @@ def _stage(key: str) -> Callable[[dict[str, Any]], str]:
         if value is None:
             return "not measured (needs CUDA)"
         return f"**{value:,.0f}** img/s ({1e3 / value:.2f} ms per image; {st['images']} images of {r['jpeg_hw'][1]}x{r['jpeg_hw'][0]}, {st['decoder']})"
+
     return measure
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import torch
-from torch import nn
 from timm.layers import resample_abs_pos_embed, trunc_normal_
+from torch import nn
 
 from mjp.config import MJPConfig
 from mjp.dal import DALHead, dal_loss

@@ -13,10 +13,10 @@ from typing import Any
 
 import timm
 import torch
-from torch import nn
 from timm.models.resnet import ResNet
 from timm.models.swin_transformer import SwinTransformer
 from timm.models.vision_transformer import VisionTransformer
+from torch import nn
 
 from mjp.config import MJPConfig
 from mjp.masking import check_grid_ratio
@@ -46,7 +46,7 @@ def _build_timm(name: str, timm_kwargs: dict[str, Any]) -> nn.Module:
         raise ValueError(f"timm could not build {name!r} with {shown}: {type(err).__name__}: {err}") from err
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _default_model(name: str) -> nn.Module:
     with torch.device("meta"):  # no memory, no initialisation
         return _build_timm(name, {})

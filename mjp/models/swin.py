@@ -6,9 +6,9 @@ The jigsaw runs in token space on the patch-embedding output (NHWC), before the 
 from __future__ import annotations
 
 import torch
-from torch import nn
 from timm.layers import trunc_normal_
 from timm.models.swin_transformer import SwinTransformer
+from torch import nn
 
 from mjp.config import MJPConfig
 from mjp.jigsaw import JigsawShuffle, shuffle_tokens

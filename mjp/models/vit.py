@@ -26,7 +26,9 @@ class MJPViTMixin(MJPMixin):
             return None
         return self.pos_embed[:, 0 if self.no_embed_class else self.num_prefix_tokens :]
 
-    def forward_features(self, x: torch.Tensor, attn_mask=None, is_causal: bool = False, *, shuffle: JigsawShuffle | None = None) -> torch.Tensor:
+    def forward_features(
+        self, x: torch.Tensor, attn_mask=None, is_causal: bool = False, *, shuffle: JigsawShuffle | None = None
+    ) -> torch.Tensor:
         """``x [B, C, H, W]`` -> tokens ``[B, prefix + N, D]`` after the final norm.
 
         timm's ``forward_features`` with the shuffle passed down to ``_pos_embed`` as an argument.

@@ -71,4 +71,6 @@ def invert_gradients(
     finally:
         math_attention.__exit__(None, None, None)
         model.train(was_training)
-    return InversionResult(x.detach(), torch.stack(history).tolist() if history else [])  # the loss history: one host sync, after the attack
+    return InversionResult(
+        x.detach(), torch.stack(history).tolist() if history else []
+    )  # the loss history: one host sync, after the attack

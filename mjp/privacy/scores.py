@@ -49,7 +49,9 @@ class LPIPS:
         try:
             state = torch.load(backbone_file, map_location="cpu", weights_only=True)
         except pickle.UnpicklingError:  # torch's own message suggests loading it unsafely: not ours
-            raise ValueError(f"LPIPS backbone {str(backbone_file)!r} holds more than weights and is not loaded (unpickling it can run code); allowed: a torchvision AlexNet state dict of tensors") from None
+            raise ValueError(
+                f"LPIPS backbone {str(backbone_file)!r} holds more than weights and is not loaded (unpickling it can run code); allowed: a torchvision AlexNet state dict of tensors"
+            ) from None
         net.load_state_dict(state)
         self.metric = lpips.LPIPS(net="alex", pnet_rand=True, verbose=False).eval()
         for i in range(1, 6):
@@ -58,7 +60,7 @@ class LPIPS:
 
     @torch.no_grad()
     def __call__(self, recon: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        rgb = (lambda x: x.expand(-1, 3, -1, -1) if x.shape[1] == 1 else x)
+        rgb = lambda x: x.expand(-1, 3, -1, -1) if x.shape[1] == 1 else x
         return self.metric(rgb(recon) * 2 - 1, rgb(target) * 2 - 1).flatten()
 
 

@@ -93,7 +93,9 @@ def attack_images(
             if on_progress is not None:
                 on_progress()
         else:
-            recon = invert_gradients(client, grads, infer_label(client, grads), tuple(x.shape), steps=inversion_steps, generator=generator, on_step=on_progress).image.to(x.dtype)
+            recon = invert_gradients(
+                client, grads, infer_label(client, grads), tuple(x.shape), steps=inversion_steps, generator=generator, on_step=on_progress
+            ).image.to(x.dtype)
         seen = x if shuffle is None else shuffle_image_patches(x, shuffle.perm, model_patch_size(model))
         target = seen if setting == "b" else x
         recons.append(to_unit(recon, target))

@@ -9,7 +9,7 @@ mCE ``100 x mean_c mean_s E_c,s`` that the reference MJP code prints.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -18,13 +18,33 @@ from mjp.keys import CORRUPTIONS
 #: AlexNet's ImageNet-C error per corruption, the mean over the 5 severities (Hendrycks &
 #: Dietterich, 2019; as listed in AugMix's ImageNet evaluation code, "taken from
 #: github.com/hendrycks/robustness")
-ALEXNET_ERRORS: dict[str, float] = dict(zip(CORRUPTIONS, (
-    0.886428, 0.894468, 0.922640, 0.819880, 0.826268, 0.785948, 0.798360, 0.866816,
-    0.826572, 0.819324, 0.564592, 0.853204, 0.646056, 0.717840, 0.606500,
-)))
+ALEXNET_ERRORS: dict[str, float] = dict(
+    zip(
+        CORRUPTIONS,
+        (
+            0.886428,
+            0.894468,
+            0.922640,
+            0.819880,
+            0.826268,
+            0.785948,
+            0.798360,
+            0.866816,
+            0.826572,
+            0.819324,
+            0.564592,
+            0.853204,
+            0.646056,
+            0.717840,
+            0.606500,
+        ),
+    )
+)
 
 
-def corruption_errors(errors: Mapping[str, Sequence[float]], baseline: str | None | Mapping[str, Sequence[float]] = "alexnet") -> dict[str, float]:
+def corruption_errors(
+    errors: Mapping[str, Sequence[float]], baseline: str | None | Mapping[str, Sequence[float]] = "alexnet"
+) -> dict[str, float]:
     """``CE_c`` per corruption (a fraction; 1.0 = as bad as the reference)."""
     out = {}
     for name, values in errors.items():

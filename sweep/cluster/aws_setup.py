@@ -37,14 +37,27 @@ from trainables.errors import ConfigError
 #: launch by ``resolve:ssm:`` image id reads AWS's public parameter (Ray's default head role holds
 #: the whole AmazonEC2FullAccess instead)
 AUTOSCALER_STATEMENTS = [
-    {"Effect": "Allow", "Action": ["ec2:RunInstances", "ec2:StartInstances", "ec2:StopInstances", "ec2:TerminateInstances",
-                                   "ec2:CreateTags", "ec2:Describe*"], "Resource": "*"},
+    {
+        "Effect": "Allow",
+        "Action": [
+            "ec2:RunInstances",
+            "ec2:StartInstances",
+            "ec2:StopInstances",
+            "ec2:TerminateInstances",
+            "ec2:CreateTags",
+            "ec2:Describe*",
+        ],
+        "Resource": "*",
+    },
     {"Effect": "Allow", "Action": "ssm:GetParameters", "Resource": "arn:aws:ssm:*::parameter/aws/service/deeplearning/*"},
 ]
 
 
 #: the trust policy of a role that EC2 instances take through their instance profile
-EC2_TRUST = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}]}
+EC2_TRUST = {
+    "Version": "2012-10-17",
+    "Statement": [{"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}],
+}
 
 
 #: what every node does with the bucket: the images, the sweeps' checkpoints, MLflow's artifacts and store
@@ -84,7 +97,9 @@ def read_plan(path: str | Path) -> AccountPlan:
     buckets = {m.group(1) for line in raw.get("setup_commands") or [] for m in _BUCKET.finditer(str(line))}
     if len(buckets) != 1 or "YOUR-BUCKET" in buckets:
         found = ", ".join(sorted(buckets)) or "none"
-        raise ConfigError(f"{path}: setup_commands must export MJP_BUCKET=s3://<your bucket> once (found: {found}); replace YOUR-BUCKET with your bucket's name")
+        raise ConfigError(
+            f"{path}: setup_commands must export MJP_BUCKET=s3://<your bucket> once (found: {found}); replace YOUR-BUCKET with your bucket's name"
+        )
     aws_launch_problems(path, raw, allow_placeholders=False)  # the AMI, the profiles, the group and its addresses
     group = provider["security_group"]
     rules = group.get("IpPermissions") or []
@@ -95,14 +110,18 @@ def read_plan(path: str | Path) -> AccountPlan:
     workers = tuple(sorted({profile_name(path, name, node) for name, node in types.items() if name != head}))
     head_profile = profile_name(path, head, types[head])
     if head_profile in workers:
-        raise ConfigError(f"{path}: the head's profile {head_profile!r} is also a worker's; workers need no right to start instances: give them their own")
+        raise ConfigError(
+            f"{path}: the head's profile {head_profile!r} is also a worker's; workers need no right to start instances: give them their own"
+        )
     return AccountPlan(provider.get("region", "us-west-2"), buckets.pop(), group["GroupName"], rules, head_profile, workers)
 
 
 def bucket_policy(bucket: str) -> list[dict[str, Any]]:
     """The statements every node's role holds: list the bucket, read, write and delete its objects."""
-    return [{"Effect": "Allow", "Action": ["s3:ListBucket", "s3:GetBucketLocation"], "Resource": f"arn:aws:s3:::{bucket}"},
-            {"Effect": "Allow", "Action": S3_OBJECT_ACTIONS, "Resource": f"arn:aws:s3:::{bucket}/*"}]
+    return [
+        {"Effect": "Allow", "Action": ["s3:ListBucket", "s3:GetBucketLocation"], "Resource": f"arn:aws:s3:::{bucket}"},
+        {"Effect": "Allow", "Action": S3_OBJECT_ACTIONS, "Resource": f"arn:aws:s3:::{bucket}/*"},
+    ]
 
 
 def _ensure_role(iam: Any, name: str, statements: list[dict[str, Any]], said: list[str]) -> str:
@@ -110,9 +129,13 @@ def _ensure_role(iam: Any, name: str, statements: list[dict[str, Any]], said: li
     try:
         role = iam.get_role(RoleName=name)["Role"]
     except iam.exceptions.NoSuchEntityException:
-        role = iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(EC2_TRUST), Description="mjp cluster nodes (mjp cluster aws-setup)")["Role"]
+        role = iam.create_role(
+            RoleName=name, AssumeRolePolicyDocument=json.dumps(EC2_TRUST), Description="mjp cluster nodes (mjp cluster aws-setup)"
+        )["Role"]
         said.append(f"made role {name}")
-    iam.put_role_policy(RoleName=name, PolicyName=INLINE_POLICY, PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": statements}))
+    iam.put_role_policy(
+        RoleName=name, PolicyName=INLINE_POLICY, PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": statements})
+    )
     try:
         profile = iam.get_instance_profile(InstanceProfileName=name)["InstanceProfile"]
     except iam.exceptions.NoSuchEntityException:
@@ -157,11 +180,15 @@ def rays_vpc(config: dict[str, Any]) -> str:
 
 def _ensure_group(ec2: Any, plan: AccountPlan, vpc: str, said: list[str]) -> str:
     """The cluster's security group in ``vpc`` with exactly: all traffic within it, and ``plan.ssh_rules``."""
-    found = ec2.describe_security_groups(Filters=[{"Name": "group-name", "Values": [plan.group_name]}, {"Name": "vpc-id", "Values": [vpc]}])["SecurityGroups"]
+    found = ec2.describe_security_groups(
+        Filters=[{"Name": "group-name", "Values": [plan.group_name]}, {"Name": "vpc-id", "Values": [vpc]}]
+    )["SecurityGroups"]
     if found:
         group_id, current = found[0]["GroupId"], _split(found[0].get("IpPermissions", []))
     else:
-        group_id = ec2.create_security_group(GroupName=plan.group_name, Description="mjp cluster: within the cluster, and SSH from one address", VpcId=vpc)["GroupId"]
+        group_id = ec2.create_security_group(
+            GroupName=plan.group_name, Description="mjp cluster: within the cluster, and SSH from one address", VpcId=vpc
+        )["GroupId"]
         current = []
         said.append(f"made security group {plan.group_name} ({group_id}) in {vpc}")
     wanted = _split([{"IpProtocol": "-1", "UserIdGroupPairs": [{"GroupId": group_id}]}, *plan.ssh_rules])
@@ -188,8 +215,10 @@ def prepare_account(plan: AccountPlan, config: dict[str, Any]) -> list[str]:
     try:
         s3.head_bucket(Bucket=plan.bucket)
     except Exception as err:  # botocore's ClientError: 404 (none), 403 (another account's)
-        raise ConfigError(f"bucket {plan.bucket} cannot be reached with these credentials ({str(err).splitlines()[0][:120]}); "
-                          f"make it with `aws s3 mb s3://{plan.bucket} --region {plan.region}`, or name yours in cluster.yaml") from None
+        raise ConfigError(
+            f"bucket {plan.bucket} cannot be reached with these credentials ({str(err).splitlines()[0][:120]}); "
+            f"make it with `aws s3 mb s3://{plan.bucket} --region {plan.region}`, or name yours in cluster.yaml"
+        ) from None
     iam = boto3.client("iam", region_name=plan.region)
     worker_arns = [_ensure_role(iam, name, bucket_policy(plan.bucket), said) for name in plan.worker_profiles]
     pass_workers = [{"Effect": "Allow", "Action": "iam:PassRole", "Resource": worker_arns}] if worker_arns else []
@@ -201,6 +230,8 @@ def prepare_account(plan: AccountPlan, config: dict[str, Any]) -> list[str]:
         iam.get_waiter("instance_profile_exists").wait(InstanceProfileName=plan.head_profile)
         time.sleep(PROPAGATION_S)
     sources = ", ".join(r["CidrIp"] for rule in plan.ssh_rules for r in rule.get("IpRanges", [])) or "nowhere"
-    said.append(f"ready: profiles {plan.head_profile} (head), {', '.join(plan.worker_profiles)} (workers) with s3://{plan.bucket}; "
-                f"security group {plan.group_name} ({group_id}, {vpc}) open within the cluster and to {sources}")
+    said.append(
+        f"ready: profiles {plan.head_profile} (head), {', '.join(plan.worker_profiles)} (workers) with s3://{plan.bucket}; "
+        f"security group {plan.group_name} ({group_id}, {vpc}) open within the cluster and to {sources}"
+    )
     return said

@@ -21,11 +21,24 @@ from trainables.config.yaml_files import read_yaml_mapping
 from trainables.errors import ConfigError
 
 #: keys Ray's AWS node provider reads from ``provider:``
-AWS_PROVIDER_KEYS = frozenset({
-    "type", "region", "availability_zone", "cache_stopped_nodes", "use_internal_ips", "security_group",
-    "key_pair", "aws_credentials", "cloudwatch", "controller", "disable_launch_config_check", "foreground_node_launch",
-    "use_managed_instance_profile", "iam_role_arn",
-})
+AWS_PROVIDER_KEYS = frozenset(
+    {
+        "type",
+        "region",
+        "availability_zone",
+        "cache_stopped_nodes",
+        "use_internal_ips",
+        "security_group",
+        "key_pair",
+        "aws_credentials",
+        "cloudwatch",
+        "controller",
+        "disable_launch_config_check",
+        "foreground_node_launch",
+        "use_managed_instance_profile",
+        "iam_role_arn",
+    }
+)
 
 
 #: the AMI every node type of cluster.yaml runs: AWS's public SSM parameter for its current Deep
@@ -42,8 +55,10 @@ def profile_name(path: Path, node_type: str, node: dict[str, Any]) -> str:
     """The instance profile a node type names (``IamInstanceProfile: {Name: ...}``); ``ConfigError`` when none."""
     profile = node.get("node_config", {}).get("IamInstanceProfile")
     if not isinstance(profile, dict) or not isinstance(profile.get("Name"), str):
-        raise ConfigError(f"{path}: available_node_types.{node_type}.node_config.IamInstanceProfile: give every node type a profile by name "
-                          f"({{Name: mjp-head}} or {{Name: mjp-worker}}): Ray's launcher gives its default profile to the head only, and a node without one cannot reach S3")
+        raise ConfigError(
+            f"{path}: available_node_types.{node_type}.node_config.IamInstanceProfile: give every node type a profile by name "
+            f"({{Name: mjp-head}} or {{Name: mjp-worker}}): Ray's launcher gives its default profile to the head only, and a node without one cannot reach S3"
+        )
     return profile["Name"]
 
 
@@ -52,8 +67,10 @@ def check_cidr(cidr: Any, where: str) -> str:
     try:
         net = ipaddress.ip_network(str(cidr), strict=False)
     except ValueError:
-        raise ConfigError(f"{where}: {cidr!r} is not an address range; set it to your address, e.g. 203.0.113.7/32 "
-                          "(`curl -s https://checkip.amazonaws.com` prints it)") from None
+        raise ConfigError(
+            f"{where}: {cidr!r} is not an address range; set it to your address, e.g. 203.0.113.7/32 "
+            "(`curl -s https://checkip.amazonaws.com` prints it)"
+        ) from None
     if net.prefixlen == 0:
         raise ConfigError(f"{where}: {cidr} opens the port to the whole Internet; allow only your address, e.g. 203.0.113.7/32")
     return str(cidr)
@@ -65,17 +82,25 @@ def aws_launch_problems(path: Path, raw: dict[str, Any], *, allow_placeholders: 
     for name, node in (raw.get("available_node_types") or {}).items():
         image = str((node.get("node_config") or {}).get("ImageId", ""))
         if image.lower() in ("", "latest_dlami"):
-            raise ConfigError(f"{path}: available_node_types.{name}.node_config.ImageId is {image or 'missing'}: Ray 2.60 takes that for its fixed "
-                              f"'AWS Deep Learning AMI (Ubuntu 18.04) V71.0' (CUDA 11.2), whose driver cannot run the CUDA 13 torch uv.lock pins; use {DLAMI_SSM}")
+            raise ConfigError(
+                f"{path}: available_node_types.{name}.node_config.ImageId is {image or 'missing'}: Ray 2.60 takes that for its fixed "
+                f"'AWS Deep Learning AMI (Ubuntu 18.04) V71.0' (CUDA 11.2), whose driver cannot run the CUDA 13 torch uv.lock pins; use {DLAMI_SSM}"
+            )
         profile_name(path, name, node)
     group = (raw.get("provider") or {}).get("security_group") or {}
     if not group.get("GroupName"):
-        raise ConfigError(f"{path}: provider.security_group.GroupName is missing: a group Ray makes itself opens SSH to 0.0.0.0/0; "
-                          "name the group `mjp cluster aws-setup` makes (cluster.yaml ships mjp-cluster)")
+        raise ConfigError(
+            f"{path}: provider.security_group.GroupName is missing: a group Ray makes itself opens SSH to 0.0.0.0/0; "
+            "name the group `mjp cluster aws-setup` makes (cluster.yaml ships mjp-cluster)"
+        )
     rules = group.get("IpPermissions") or []
-    if not any(rule.get("FromPort", 0) <= 22 <= rule.get("ToPort", 65535) and rule.get("IpProtocol") in ("tcp", "6", "-1") for rule in rules):
-        raise ConfigError(f"{path}: provider.security_group.IpPermissions has no SSH rule: `ray up` reaches the head over SSH; "
-                          "allow port 22 from your address ({IpProtocol: tcp, FromPort: 22, ToPort: 22, IpRanges: [{CidrIp: 203.0.113.7/32}]})")
+    if not any(
+        rule.get("FromPort", 0) <= 22 <= rule.get("ToPort", 65535) and rule.get("IpProtocol") in ("tcp", "6", "-1") for rule in rules
+    ):
+        raise ConfigError(
+            f"{path}: provider.security_group.IpPermissions has no SSH rule: `ray up` reaches the head over SSH; "
+            "allow port 22 from your address ({IpProtocol: tcp, FromPort: 22, ToPort: 22, IpRanges: [{CidrIp: 203.0.113.7/32}]})"
+        )
     for i, rule in enumerate(rules):
         ranges = [(f"IpRanges[{j}].CidrIp", r.get("CidrIp")) for j, r in enumerate(rule.get("IpRanges", []))]
         ranges += [(f"Ipv6Ranges[{j}].CidrIpv6", r.get("CidrIpv6")) for j, r in enumerate(rule.get("Ipv6Ranges", []))]
@@ -105,7 +130,9 @@ def validate_cluster_config(path: str | Path) -> dict[str, Any]:
     if isinstance(provider, dict) and provider.get("type") == "aws":
         unknown = sorted(set(provider) - AWS_PROVIDER_KEYS)
         if unknown:
-            raise ConfigError(f"{path}: provider.{unknown[0]} is not a key of Ray's AWS provider{did_you_mean(unknown[0], AWS_PROVIDER_KEYS)}; allowed: {', '.join(sorted(AWS_PROVIDER_KEYS))}")
+            raise ConfigError(
+                f"{path}: provider.{unknown[0]} is not a key of Ray's AWS provider{did_you_mean(unknown[0], AWS_PROVIDER_KEYS)}; allowed: {', '.join(sorted(AWS_PROVIDER_KEYS))}"
+            )
         aws_launch_problems(path, raw)
     try:
         prepared = prepare_config(copy.deepcopy(raw))

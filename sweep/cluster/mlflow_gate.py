@@ -19,8 +19,20 @@ from typing import Any
 from trainables.errors import ConfigError
 
 #: hop-by-hop headers a proxy does not pass on (RFC 9110, 7.6.1), and what aiohttp sets itself
-_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade",
-                  "host", "content-length"})
+_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+    }
+)
 
 
 def read_token(path: str | Path) -> str:
@@ -29,9 +41,13 @@ def read_token(path: str | Path) -> str:
     try:
         mode, token = path.stat().st_mode & 0o077, path.read_text().strip()
     except OSError as err:
-        raise ConfigError(f"the gate's token file {path} cannot be read ({err.strerror}); `ray get-auth-token --generate` makes it") from None
+        raise ConfigError(
+            f"the gate's token file {path} cannot be read ({err.strerror}); `ray get-auth-token --generate` makes it"
+        ) from None
     if mode:
-        raise ConfigError(f"the token file {path} is readable by other users (mode {path.stat().st_mode & 0o777:o}); allowed: only you (chmod 600 {path})")
+        raise ConfigError(
+            f"the token file {path} is readable by other users (mode {path.stat().st_mode & 0o777:o}); allowed: only you (chmod 600 {path})"
+        )
     if not token:
         raise ConfigError(f"the token file {path} is empty; `ray get-auth-token --generate` makes one")
     return token
@@ -52,8 +68,9 @@ def gate_app(upstream: str, token: str) -> Any:
         session: aiohttp.ClientSession = request.app["session"]
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP and k.lower() != "authorization"}
         body = request.content if request.body_exists else None
-        async with session.request(request.method, upstream + request.rel_url.path_qs, headers=headers, data=body,
-                                   allow_redirects=False, auto_decompress=False) as answer:
+        async with session.request(
+            request.method, upstream + request.rel_url.path_qs, headers=headers, data=body, allow_redirects=False, auto_decompress=False
+        ) as answer:
             response = web.StreamResponse(status=answer.status, headers={k: v for k, v in answer.headers.items() if k.lower() not in _HOP})
             if answer.content_length is not None:
                 response.content_length = answer.content_length

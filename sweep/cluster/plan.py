@@ -23,9 +23,14 @@ from trainables.errors import ConfigError
 #: vCPUs and GPUs of the instance types cluster.yaml names (AWS's published specifications),
 #: for node types whose ``resources`` leave them to Ray's detection
 INSTANCE_TYPES: dict[str, tuple[int, int]] = {
-    "p4d.24xlarge": (96, 8), "p4de.24xlarge": (96, 8), "p5.48xlarge": (192, 8),
-    "g5.xlarge": (4, 1), "g5.12xlarge": (48, 4), "g5.48xlarge": (192, 8),
-    "m6i.4xlarge": (16, 0), "c6i.16xlarge": (64, 0),
+    "p4d.24xlarge": (96, 8),
+    "p4de.24xlarge": (96, 8),
+    "p5.48xlarge": (192, 8),
+    "g5.xlarge": (4, 1),
+    "g5.12xlarge": (48, 4),
+    "g5.48xlarge": (192, 8),
+    "m6i.4xlarge": (16, 0),
+    "c6i.16xlarge": (64, 0),
 }
 
 
@@ -90,7 +95,9 @@ def cluster_machines(path: str | Path) -> Machines:
         instance = (node.get("node_config") or {}).get("InstanceType")
         known = INSTANCE_TYPES.get(instance) if instance else None
         if ("CPU" not in resources or "GPU" not in resources) and known is None:
-            raise ConfigError(f"{path}: available_node_types.{name}.resources: give CPU and GPU (instance type {instance!r} is not one the plan knows: {', '.join(INSTANCE_TYPES)})")
+            raise ConfigError(
+                f"{path}: available_node_types.{name}.resources: give CPU and GPU (instance type {instance!r} is not one the plan knows: {', '.join(INSTANCE_TYPES)})"
+            )
         count = int(node.get("max_workers", 0))
         cpus += count * float(resources.get("CPU", known[0] if known else 0))
         gpus += count * int(resources.get("GPU", known[1] if known else 0))
@@ -172,7 +179,9 @@ def make_plan(study: Any, machines: Machines, img_per_s: float | None = None) ->
         rate, source = img_per_s, "--img-per-s"
     elif gpus:
         if cfg.model.name != "deit_small_patch16_224":
-            raise ConfigError(f"no GPU throughput of {cfg.model.name} is recorded in BENCHMARKS.md; measure one (benchmarks/bench_gpu_train.py) and pass --img-per-s")
+            raise ConfigError(
+                f"no GPU throughput of {cfg.model.name} is recorded in BENCHMARKS.md; measure one (benchmarks/bench_gpu_train.py) and pass --img-per-s"
+            )
         rate = DEIT_S_TARGET_IMG_PER_S_PER_GPU * gpus
         source = f"BENCHMARKS.md's DeiT-S target of {DEIT_S_TARGET_IMG_PER_S_PER_GPU:,.0f} img/s per GPU x {gpus:g} (a target: no GPU run has measured it)"
     else:

@@ -33,13 +33,19 @@ def _cuda() -> Check:
         return Check("cuda", False, f"torch {torch.__version__} sees no CUDA device (driver: {_driver() or 'nvidia-smi not found'})")
     a = torch.randn(256, 256, device="cuda", dtype=torch.bfloat16)
     ok = bool(torch.isfinite((a @ a).float()).all())  # one kernel through the driver, and back
-    return Check("cuda", ok, f"{torch.cuda.device_count()} x {torch.cuda.get_device_name(0)}, driver {_driver()}, torch {torch.__version__} "
-                             f"(CUDA {torch.version.cuda}), bf16 matmul {'ok' if ok else 'not finite'}")
+    return Check(
+        "cuda",
+        ok,
+        f"{torch.cuda.device_count()} x {torch.cuda.get_device_name(0)}, driver {_driver()}, torch {torch.__version__} "
+        f"(CUDA {torch.version.cuda}), bf16 matmul {'ok' if ok else 'not finite'}",
+    )
 
 
 def _driver() -> str | None:
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True, text=True, timeout=30)
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True, text=True, timeout=30
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else None

@@ -79,9 +79,16 @@ class LocalCluster:
 
     def environment(self) -> dict[str, str]:
         """The variables a shell needs to use this cluster (``mjp cluster up`` prints them)."""
-        return {"RAY_ADDRESS": self.address, "RAY_API_SERVER_ADDRESS": self.dashboard, "MLFLOW_TRACKING_URI": self.tracking_uri,
-                "MJP_SWEEP_STORAGE": self.storage, "MJP_REPORTS_DIR": str(Path(self.session_dir) / "reports"), "RAY_AUTH_MODE": "token",
-                "RAY_AUTH_TOKEN_PATH": self.token_path, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+        return {
+            "RAY_ADDRESS": self.address,
+            "RAY_API_SERVER_ADDRESS": self.dashboard,
+            "MLFLOW_TRACKING_URI": self.tracking_uri,
+            "MJP_SWEEP_STORAGE": self.storage,
+            "MJP_REPORTS_DIR": str(Path(self.session_dir) / "reports"),
+            "RAY_AUTH_MODE": "token",
+            "RAY_AUTH_TOKEN_PATH": self.token_path,
+            "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+        }
 
 
 def free_port() -> int:
@@ -123,7 +130,9 @@ def write_token(path: Path) -> Path:
     return path
 
 
-def up(session_dir: str | Path = DEFAULT_SESSION, *, gpu_workers: int = 2, cpu_workers: int = 1, bucket: str | Path | None = None) -> LocalCluster:
+def up(
+    session_dir: str | Path = DEFAULT_SESSION, *, gpu_workers: int = 2, cpu_workers: int = 1, bucket: str | Path | None = None
+) -> LocalCluster:
     """Start the twin: a ``fake_multinode`` Ray head with its autoscaler, and an MLflow server.
 
     ``bucket`` (default ``SESSION/bucket``) stands in for cluster.yaml's S3 bucket: the sweeps,
@@ -152,9 +161,28 @@ def up(session_dir: str | Path = DEFAULT_SESSION, *, gpu_workers: int = 2, cpu_w
     mlflow_log = session / "mlflow" / "server.log"
     with open(mlflow_log, "w") as log:  # its own process group: `down` ends its uvicorn workers with it
         server = subprocess.Popen(
-            [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(mlflow_port), "--workers", "1",
-             "--backend-store-uri", f"sqlite:///{session}/mlflow/mlflow.db", "--artifacts-destination", str(kept / "mlflow-artifacts")],
-            stdout=log, stderr=subprocess.STDOUT, env={**env, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}, start_new_session=True, cwd=session)
+            [
+                sys.executable,
+                "-m",
+                "mlflow",
+                "server",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(mlflow_port),
+                "--workers",
+                "1",
+                "--backend-store-uri",
+                f"sqlite:///{session}/mlflow/mlflow.db",
+                "--artifacts-destination",
+                str(kept / "mlflow-artifacts"),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**env, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
+            start_new_session=True,
+            cwd=session,
+        )
     (session / "mlflow" / "server.pgid").write_text(str(server.pid))
     try:
         # listening before Ray starts: Ray's processes bind ports of their own choosing, and one took
@@ -172,14 +200,45 @@ def _start_head(session: Path, config: Path, bucket: Path, env: dict[str, str], 
     ray_cli = Path(sys.executable).with_name("ray")
     if not ray_cli.exists():
         raise ConfigError(f"no `ray` command beside this Python ({ray_cli}); run from the project's environment (.venv/bin/mjp)")
-    ports = {"--dashboard-agent-listen-port": free_port(), "--dashboard-agent-grpc-port": free_port(), "--metrics-export-port": free_port(),
-             "--runtime-env-agent-port": free_port(), "--ray-client-server-port": free_port()}
-    command = [str(ray_cli), "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(gcs), "--temp-dir", str(session / "ray"),
-               "--num-cpus", "0", "--autoscaling-config", str(config),
-               "--include-dashboard", "true", "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dash),
-               *[f"{k}={v}" for k, v in ports.items()], "--disable-usage-stats"]
+    ports = {
+        "--dashboard-agent-listen-port": free_port(),
+        "--dashboard-agent-grpc-port": free_port(),
+        "--metrics-export-port": free_port(),
+        "--runtime-env-agent-port": free_port(),
+        "--ray-client-server-port": free_port(),
+    }
+    command = [
+        str(ray_cli),
+        "start",
+        "--head",
+        "--node-ip-address",
+        "127.0.0.1",
+        "--port",
+        str(gcs),
+        "--temp-dir",
+        str(session / "ray"),
+        "--num-cpus",
+        "0",
+        "--autoscaling-config",
+        str(config),
+        "--include-dashboard",
+        "true",
+        "--dashboard-host",
+        "127.0.0.1",
+        "--dashboard-port",
+        str(dash),
+        *[f"{k}={v}" for k, v in ports.items()],
+        "--disable-usage-stats",
+    ]
     # as cluster.yaml's head: the jobs submitted to it inherit the tracking URI and the sweep storage
-    cluster = LocalCluster(str(session), f"127.0.0.1:{gcs}", f"http://127.0.0.1:{dash}", f"http://127.0.0.1:{mlflow_port}", str(bucket / "mjp-sweeps"), str(bucket))
+    cluster = LocalCluster(
+        str(session),
+        f"127.0.0.1:{gcs}",
+        f"http://127.0.0.1:{dash}",
+        f"http://127.0.0.1:{mlflow_port}",
+        str(bucket / "mjp-sweeps"),
+        str(bucket),
+    )
     env.update({k: v for k, v in cluster.environment().items() if k in ("MLFLOW_TRACKING_URI", "MJP_SWEEP_STORAGE", "MJP_REPORTS_DIR")})
     env.setdefault("RAY_JOB_STOP_WAIT_TIME_S", "120")  # `ray job stop`: SIGTERM, then 120 s (not 3) for the sweep to close its runs
     with open(session / "ray-start.log", "w") as log:

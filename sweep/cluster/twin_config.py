@@ -46,18 +46,46 @@ def twin_config(gcs_port: int, *, gpu_workers: int = 2, cpu_workers: int = 1, id
         "upscaling_speed": 1.0,
         "idle_timeout_minutes": idle_minutes,
         # Ray's fake_multinode provider, as a cloud sees a lost machine
-        "provider": {"type": "external", "module": provider, "use_node_id_as_ip": True,
-                     "disable_node_updaters": True, "disable_launch_config_check": True, "gcs_address": f"127.0.0.1:{gcs_port}"},
+        "provider": {
+            "type": "external",
+            "module": provider,
+            "use_node_id_as_ip": True,
+            "disable_node_updaters": True,
+            "disable_launch_config_check": True,
+            "gcs_address": f"127.0.0.1:{gcs_port}",
+        },
         "available_node_types": {
             "ray.head.default": {"resources": {"CPU": 0}, "node_config": {}, "max_workers": 0},
-            "gpu_worker": {"resources": {"CPU": 2, GPU_STANDIN: 1, "memory": memory}, "node_config": {}, "min_workers": 0, "max_workers": gpu_workers},
-            "cpu_worker": {"resources": {"CPU": 1, DATA_NODE: 1, "memory": memory}, "node_config": {}, "min_workers": 0, "max_workers": cpu_workers},
+            "gpu_worker": {
+                "resources": {"CPU": 2, GPU_STANDIN: 1, "memory": memory},
+                "node_config": {},
+                "min_workers": 0,
+                "max_workers": gpu_workers,
+            },
+            "cpu_worker": {
+                "resources": {"CPU": 1, DATA_NODE: 1, "memory": memory},
+                "node_config": {},
+                "min_workers": 0,
+                "max_workers": cpu_workers,
+            },
         },
         "head_node_type": "ray.head.default",
         "auth": {"ssh_user": "ubuntu"},
         "docker": {},
         **{key: {} for key in ("file_mounts",)},
-        **{key: [] for key in ("cluster_synced_files", "rsync_exclude", "rsync_filter", "initialization_commands", "setup_commands",
-                               "head_setup_commands", "worker_setup_commands", "head_start_ray_commands", "worker_start_ray_commands")},
+        **{
+            key: []
+            for key in (
+                "cluster_synced_files",
+                "rsync_exclude",
+                "rsync_filter",
+                "initialization_commands",
+                "setup_commands",
+                "head_setup_commands",
+                "worker_setup_commands",
+                "head_start_ray_commands",
+                "worker_start_ray_commands",
+            )
+        },
         "file_mounts_sync_continuously": False,
     }

@@ -55,7 +55,11 @@ def _context(uri: str, parents: list[str], runs: Any, title: str) -> Any:
     pareto = set(runs[runs["trial_id"].isin(trial_ids)].run_id) if trial_ids and "trial_id" in runs else set()
     optuna_url = optuna_storage_url(uri)
     searched = params.search_algorithm in ("tpe", "random", "nsga2")  # a grid's history and importances say nothing
-    optuna = (optuna_url, newest.run_name) if searched and optuna_url and Path(optuna_url.removeprefix("sqlite:///")).is_file() and len(parents) == 1 else None
+    optuna = (
+        (optuna_url, newest.run_name)
+        if searched and optuna_url and Path(optuna_url.removeprefix("sqlite:///")).is_file() and len(parents) == 1
+        else None
+    )
     histories = load_histories(uri, list(runs.run_id), (keys.VAL_TOP1, keys.TRAIN_LOSS)) if len(runs) else None
     sweep_lines = (
         f"{len(parents)} sweep(s), newest {newest.run_name} ({newest.status.lower()}); {len(runs)} runs; "
@@ -63,10 +67,18 @@ def _context(uri: str, parents: list[str], runs: Any, title: str) -> Any:
         f"MLflow: parent run {newest.run_id} in {uri}",
     )
     return ReportContext(
-        study=params.study or "?", title=title, description=description, study_yaml=newest.study_yaml,
-        paper_tables=params.paper_tables, best=newest.tags.get(schema.TAG_BEST_TRIAL),
-        pareto_run_ids=pareto, optuna=optuna, experiment_ids=dict(zip(runs.run_id, runs.experiment_id)) if len(runs) else {},
-        histories=histories, sweep_lines=sweep_lines, run_figures=_pe_run_figures(uri, runs),
+        study=params.study or "?",
+        title=title,
+        description=description,
+        study_yaml=newest.study_yaml,
+        paper_tables=params.paper_tables,
+        best=newest.tags.get(schema.TAG_BEST_TRIAL),
+        pareto_run_ids=pareto,
+        optuna=optuna,
+        experiment_ids=dict(zip(runs.run_id, runs.experiment_id)) if len(runs) else {},
+        histories=histories,
+        sweep_lines=sweep_lines,
+        run_figures=_pe_run_figures(uri, runs),
     )
 
 

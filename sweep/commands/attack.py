@@ -36,11 +36,20 @@ def cmd_attack(args: argparse.Namespace) -> int:
 
     cfg = trained.cfg
     if args.attack == "april" and april_requirements(trained.model):
-        raise UserError(f"--attack april: APRIL's analytic attack does not apply: {april_requirements(trained.model)}; try --attack inversion (or auto)")
+        raise UserError(
+            f"--attack april: APRIL's analytic attack does not apply: {april_requirements(trained.model)}; try --attack inversion (or auto)"
+        )
     attack, why = choose_attack(trained.model) if args.attack == "auto" else (args.attack, "as asked (--attack)")
     settings = tuple(args.setting or ("a", "b", "c"))
-    privacy = PrivacySection(settings=settings, attack=attack, images=args.images, ratio=args.ratio, inversion_steps=args.steps,
-                             lpips_backbone=args.lpips_backbone, client_dtype=args.client_dtype)
+    privacy = PrivacySection(
+        settings=settings,
+        attack=attack,
+        images=args.images,
+        ratio=args.ratio,
+        inversion_steps=args.steps,
+        lpips_backbone=args.lpips_backbone,
+        client_dtype=args.client_dtype,
+    )
     work = f"{args.images} images x {len(settings)} settings" + (f" x {args.steps} steps" if attack == "inversion" else "")
     print(f"attack: {attack} ({work}): {why}", flush=True)
     # one image at a time (batch 1): on a CPU, more threads than the run trained with only

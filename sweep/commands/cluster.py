@@ -1,8 +1,6 @@
 """``mjp cluster ...``: check cluster.yaml, set up the AWS account for it, probe its nodes, keep its
 MLflow store in the bucket, and start or end the local twin (the work is in ``sweep/cluster/``)."""
 
-
-
 from __future__ import annotations
 
 import argparse
@@ -34,8 +32,10 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
     if not args.local:
         raise ConfigError("`mjp cluster up` starts only the local twin (--local); a real cluster: `ray up cluster.yaml`")
     cluster = up(args.session, gpu_workers=args.gpu_workers, cpu_workers=args.cpu_workers, bucket=args.bucket)
-    print(f"local cluster up in {cluster.session_dir}: Ray at {cluster.address}, jobs at {cluster.dashboard}, MLflow at {cluster.tracking_uri} "
-          f"(its store kept in {cluster.kept_store} at `down`)")
+    print(
+        f"local cluster up in {cluster.session_dir}: Ray at {cluster.address}, jobs at {cluster.dashboard}, MLflow at {cluster.tracking_uri} "
+        f"(its store kept in {cluster.kept_store} at `down`)"
+    )
     print("use it from this shell:")
     for key, value in cluster.environment().items():
         print(f"  export {key}={value}")
@@ -45,12 +45,16 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
 def cmd_cluster_down(args: argparse.Namespace) -> int:
     session = Path(args.session).resolve()
     if not session.is_dir():
-        raise ConfigError(f"--session {session}: no such directory, so no local cluster to end (`mjp cluster up --local` starts one in {DEFAULT_SESSION})")
+        raise ConfigError(
+            f"--session {session}: no such directory, so no local cluster to end (`mjp cluster up --local` starts one in {DEFAULT_SESSION})"
+        )
     if not (session / STATE_FILE).is_file() and not session_processes(session):
         raise ConfigError(f"--session {session}: no local cluster is up there (no {STATE_FILE}, no process of it); nothing to end")
     ended = down(session)
     left = session_processes(args.session)
-    print(f"local cluster in {Path(args.session).resolve()} down: {len(ended)} processes ended" + (f"; still running: {left}" if left else ""))
+    print(
+        f"local cluster in {Path(args.session).resolve()} down: {len(ended)} processes ended" + (f"; still running: {left}" if left else "")
+    )
     return 1 if left else 0
 
 
@@ -79,8 +83,10 @@ def cmd_cluster_aws_setup(args: argparse.Namespace) -> int:
 def cmd_cluster_probe(args: argparse.Namespace) -> int:
     address = os.environ.get("RAY_ADDRESS")
     if not address:
-        raise ConfigError("`mjp cluster probe` runs on a cluster: submit it as a Ray job (docs/cluster-aws.md, step 7), or set RAY_ADDRESS "
-                          "(the local twin's exports)")
+        raise ConfigError(
+            "`mjp cluster probe` runs on a cluster: submit it as a Ray job (docs/cluster-aws.md, step 7), or set RAY_ADDRESS "
+            "(the local twin's exports)"
+        )
     if args.timeout <= 0:
         raise ConfigError(f"--timeout {args.timeout:g}: allowed more than 0 seconds")
     from trainables.launch.ray_runtime import ensure_ray
@@ -91,16 +97,22 @@ def cmd_cluster_probe(args: argparse.Namespace) -> int:
     storage, tracking = os.environ.get("MJP_SWEEP_STORAGE"), os.environ.get("MLFLOW_TRACKING_URI")
     probe = ray.remote(probe_here)
     gpu = {"num_gpus": 1} if args.gpu_resource == "GPU" else {"resources": {args.gpu_resource: 1}}
-    asks = {f"GPU node ({args.gpu_resource}: 1)": (gpu, args.gpu_resource == "GPU"),
-            f"CPU node ({args.cpu_resource}: 1)": ({"resources": {args.cpu_resource: 1}}, False)}
-    refs = {what: probe.options(num_cpus=1, max_retries=0, **options).remote(args.data, storage, tracking, cuda)
-            for what, (options, cuda) in asks.items()}
+    asks = {
+        f"GPU node ({args.gpu_resource}: 1)": (gpu, args.gpu_resource == "GPU"),
+        f"CPU node ({args.cpu_resource}: 1)": ({"resources": {args.cpu_resource: 1}}, False),
+    }
+    refs = {
+        what: probe.options(num_cpus=1, max_retries=0, **options).remote(args.data, storage, tracking, cuda)
+        for what, (options, cuda) in asks.items()
+    }
     print(f"probing {', '.join(refs)}: the autoscaler starts them if none is up (up to {args.timeout:.0f} s)", flush=True)
     ready, _ = ray.wait(list(refs.values()), num_returns=len(refs), timeout=args.timeout)
     failed = 0
     for what, ref in refs.items():
         if ref not in ready:
-            print(f"{what}: did not start within {args.timeout:.0f} s (`ray status` shows what the autoscaler waits for: an instance quota, a capacity error)")
+            print(
+                f"{what}: did not start within {args.timeout:.0f} s (`ray status` shows what the autoscaler waits for: an instance quota, a capacity error)"
+            )
             failed += 1
             continue
         node, checks = ray.get(ref)
@@ -128,7 +140,10 @@ def cmd_store_save(args: argparse.Namespace) -> int:
                 print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} saved {args.db} to {args.dest} ({size:,} bytes)", flush=True)
                 last = now
             except Exception as err:  # noqa: BLE001 - a failed save is retried next time, and said
-                print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} could not save {args.db} to {args.dest}: {str(err).splitlines()[0][:200]}", flush=True)
+                print(
+                    f"{time.strftime('%Y-%m-%d %H:%M:%S')} could not save {args.db} to {args.dest}: {str(err).splitlines()[0][:200]}",
+                    flush=True,
+                )
         time.sleep(args.every)
 
 

@@ -10,7 +10,6 @@ its defaults (``--set eval.robustness.images=5000`` changes one).
 from __future__ import annotations
 
 import argparse
-
 from typing import TYPE_CHECKING
 
 from trainables.errors import UserError
@@ -29,7 +28,9 @@ def parse_what(text: str) -> tuple[str, ...]:
     chosen = tuple(w.strip() for w in text.split(",") if w.strip())
     unknown = [w for w in chosen if w not in EVALUATIONS]
     if unknown or not chosen:
-        raise UserError(f"--what {text!r}: unknown {', '.join(map(repr, unknown)) or 'nothing given'}; allowed: a comma-separated subset of {', '.join(EVALUATIONS)}")
+        raise UserError(
+            f"--what {text!r}: unknown {', '.join(map(repr, unknown)) or 'nothing given'}; allowed: a comma-separated subset of {', '.join(EVALUATIONS)}"
+        )
     return chosen
 
 
@@ -80,15 +81,25 @@ def _tracker(cfg, args: argparse.Namespace, run_id: str | None, uri: str | None)
     if run_id is not None:
         return RunTracker(uri, run_id)
     source = args.timm or args.checkpoint
-    tracker = RunTracker.create(uri, cfg.tracking.experiment, run_name=f"evaluate {source}", tags={
-        schema.TAG_KIND: schema.KIND_EVALUATION, schema.TAG_VARIANT: cfg.variant, schema.TAG_MODEL: cfg.model.name, schema.TAG_DATASET: cfg.data.name,
-        schema.TAG_SOURCE: f"timm:{args.timm}" + (f" weights {args.pretrained_file}" if args.pretrained_file else " (random weights)") if args.timm else f"checkpoint {args.checkpoint}",
-    })
+    tracker = RunTracker.create(
+        uri,
+        cfg.tracking.experiment,
+        run_name=f"evaluate {source}",
+        tags={
+            schema.TAG_KIND: schema.KIND_EVALUATION,
+            schema.TAG_VARIANT: cfg.variant,
+            schema.TAG_MODEL: cfg.model.name,
+            schema.TAG_DATASET: cfg.data.name,
+            schema.TAG_SOURCE: f"timm:{args.timm}" + (f" weights {args.pretrained_file}" if args.pretrained_file else " (random weights)")
+            if args.timm
+            else f"checkpoint {args.checkpoint}",
+        },
+    )
     tracker.log_params(flat_params(cfg))
     return tracker
 
 
-def evaluate_model(cfg, model, what: tuple[str, ...]) -> dict[str, "EvaluationResult"]:
+def evaluate_model(cfg, model, what: tuple[str, ...]) -> dict[str, EvaluationResult]:
     """Run the chosen evaluations on one process, one line each on the console with its time."""
     import time
 
@@ -139,5 +150,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             print(f"note ({name}): {line}")
     from sweep.console.commands_shown import mlflow_ui_command
 
-    print(f"logged into MLflow run {tracker.run_id} of\n  {tracker.uri}\nMLflow UI:\n  {mlflow_ui_command(tracker.uri, cfg.tracking.experiment)}")
+    print(
+        f"logged into MLflow run {tracker.run_id} of\n  {tracker.uri}\nMLflow UI:\n  {mlflow_ui_command(tracker.uri, cfg.tracking.experiment)}"
+    )
     return 0

@@ -34,7 +34,9 @@ def narrow_list(rows: list[list[str]], width: int) -> str:
     lines = ["  ".join(c.ljust(w) for c, w in zip(head[0], widths)).rstrip()]
     for h, text in zip(head[1:], (r[1] for r in rows)):
         lines.append("  ".join(c.ljust(w) for c, w in zip(h, widths)).rstrip())
-        lines += textwrap.wrap(text, width=max(20, width - 1), initial_indent="  ", subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
+        lines += textwrap.wrap(
+            text, width=max(20, width - 1), initial_indent="  ", subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
+        )
     return "\n".join(lines)
 
 
@@ -50,7 +52,9 @@ def cmd_sweep_list(args: argparse.Namespace) -> int:
         trials, epochs = study_size(path.stem, smoke=False)
         s_trials, s_epochs = study_size(path.stem, smoke=True)
         base = study.train_config({})
-        rows.append([path.stem, _summary(study.config.description), f"{trials} x {epochs} ep", base.data.name, f"{s_trials} x {s_epochs} ep"])
+        rows.append(
+            [path.stem, _summary(study.config.description), f"{trials} x {epochs} ep", base.data.name, f"{s_trials} x {s_epochs} ep"]
+        )
     table = markdown_table(["study", "what it measures", "trials x epochs", "data", "--smoke"], rows)
     width = terminal_columns()
     print(table if max(map(len, table.splitlines())) <= width else narrow_list(rows, width))

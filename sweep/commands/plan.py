@@ -18,14 +18,16 @@ def describe(study: Any, plan: Plan, machines: Machines) -> str:
         fits = f"{plan.concurrent} at a time: budget.max_concurrent={study.max_concurrent} caps it, the machines hold {room} (raise it in the study's budget:)"
     else:
         fits = f"{plan.concurrent} at a time (budget.max_concurrent={study.max_concurrent}, room for {room})"
-    return "\n".join([
-        f"study {study.name}: {plan.trials} trials x {plan.epochs} epochs x {plan.train_images:,} training images ({plan.images_note})",
-        f"each trial asks for {plan.cpus_per_trial:g} CPUs and {plan.gpus_per_trial:g} GPUs",
-        f"on {machines.name}: {fits}",
-        f"throughput {plan.img_per_s:,.0f} img/s per trial: {plan.img_per_s_source}",
-        f"estimate: {duration_text(plan.trial_hours)} per trial, {duration_text(plan.wall_hours)} wall, {plan.gpu_hours:,.1f} GPU-hours"
-        f" (training only: start-up and evaluation not counted{'; ASHA stops some trials early, so less' if study.config.scheduler.type == 'asha' else ''})",
-    ])
+    return "\n".join(
+        [
+            f"study {study.name}: {plan.trials} trials x {plan.epochs} epochs x {plan.train_images:,} training images ({plan.images_note})",
+            f"each trial asks for {plan.cpus_per_trial:g} CPUs and {plan.gpus_per_trial:g} GPUs",
+            f"on {machines.name}: {fits}",
+            f"throughput {plan.img_per_s:,.0f} img/s per trial: {plan.img_per_s_source}",
+            f"estimate: {duration_text(plan.trial_hours)} per trial, {duration_text(plan.wall_hours)} wall, {plan.gpu_hours:,.1f} GPU-hours"
+            f" (training only: start-up and evaluation not counted{'; ASHA stops some trials early, so less' if study.config.scheduler.type == 'asha' else ''})",
+        ]
+    )
 
 
 def cmd_sweep_plan(args: argparse.Namespace) -> int:

@@ -65,18 +65,29 @@ def cmd_analyze_results(args: argparse.Namespace) -> int:
     newest = sweeps.iloc[0]
     record = sweep_record(uri, newest.run_id)
     if record.tags.get(schema.TAG_SMOKE) == "True":
-        raise UserError(f"the newest sweep of {args.study!r} ({record.run_name}) is a smoke run: results files hold full studies; run the study without --smoke")
+        raise UserError(
+            f"the newest sweep of {args.study!r} ({record.run_name}) is a smoke run: results files hold full studies; run the study without --smoke"
+        )
     paper = tuple(str(t) for t in (yaml.safe_load(record.study_yaml) or {}).get("paper", [])) if record.study_yaml else ()
     commit = record.tags.get(schema.TAG_GIT_COMMIT) or current_commit()  # the code the sweep ran
     runs = load_runs(uri, parent_run_id=newest.run_id)
-    started = datetime.datetime.fromtimestamp(newest.start_time.timestamp() if hasattr(newest.start_time, "timestamp") else 0, datetime.timezone.utc)
-    results = from_runs(runs, study=args.study, command=args.command or record.tags.get(schema.TAG_COMMAND) or f"mjp sweep run {args.study}", machine=machine_description(),
-                        commit=commit, date=started.strftime("%Y-%m-%d"), paper_tables=paper)
+    started = datetime.datetime.fromtimestamp(newest.start_time.timestamp() if hasattr(newest.start_time, "timestamp") else 0, datetime.UTC)
+    results = from_runs(
+        runs,
+        study=args.study,
+        command=args.command or record.tags.get(schema.TAG_COMMAND) or f"mjp sweep run {args.study}",
+        machine=machine_description(),
+        commit=commit,
+        date=started.strftime("%Y-%m-%d"),
+        paper_tables=paper,
+    )
     if not results.runs:
         raise UserError(f"the newest sweep of {args.study!r} ({record.run_name}) has no finished run: nothing to write")
     path = RESULTS / f"{args.study}.json"
     save(results, path)
-    print(f"wrote {path.relative_to(ROOT)}: {len(results.runs)} finished runs of {record.run_name}; `mjp analyze readme` puts them in README.md or docs/")
+    print(
+        f"wrote {path.relative_to(ROOT)}: {len(results.runs)} finished runs of {record.run_name}; `mjp analyze readme` puts them in README.md or docs/"
+    )
     return 0
 
 
@@ -99,5 +110,7 @@ def cmd_analyze_readme(args: argparse.Namespace) -> int:
     changed = [name for name in texts if updated[name] != texts[name]]
     for name in changed:
         paths[name].write_text(updated[name])
-    print(f"{len(blocks)} results block(s) ({', '.join(blocks)}): {'updated in ' + ', '.join(changed) if changed else 'already up to date'}")
+    print(
+        f"{len(blocks)} results block(s) ({', '.join(blocks)}): {'updated in ' + ', '.join(changed) if changed else 'already up to date'}"
+    )
     return 0

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from analysis.runs import SweepSummary, TrialSummary
     from sweep.tuner.state import SweepState
 
+
 def driver_alive(driver: str | None) -> bool | None:
     """Whether ``host:pid`` is a living process (None when it ran on another host or is unknown)."""
     if not driver or ":" not in driver:
@@ -57,7 +58,7 @@ def resume_command(tags: dict[str, str], uri: str | None = None) -> str:
     if recorded == uri:
         return command
     if recorded.startswith("sqlite:///"):  # a store file: moved when the recorded one is gone
-        return command if Path(recorded[len("sqlite:///"):]).exists() else f"{command} --uri {uri}"
+        return command if Path(recorded[len("sqlite:///") :]).exists() else f"{command} --uri {uri}"
     from trainables.tracking.store import server_silence
 
     return command if server_silence(recorded, 3.0) is None else f"{command} --uri {uri}"
@@ -75,7 +76,7 @@ def sweep_state(status: str, tags: dict[str, str], uri: str | None = None) -> tu
     return status.lower(), None
 
 
-def trial_state(trial: "TrialSummary") -> str:
+def trial_state(trial: TrialSummary) -> str:
     """A trial's state in words (a finished run the scheduler stopped says so)."""
     status = trial.status.lower()
     if status == "finished" and schema.TAG_STOPPED in trial.tags:
@@ -87,7 +88,7 @@ def trial_state(trial: "TrialSummary") -> str:
     return status
 
 
-def _metric_columns(sweep: "SweepSummary") -> list[str]:
+def _metric_columns(sweep: SweepSummary) -> list[str]:
     """The sweep's objectives, then val/top1 and val/consistency where a trial has them."""
     columns = [metric for metric, _ in sweep.params.objectives]
     for key in (keys.VAL_TOP1, keys.VAL_CONSISTENCY):
@@ -96,7 +97,7 @@ def _metric_columns(sweep: "SweepSummary") -> list[str]:
     return columns
 
 
-def trials_table(sweep: "SweepSummary", indent: str = "    ", width: int = 10_000) -> str:
+def trials_table(sweep: SweepSummary, indent: str = "    ", width: int = 10_000) -> str:
     """Each trial of ``sweep``: name, state, key metrics, MLflow run id (for ``--run``); the
     reasons of failed trials below. Where a row would not fit ``width`` columns, each run id goes
     on a line of its own below its trial, whole (a terminal would break it where a user copies it)."""
@@ -109,10 +110,17 @@ def trials_table(sweep: "SweepSummary", indent: str = "    ", width: int = 10_00
         rows, widths = [r[:-1] for r in rows], widths[:-1]
     lines = []
     for k, r in enumerate(rows):
-        lines.append(indent + "  ".join(c.ljust(w) if i < 2 or (i == len(r) - 1 and not split) else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+        lines.append(
+            indent
+            + "  ".join(
+                c.ljust(w) if i < 2 or (i == len(r) - 1 and not split) else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))
+            ).rstrip()
+        )
         if split and k:
             lines.append(f"{indent}  MLflow run id {sweep.trials[k - 1].run_id}")
-    lines += [f"{indent}{t.name}: {t.tags[schema.TAG_ERROR][:200]}" for t in sweep.trials if t.status == "FAILED" and schema.TAG_ERROR in t.tags]
+    lines += [
+        f"{indent}{t.name}: {t.tags[schema.TAG_ERROR][:200]}" for t in sweep.trials if t.status == "FAILED" and schema.TAG_ERROR in t.tags
+    ]
     return "\n".join(lines)
 
 
@@ -131,7 +139,7 @@ def _study_name(target: str, uri: str) -> str:
     return target
 
 
-def recorded_store(state: "SweepState", target: str) -> str:
+def recorded_store(state: SweepState, target: str) -> str:
     """The store a sweep directory's state records, refused in one line naming ``--uri`` when no
     server answers there (it moved: a new head or twin)."""
     from trainables.tracking.store import TrackingError, is_tracking_server, server_silence, tracking_uri
@@ -139,8 +147,10 @@ def recorded_store(state: "SweepState", target: str) -> str:
     uri = state.uri
     silence = server_silence(uri, 5.0) if is_tracking_server(uri) else None
     if silence is not None:
-        raise TrackingError(f"no MLflow server answers at {uri}, where sweep {target} recorded its store ({silence}); if it moved (a new head or twin): "
-                            f"`mjp sweep status {target} --uri NEW_URI`, then `mjp sweep resume {target} --uri NEW_URI`")
+        raise TrackingError(
+            f"no MLflow server answers at {uri}, where sweep {target} recorded its store ({silence}); if it moved (a new head or twin): "
+            f"`mjp sweep status {target} --uri NEW_URI`, then `mjp sweep resume {target} --uri NEW_URI`"
+        )
     return tracking_uri(uri)
 
 

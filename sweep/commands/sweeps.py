@@ -19,7 +19,9 @@ def after_sweep(outcome: Any, study: Any) -> int:
     for t in outcome.failed:
         print(f"failed: {t.label}: {t.error}", file=sys.stderr)
     done = outcome.finished
-    print(f"\nsweep {study.name}: {done} of {outcome.expected_trials} trials finished, {len(outcome.failed)} failed · MLflow parent run {outcome.parent_run_id}")
+    print(
+        f"\nsweep {study.name}: {done} of {outcome.expected_trials} trials finished, {len(outcome.failed)} failed · MLflow parent run {outcome.parent_run_id}"
+    )
     uri = outcome.uri  # the sweep's store, wherever the command is typed
     report = publish_sweep_report(outcome.parent_run_id, study, reports_dir(), uri)
     if report is not None:

@@ -15,8 +15,16 @@ from sweep.console.table import clock as format_clock
 class ProgressLine:
     """``label: 120/2400 (5%) · 0:12 elapsed · ETA 3:48``, called as ``progress(done, total)``."""
 
-    def __init__(self, label: str, *, stream: TextIO | None = None, clock: Callable[[], float] = time.monotonic,
-                 quiet_s: float = 2.0, plain_s: float = 10.0, redraw_s: float = 0.25):
+    def __init__(
+        self,
+        label: str,
+        *,
+        stream: TextIO | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        quiet_s: float = 2.0,
+        plain_s: float = 10.0,
+        redraw_s: float = 0.25,
+    ):
         self.label, self.stream, self.clock = label, stream or sys.stderr, clock
         self.quiet_s, self.plain_s, self.redraw_s = quiet_s, plain_s, redraw_s
         self.tty = self.stream.isatty()

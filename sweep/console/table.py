@@ -138,11 +138,18 @@ class ConsoleTable:
         fitted = self.fitted_widths(width)
         table = Table(title=self.summary(), title_justify="left", expand=False)
         for (header, _), w in fitted.items():
-            table.add_column(header, justify="left" if header in ("trial", "state", "this epoch") else "right" if header != "progress" else "left",
-                             no_wrap=header != "trial", overflow="fold", width=w)
+            table.add_column(
+                header,
+                justify="left" if header in ("trial", "state", "this epoch") else "right" if header != "progress" else "left",
+                no_wrap=header != "trial",
+                overflow="fold",
+                width=w,
+            )
         for row in self.rows.values():
             cells = self.cells(row)
-            bar = ProgressBar(total=max(row.epochs, 1), completed=row.epochs if row.state == "done" else row.epochs_done, width=self.BAR_WIDTH)
+            bar = ProgressBar(
+                total=max(row.epochs, 1), completed=row.epochs if row.state == "done" else row.epochs_done, width=self.BAR_WIDTH
+            )
             # a column's display position counts the bar, which has no cell
             table.add_row(*[bar if header == "progress" else cells[i - 1 if i > 2 else i] for header, i in fitted])
         return table

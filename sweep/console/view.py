@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, Callable, TextIO
+from collections.abc import Callable
+from typing import Any, TextIO
 
 from ray import tune
 
@@ -72,8 +73,9 @@ class ConsoleView(tune.Callback):
             from rich.live import Live
 
             self._console = Console(file=self.stream)
-            self._live = Live(console=self._console, get_renderable=lambda: self.table.rich(self._console.width), refresh_per_second=2,
-                              transient=False)
+            self._live = Live(
+                console=self._console, get_renderable=lambda: self.table.rich(self._console.width), refresh_per_second=2, transient=False
+            )
             self._live.start()
 
     def __getstate__(self) -> dict[str, Any]:

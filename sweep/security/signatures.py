@@ -26,8 +26,8 @@ import json
 import os
 import secrets
 import stat
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from trainables.errors import UserError
 
@@ -63,10 +63,14 @@ def signing_key(create: bool) -> bytes | None:
             fh.write(secrets.token_bytes(32))
     mode = path.stat().st_mode
     if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise UserError(f"the sweep signing key {path} is accessible to other users (mode {stat.S_IMODE(mode):o}); allowed: only you (chmod 600 {path})")
+        raise UserError(
+            f"the sweep signing key {path} is accessible to other users (mode {stat.S_IMODE(mode):o}); allowed: only you (chmod 600 {path})"
+        )
     key = path.read_bytes()
     if len(key) < 32:
-        raise UserError(f"the sweep signing key {path} is truncated ({len(key)} bytes, 32 expected); delete it to make a new one (sweeps signed with it will no longer resume)")
+        raise UserError(
+            f"the sweep signing key {path} is truncated ({len(key)} bytes, 32 expected); delete it to make a new one (sweeps signed with it will no longer resume)"
+        )
     return key
 
 
@@ -109,7 +113,7 @@ def _remote_files(uri: str) -> Iterable[str]:
     fs, path = pyarrow.fs.FileSystem.from_uri(uri)
     for info in fs.get_file_info(pyarrow.fs.FileSelector(path, recursive=True)):
         if info.type == pyarrow.fs.FileType.File:
-            yield info.path[len(path.rstrip("/")) + 1:]
+            yield info.path[len(path.rstrip("/")) + 1 :]
 
 
 def read_file(experiment_dir: str, relpath: str) -> bytes:
@@ -141,11 +145,15 @@ def _load_manifest(experiment_dir: str, key: bytes) -> dict[str, list[str]]:
         data = json.loads(read_file(experiment_dir, MANIFEST))
         files, mac = data["files"], data["mac"]
     except (FileNotFoundError, OSError):
-        raise UserError(f"refusing to resume {experiment_dir}: it has no signature manifest ({MANIFEST}); only a sweep directory this platform wrote for you resumes") from None
+        raise UserError(
+            f"refusing to resume {experiment_dir}: it has no signature manifest ({MANIFEST}); only a sweep directory this platform wrote for you resumes"
+        ) from None
     except (ValueError, KeyError, TypeError):
         raise UserError(f"refusing to resume {experiment_dir}: its signature manifest {MANIFEST} is unreadable") from None
     if not isinstance(files, dict) or not isinstance(mac, str) or not hmac.compare_digest(mac, _manifest_mac(key, files)):
-        raise UserError(f"refusing to resume {experiment_dir}: its signature manifest {MANIFEST} was not made with your signing key {key_path()} (forged, or another user's sweep)")
+        raise UserError(
+            f"refusing to resume {experiment_dir}: its signature manifest {MANIFEST} was not made with your signing key {key_path()} (forged, or another user's sweep)"
+        )
     return files
 
 
@@ -186,7 +194,9 @@ def verify_sweep_dir(experiment_dir: str) -> None:
     user's key. Reads bytes only: nothing in the directory is unpickled here."""
     key = signing_key(create=False)
     if key is None:
-        raise UserError(f"refusing to resume {experiment_dir}: you have no sweep signing key ({key_path()}), so no sweep directory was signed for you on this machine")
+        raise UserError(
+            f"refusing to resume {experiment_dir}: you have no sweep signing key ({key_path()}), so no sweep directory was signed for you on this machine"
+        )
     files = _load_manifest(experiment_dir, key)
     listing = _remote_files(experiment_dir) if "://" in experiment_dir else _local_files(experiment_dir)
     listing = set(listing)
@@ -196,11 +206,19 @@ def verify_sweep_dir(experiment_dir: str) -> None:
         if not must_be_signed(rel):
             continue
         if rel == STATE_FILE and not files.get(rel):
-            raise UserError(f"refusing to resume {experiment_dir}: its state file {STATE_FILE} is not signed (a sweep started before state files were signed, or one not written for you); start the sweep again")
+            raise UserError(
+                f"refusing to resume {experiment_dir}: its state file {STATE_FILE} is not signed (a sweep started before state files were signed, or one not written for you); start the sweep again"
+            )
         if rel == STATE_FILE and _file_mac(key, rel, read_file(experiment_dir, rel)) not in files[rel]:
-            raise UserError(f"refusing to resume {experiment_dir}: {STATE_FILE} was changed after this sweep wrote it (its signature does not match); put back the original or start the sweep again")
+            raise UserError(
+                f"refusing to resume {experiment_dir}: {STATE_FILE} was changed after this sweep wrote it (its signature does not match); put back the original or start the sweep again"
+            )
         known = files.get(rel)
         if not known:
-            raise UserError(f"refusing to resume {experiment_dir}: {rel} was not written by this sweep (unsigned); Tune would unpickle it, which can run code. Remove it if you trust nothing in it")
+            raise UserError(
+                f"refusing to resume {experiment_dir}: {rel} was not written by this sweep (unsigned); Tune would unpickle it, which can run code. Remove it if you trust nothing in it"
+            )
         if _file_mac(key, rel, read_file(experiment_dir, rel)) not in known:
-            raise UserError(f"refusing to resume {experiment_dir}: {rel} was changed after this sweep wrote it (its signature does not match); Tune would unpickle it, which can run code")
+            raise UserError(
+                f"refusing to resume {experiment_dir}: {rel} was changed after this sweep wrote it (its signature does not match); Tune would unpickle it, which can run code"
+            )

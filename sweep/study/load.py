@@ -11,7 +11,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from trainables.evaluation.registry import reported_metrics
 from sweep.study.names import PROJECT_DIR, shipped_studies, shipped_study
 from sweep.study.schema import Choice, Fixed, Grid, IntRange, Objective, StudyConfig, is_active
 from trainables.config.build import build_config, describe_validation_error, flat_params, known_keys
@@ -19,13 +18,16 @@ from trainables.config.overrides import did_you_mean, did_you_mean_key, expand_p
 from trainables.config.schema import TrackingSection, TrainConfig
 from trainables.config.yaml_files import read_yaml_mapping
 from trainables.errors import ConfigError
+from trainables.evaluation.registry import reported_metrics
 
 
 class Study:
     """A loaded study: its config (seeds folded into the space), its base ``TrainConfig`` tree,
     whether it is the smoke size, and the study file as read (``tree``, for its digest)."""
 
-    def __init__(self, config: StudyConfig, base_tree: dict[str, Any], source: str, smoke: bool, extra: dict[str, Any], tree: dict[str, Any]):
+    def __init__(
+        self, config: StudyConfig, base_tree: dict[str, Any], source: str, smoke: bool, extra: dict[str, Any], tree: dict[str, Any]
+    ):
         seeds = (config.smoke.seeds if smoke and config.smoke.seeds else None) or config.seeds
         if smoke and config.smoke.space:
             config = config.model_copy(update={"space": {**config.space, **config.smoke.space}})
@@ -65,12 +67,16 @@ class Study:
     @property
     def max_concurrent(self) -> int:
         c = self.config
-        return (c.smoke.max_concurrent if self.smoke and c.smoke.max_concurrent else c.budget.max_concurrent)
+        return c.smoke.max_concurrent if self.smoke and c.smoke.max_concurrent else c.budget.max_concurrent
 
     def train_config(self, params: dict[str, Any]) -> TrainConfig:
         """The ``TrainConfig`` of one trial: base, --set overrides, then the sampled ``params``
         (preset labels expanded into their keys)."""
-        return build_config(self.base_tree, {**self.extra, **expand_presets(params, self.presets)}, source=f"study {self.name!r}" + (f" with {params}" if params else ""))
+        return build_config(
+            self.base_tree,
+            {**self.extra, **expand_presets(params, self.presets)},
+            source=f"study {self.name!r}" + (f" with {params}" if params else ""),
+        )
 
     @property
     def presets(self) -> dict[str, dict[str, dict[str, Any]]]:
@@ -113,7 +119,9 @@ def resolve_study_path(name_or_path: str) -> Path:
     raise ConfigError(f"study {name_or_path!r} is neither a file nor a shipped study{hint}; shipped: {names}")
 
 
-def load_study(name_or_path: str, *, smoke: bool = False, overrides: dict[str, Any] | None = None, check: bool = True, files: bool = True) -> Study:
+def load_study(
+    name_or_path: str, *, smoke: bool = False, overrides: dict[str, Any] | None = None, check: bool = True, files: bool = True
+) -> Study:
     """Read, validate and (``check``) pre-flight a study: every key, every choice, every objective
     (the pre-flight builds models on the meta device, which costs a timm import). ``files=False``:
     the same checks less those that read data or weights files (``mjp sweep plan``)."""
@@ -156,8 +164,10 @@ def check_trial_count(study: Study, allowed: int | None = None) -> None:
     if study.num_trials > allowed:
         grid = " x ".join(str(len(v)) for v in study.config.grid.values())
         what = f"a grid of {grid}" if study.config.search.algorithm == "grid" and grid else "budget.trials"
-        raise ConfigError(f"study {study.name!r} has {study.num_trials:,} trials ({what}), more than the {allowed:,} a sweep starts without asking; "
-                          f"see what it costs with `mjp sweep plan {study.config.name}`, then shrink it or pass --max-trials {study.num_trials}")
+        raise ConfigError(
+            f"study {study.name!r} has {study.num_trials:,} trials ({what}), more than the {allowed:,} a sweep starts without asking; "
+            f"see what it costs with `mjp sweep plan {study.config.name}`, then shrink it or pass --max-trials {study.num_trials}"
+        )
 
 
 def _canonical(value: Any) -> Any:
@@ -178,7 +188,9 @@ def _smoke_tree(config: StudyConfig, path: Path, base_tree: dict[str, Any], extr
     """The smoke size's base tree and overrides: ``smoke.train`` on top, and the MLflow experiment
     always the full study's (or the one given with ``--set``) plus ``-smoke``, never the full one."""
     if "experiment" in (config.smoke.train.get("tracking") or {}):
-        raise ConfigError(f"{path}: smoke.train.tracking.experiment is not needed: a smoke run always logs to the full study's experiment + '-smoke'; remove it")
+        raise ConfigError(
+            f"{path}: smoke.train.tracking.experiment is not needed: a smoke run always logs to the full study's experiment + '-smoke'; remove it"
+        )
     full_base = read_yaml_mapping(PROJECT_DIR / config.base, f"study {path}: base") if config.base else {}
     full = (merge(full_base, config.train).get("tracking") or {}).get("experiment", TrackingSection().experiment)
     tree = merge(merge(base_tree, config.smoke.train), {"tracking": {"experiment": smoke_name(str(full))}})
@@ -196,14 +208,20 @@ def _validate_scheduler(study: Study, path: Path) -> None:
     epochs = study.train_config({}).optim.epochs
     if s.grace_period > epochs:
         where = "smoke.scheduler" if study.smoke and study.config.smoke.scheduler is not None else "scheduler"
-        hint = "; give the smoke size its own, e.g. smoke: {scheduler: {type: asha, grace_period: 1}}" if study.smoke and where == "scheduler" else ""
+        hint = (
+            "; give the smoke size its own, e.g. smoke: {scheduler: {type: asha, grace_period: 1}}"
+            if study.smoke and where == "scheduler"
+            else ""
+        )
         raise ConfigError(
             f"{path}: {where}.grace_period={s.grace_period} is more than the {epochs} epochs each trial trains"
             f"{' at smoke size' if study.smoke else ''} (optim.epochs); ASHA needs 1 <= grace_period <= optim.epochs{hint}"
         )
     sampled = [k for k in ("optim.epochs",) if k in study.config.space]
     if sampled:
-        raise ConfigError(f"{path}: space.{sampled[0]} varies the epochs, but ASHA stops every trial at the base config's optim.epochs={epochs}; fix optim.epochs in train: or use scheduler: {{type: fifo}}")
+        raise ConfigError(
+            f"{path}: space.{sampled[0]} varies the epochs, but ASHA stops every trial at the base config's optim.epochs={epochs}; fix optim.epochs in train: or use scheduler: {{type: fifo}}"
+        )
 
 
 def _validate_space(study: Study, path: Path, files: bool = True) -> None:
@@ -212,7 +230,9 @@ def _validate_space(study: Study, path: Path, files: bool = True) -> None:
 
     def check_key(key: str, where: str) -> None:
         if key not in known and key != "model.kwargs" and not key.startswith("model.kwargs."):
-            raise ConfigError(f"{path}: {where} is not a TrainConfig key{did_you_mean_key(key, known) or did_you_mean(key, known)} (e.g. mjp.mask_ratio, optim.base_lr, mjp.dal)")
+            raise ConfigError(
+                f"{path}: {where} is not a TrainConfig key{did_you_mean_key(key, known) or did_you_mean(key, known)} (e.g. mjp.mask_ratio, optim.base_lr, mjp.dal)"
+            )
 
     for key, p in study.config.space.items():
         presets = getattr(p, "presets", None)
@@ -225,7 +245,9 @@ def _validate_space(study: Study, path: Path, files: bool = True) -> None:
     available = reported_metrics(base)
     for obj in study.config.objectives + ([Objective(metric=study.config.scheduler.metric)] if study.config.scheduler.metric else []):
         if obj.metric not in available:
-            raise ConfigError(f"{path}: objective metric {obj.metric!r} is not reported by the trainable; allowed: {', '.join(sorted(available))}")
+            raise ConfigError(
+                f"{path}: objective metric {obj.metric!r} is not reported by the trainable; allowed: {', '.join(sorted(available))}"
+            )
     from trainables.launch.preflight import preflight
 
     checked: set[str] = set()

@@ -22,7 +22,7 @@ against ``TrainConfig`` (and the model pre-flight) before launch.
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -44,7 +44,7 @@ class _Categorical(_Param):
     presets: dict[str, dict[str, Any]] | None = None
 
     @model_validator(mode="after")
-    def _presets_cover_values(self) -> "_Categorical":
+    def _presets_cover_values(self) -> _Categorical:
         if self.presets is not None:
             missing = [v for v in self.values if v not in self.presets]
             if missing:
@@ -70,7 +70,7 @@ class _Range(_Param):
     high: float = Field(allow_inf_nan=False)
 
     @model_validator(mode="after")
-    def _ordered(self) -> "_Range":
+    def _ordered(self) -> _Range:
         if self.low > self.high:
             raise ValueError(f"low={self.low} > high={self.high}")
         return self
@@ -84,7 +84,7 @@ class LogUniform(_Range):
     type: Literal["loguniform"]
 
     @model_validator(mode="after")
-    def _positive(self) -> "LogUniform":
+    def _positive(self) -> LogUniform:
         if self.low <= 0:
             raise ValueError(f"loguniform needs low > 0, got {self.low}")
         return self
@@ -95,7 +95,7 @@ class IntRange(_Range):
     step: int = Field(1, ge=1)
 
 
-Param = Annotated[Union[Choice, Grid, Fixed, Uniform, LogUniform, IntRange], Field(discriminator="type")]
+Param = Annotated[Choice | Grid | Fixed | Uniform | LogUniform | IntRange, Field(discriminator="type")]
 
 
 class Objective(_Strict):
@@ -167,7 +167,7 @@ class StudyConfig(_Strict):
         return self.budget.trials
 
     @model_validator(mode="after")
-    def _coherent(self) -> "StudyConfig":
+    def _coherent(self) -> StudyConfig:
         if (self.seeds or self.smoke.seeds) and self.search.algorithm != "grid":
             raise ValueError(f"seeds repeat grid points; they need search.algorithm: grid (got {self.search.algorithm!r})")
         if "runtime.seed" in self.space and (self.seeds or self.smoke.seeds):
@@ -217,9 +217,13 @@ class StudyConfig(_Strict):
             for label, sets in (getattr(p, "presets", None) or {}).items():
                 for k in sets:
                     if k in self.space and k != key:
-                        raise ValueError(f"space.{key}.presets.{label} sets {k}, which space.{k} also samples; the preset would silently override the sample: keep one")
+                        raise ValueError(
+                            f"space.{key}.presets.{label} sets {k}, which space.{k} also samples; the preset would silently override the sample: keep one"
+                        )
                     if k in setters and setters[k] != key:
-                        raise ValueError(f"space.{setters[k]} and space.{key} both have presets that set {k}; which one wins is ambiguous: keep it in one")
+                        raise ValueError(
+                            f"space.{setters[k]} and space.{key} both have presets that set {k}; which one wins is ambiguous: keep it in one"
+                        )
                     setters[k] = key
 
 

@@ -6,7 +6,8 @@ suggested, so Optuna never sees (and never models) ``mjp.dal_weight`` for a tria
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import optuna
 

@@ -36,8 +36,10 @@ def close_running_children(parent: RunTracker) -> None:
 
 
 #: why a child run ended KILLED when no trial of the resumed sweep adopted it
-LOST_NOT_PROPOSED = ("lost with the sweep's driver before Tune saved its trial; the searcher did not propose these params "
-                     "again, so no trial continued this run")
+LOST_NOT_PROPOSED = (
+    "lost with the sweep's driver before Tune saved its trial; the searcher did not propose these params "
+    "again, so no trial continued this run"
+)
 
 
 def close_orphans(parent: RunTracker) -> int:

@@ -65,7 +65,7 @@ def check_storage(url: str, name: str, study: StudyConfig) -> None:
     from trainables.errors import UserError
     from trainables.tracking.store import store_lock
 
-    path = Path(url[len("sqlite:///"):]) if url.startswith("sqlite:///") else None
+    path = Path(url[len("sqlite:///") :]) if url.startswith("sqlite:///") else None
     try:
         if path is not None:
             with store_lock(path):
@@ -75,8 +75,10 @@ def check_storage(url: str, name: str, study: StudyConfig) -> None:
     except Exception as err:  # sqlite, SQLAlchemy, alembic or Optuna: a store this sweep cannot use
         first = (str(err).strip().splitlines() or [""])[0][:200]
         where = path or url
-        raise UserError(f"the sweep's Optuna storage {where} cannot be read ({type(err).__name__}: {first}); "
-                        f"move it aside (the MLflow runs do not depend on it) and run the command again") from None
+        raise UserError(
+            f"the sweep's Optuna storage {where} cannot be read ({type(err).__name__}: {first}); "
+            f"move it aside (the MLflow runs do not depend on it) and run the command again"
+        ) from None
 
 
 class OptunaMirror(tune.Callback):
@@ -114,8 +116,12 @@ class OptunaMirror(tune.Callback):
             return {}, None
         run = tracker.run()
         tags = run.data.tags
-        attrs = {"mlflow_run_id": run.info.run_id, "mlflow_run_name": run.info.run_name or "",
-                 "variant": tags.get(schema.TAG_VARIANT, ""), "label": tags.get(schema.TAG_LABEL, "")}
+        attrs = {
+            "mlflow_run_id": run.info.run_id,
+            "mlflow_run_name": run.info.run_name or "",
+            "variant": tags.get(schema.TAG_VARIANT, ""),
+            "label": tags.get(schema.TAG_LABEL, ""),
+        }
         return {k: v for k, v in attrs.items() if v}, datetime.datetime.fromtimestamp(run.info.start_time / 1000)
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info: Any) -> None:
@@ -136,8 +142,12 @@ class OptunaMirror(tune.Callback):
             state = optuna.trial.TrialState.FAIL
         run_attrs, run_start = self._mlflow_run(trial)
         frozen = optuna.trial.create_trial(
-            params=params, distributions={k: dists[k] for k in params}, values=values if state == optuna.trial.TrialState.COMPLETE else None,
-            state=state, intermediate_values=self.values.get(trial.trial_id, {}), user_attrs={MIRROR_ATTR: trial.trial_id, **run_attrs},
+            params=params,
+            distributions={k: dists[k] for k in params},
+            values=values if state == optuna.trial.TrialState.COMPLETE else None,
+            state=state,
+            intermediate_values=self.values.get(trial.trial_id, {}),
+            user_attrs={MIRROR_ATTR: trial.trial_id, **run_attrs},
         )
         frozen.datetime_complete = datetime.datetime.now()
         frozen.datetime_start = min(run_start or self.started.get(trial.trial_id) or frozen.datetime_complete, frozen.datetime_complete)

@@ -48,11 +48,15 @@ def _outcomes(spec: TrialSpec, grid: Any) -> list[TrialOutcome]:
     for result in grid:
         params = {k: v for k, v in (result.config or {}).items()}
         metrics = dict(result.metrics or {})
-        trials.append(TrialOutcome(
-            trial_id=str(metrics.get("trial_id") or Path(result.path or "").name),
-            label=spec.label(params).display, params=params, metrics=metrics,
-            error=str(result.error).strip().splitlines()[-1][:300] if result.error else None,
-        ))
+        trials.append(
+            TrialOutcome(
+                trial_id=str(metrics.get("trial_id") or Path(result.path or "").name),
+                label=spec.label(params).display,
+                params=params,
+                metrics=metrics,
+                error=str(result.error).strip().splitlines()[-1][:300] if result.error else None,
+            )
+        )
     return trials
 
 
@@ -71,12 +75,25 @@ def pareto_front(trials: list[TrialOutcome], objectives: list[tuple[str, str]]) 
     return front
 
 
-def finish_sweep(study: Study, spec: TrialSpec, parent: RunTracker, grid: Any, experiment_dir: str, recorder: SweepRecorder, log: Path) -> SweepOutcome:
+def finish_sweep(
+    study: Study, spec: TrialSpec, parent: RunTracker, grid: Any, experiment_dir: str, recorder: SweepRecorder, log: Path
+) -> SweepOutcome:
     trials = _outcomes(spec, grid)
     objectives = study.config.objectives
     ended = recorder.finished_ids if recorder.interrupted else None  # a sweep that ran through: every trial ended
-    done = [t for t in trials if t.error is None and all(o.metric in t.metrics for o in objectives) and (ended is None or t.trial_id in ended)]
-    outcome = SweepOutcome(parent.run_id, experiment_dir, trials, interrupted=recorder.interrupted, expected_trials=study.num_trials, log_file=str(log), finished=len(done), uri=spec.uri)
+    done = [
+        t for t in trials if t.error is None and all(o.metric in t.metrics for o in objectives) and (ended is None or t.trial_id in ended)
+    ]
+    outcome = SweepOutcome(
+        parent.run_id,
+        experiment_dir,
+        trials,
+        interrupted=recorder.interrupted,
+        expected_trials=study.num_trials,
+        log_file=str(log),
+        finished=len(done),
+        uri=spec.uri,
+    )
     summary: dict[str, float] = {"sweep/trials": len(trials), "sweep/failed": len(outcome.failed)}
     if len(objectives) == 1 and done:
         o = objectives[0]
@@ -86,11 +103,16 @@ def finish_sweep(study: Study, spec: TrialSpec, parent: RunTracker, grid: Any, e
     elif done:
         outcome.pareto = pareto_front(done, [(o.metric, o.mode) for o in objectives])
         summary["pareto/size"] = len(outcome.pareto)
-        rows = [{"trial": t.label, "trial_id": t.trial_id, **t.params, **{o.metric: t.metrics[o.metric] for o in objectives}} for t in outcome.pareto]
+        rows = [
+            {"trial": t.label, "trial_id": t.trial_id, **t.params, **{o.metric: t.metrics[o.metric] for o in objectives}}
+            for t in outcome.pareto
+        ]
         parent.log_text(json.dumps(rows, indent=2), schema.ARTIFACT_PARETO)
     if outcome.interrupted:
         close_running_children(parent)
-        parent.set_tags({schema.TAG_INTERRUPTED: f"{len(done)} of {study.num_trials} trials finished; `mjp sweep resume {experiment_dir}` continues"})
+        parent.set_tags(
+            {schema.TAG_INTERRUPTED: f"{len(done)} of {study.num_trials} trials finished; `mjp sweep resume {experiment_dir}` continues"}
+        )
         parent.set_status("KILLED")
     else:
         close_orphans(parent)

@@ -63,17 +63,23 @@ def claim(experiment_dir: str) -> None:
     try:  # never through a link: the directory may be shared, and the holder's line is written into the file
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     except OSError as err:
-        raise UserError(f"cannot lock the sweep directory {experiment_dir} ({path}: {err.strerror}); is it a sweep directory you may write?") from None
+        raise UserError(
+            f"cannot lock the sweep directory {experiment_dir} ({path}: {err.strerror}); is it a sweep directory you may write?"
+        ) from None
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1 or info.st_uid != os.getuid():
         os.close(fd)
-        raise UserError(f"{path} is not a lock file this user made (a link, or another user's file); remove it if the sweep {experiment_dir} is yours")
+        raise UserError(
+            f"{path} is not a lock file this user made (a link, or another user's file); remove it if the sweep {experiment_dir} is yours"
+        )
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
-        raise UserError(f"sweep {experiment_dir} is already run by {holder(path)}; wait for it to end, or stop it "
-                        "(Ctrl-C, or `kill <pid>`) and resume then") from None
+        raise UserError(
+            f"sweep {experiment_dir} is already run by {holder(path)}; wait for it to end, or stop it "
+            "(Ctrl-C, or `kill <pid>`) and resume then"
+        ) from None
     since = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()} since {since}\n".encode(), 0)

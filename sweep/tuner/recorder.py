@@ -49,7 +49,11 @@ class SweepRecorder(tune.Callback):
         if self.epochs is not None and epoch >= self.epochs:
             self._mark(trial, "FINISHED", {})
         else:
-            self._mark(trial, "FINISHED", {schema.TAG_STOPPED: f"stopped early by the scheduler at epoch {epoch}" + (f"/{self.epochs}" if self.epochs else "")})
+            self._mark(
+                trial,
+                "FINISHED",
+                {schema.TAG_STOPPED: f"stopped early by the scheduler at epoch {epoch}" + (f"/{self.epochs}" if self.epochs else "")},
+            )
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self._mark(trial, "FAILED", {schema.TAG_ERROR: failure_reason(trial)})
@@ -58,7 +62,9 @@ class SweepRecorder(tune.Callback):
         unfinished = [t for t in trials if t.status not in ("TERMINATED", "ERROR")]
         # Ctrl-C leaves the running trials TERMINATED too, without on_trial_complete; a trial that
         # finished in an earlier run of a resumed sweep has its final result marked done
-        self.finished_ids = {t.trial_id for t in trials if t.status == "TERMINATED" and (t.trial_id in self._completed or (t.last_result or {}).get("done"))}
+        self.finished_ids = {
+            t.trial_id for t in trials if t.status == "TERMINATED" and (t.trial_id in self._completed or (t.last_result or {}).get("done"))
+        }
         # a trial Ctrl-C stopped is TERMINATED without having ended: the run was interrupted (the
         # last trial of a sweep, or the one trial of `mjp train`)
         stopped = [t for t in trials if t.status == "TERMINATED" and t.trial_id not in self.finished_ids]
@@ -66,7 +72,11 @@ class SweepRecorder(tune.Callback):
         self.interrupted = bool(unfinished) or (bool(stopped) and not out_of_time) or (len(trials) < self.expected and not out_of_time)
         if out_of_time:
             for trial in stopped:
-                self._mark(trial, "KILLED", {schema.TAG_STOPPED: f"stopped by the sweep's time budget (budget.time_budget_s={self.time_budget_s:g})"})
+                self._mark(
+                    trial,
+                    "KILLED",
+                    {schema.TAG_STOPPED: f"stopped by the sweep's time budget (budget.time_budget_s={self.time_budget_s:g})"},
+                )
             stopped = []
         for trial in unfinished + stopped:
             self._mark(trial, "KILLED", {schema.TAG_INTERRUPTED: "the sweep was interrupted; `mjp sweep resume` continues it"})
@@ -99,5 +109,7 @@ class run_closed_on_error:
                 raise
             full = full or disk_full_reason(closing)
         if full is not None:
-            raise DiskFullError(f"a disk this command writes to is full ({full}); free some space (the MLflow store {self.parent.uri}, the run's storage), then {self.then() if callable(self.then) else self.then}") from None
+            raise DiskFullError(
+                f"a disk this command writes to is full ({full}); free some space (the MLflow store {self.parent.uri}, the run's storage), then {self.then() if callable(self.then) else self.then}"
+            ) from None
         return False

@@ -53,8 +53,16 @@ from trainables.tracking.runs import RunTracker
 from trainables.tracking.store import check_store_writable, optuna_storage_url, tracking_uri
 
 
-def run_sweep(study: Study, *, storage: str | None = None, address: str | None = None, uri: str | None = None, verbose: bool = False, stream: TextIO | None = None,
-              command: str | None = None) -> SweepOutcome:
+def run_sweep(
+    study: Study,
+    *,
+    storage: str | None = None,
+    address: str | None = None,
+    uri: str | None = None,
+    verbose: bool = False,
+    stream: TextIO | None = None,
+    command: str | None = None,
+) -> SweepOutcome:
     """Launch a validated study; returns when every trial has ended (or the sweep was interrupted).
     A sweep that fails (or is interrupted) before its first trial starts leaves no directory.
     ``command``: what started it (default ``mjp sweep run <study>``), tagged on the parent run."""
@@ -86,33 +94,77 @@ def run_sweep(study: Study, *, storage: str | None = None, address: str | None =
         release(experiment_dir)
 
 
-def _launch(study: Study, storage: str, address: str | None, uri: str, verbose: bool, stream: TextIO | None,
-            experiment: str, run_name: str, experiment_dir: str, recorder: SweepRecorder, command: str) -> SweepOutcome:
+def _launch(
+    study: Study,
+    storage: str,
+    address: str | None,
+    uri: str,
+    verbose: bool,
+    stream: TextIO | None,
+    experiment: str,
+    run_name: str,
+    experiment_dir: str,
+    recorder: SweepRecorder,
+    command: str,
+) -> SweepOutcome:
     log = start_logging(experiment_dir, run_name, verbose)
     announce(stream, f"sweep {run_name}: {study.num_trials} trials, {study.max_concurrent} at a time · logs: {log}")
-    parent = RunTracker.create(uri, experiment, run_name=run_name, tags={
-        schema.TAG_KIND: schema.KIND_SWEEP, schema.TAG_STUDY: study.name, schema.TAG_SMOKE: str(study.smoke),
-        schema.TAG_DRIVER: f"{socket.gethostname()}:{os.getpid()}", schema.TAG_EXPERIMENT_DIR: experiment_dir, schema.TAG_COMMAND: command,
-    })
+    parent = RunTracker.create(
+        uri,
+        experiment,
+        run_name=run_name,
+        tags={
+            schema.TAG_KIND: schema.KIND_SWEEP,
+            schema.TAG_STUDY: study.name,
+            schema.TAG_SMOKE: str(study.smoke),
+            schema.TAG_DRIVER: f"{socket.gethostname()}:{os.getpid()}",
+            schema.TAG_EXPERIMENT_DIR: experiment_dir,
+            schema.TAG_COMMAND: command,
+        },
+    )
     recorder.parent_run_id = parent.run_id
     # closed FAILED/KILLED on any error from here; before the first trial the sweep's directory is
     # removed (run_sweep), so the way on is to run the command again, after it a resume
     then = lambda: f"`mjp sweep resume {experiment_dir}` continues the sweep" if recorder.trials_started else "run the command again"  # noqa: E731
     with run_closed_on_error(parent, then):
         c = study.config
-        parent.log_params(schema.SweepParams(
-            study=study.name, search_algorithm=c.search.algorithm, search_seed=c.search.seed, objectives=tuple((o.metric, o.mode) for o in c.objectives),
-            trials=study.num_trials, max_concurrent=study.max_concurrent, scheduler=c.scheduler.type, smoke=study.smoke, space=tuple(c.space),
-            experiment_dir=experiment_dir, paper_tables=tuple(map(str, c.paper)),
-        ).to_params())
+        parent.log_params(
+            schema.SweepParams(
+                study=study.name,
+                search_algorithm=c.search.algorithm,
+                search_seed=c.search.seed,
+                objectives=tuple((o.metric, o.mode) for o in c.objectives),
+                trials=study.num_trials,
+                max_concurrent=study.max_concurrent,
+                scheduler=c.scheduler.type,
+                smoke=study.smoke,
+                space=tuple(c.space),
+                experiment_dir=experiment_dir,
+                paper_tables=tuple(map(str, c.paper)),
+            ).to_params()
+        )
         parent.log_artifact(study.source, schema.ARTIFACT_STUDY_DIR)
         from trainables.tracking.store import set_experiment_note
 
         description = " ".join(study.config.description.split())
         parent.set_note(f"{description}\n\n(the table and the report appear here when the sweep ends)")
-        set_experiment_note(uri, experiment, f"{description}\n\nEach sweep of study `{study.name}` is a parent run; its trials are child runs named by what they train. `mjp analyze report --study {study.name}` writes the study's report.")
-        state = SweepState(study=study.source, study_in_project=in_project(study.source), study_digest=study.digest, smoke=study.smoke, extra=study.extra,
-                           uri=uri, experiment=experiment, parent_run_id=parent.run_id, name=run_name, optuna_storage=optuna_storage_url(uri))
+        set_experiment_note(
+            uri,
+            experiment,
+            f"{description}\n\nEach sweep of study `{study.name}` is a parent run; its trials are child runs named by what they train. `mjp analyze report --study {study.name}` writes the study's report.",
+        )
+        state = SweepState(
+            study=study.source,
+            study_in_project=in_project(study.source),
+            study_digest=study.digest,
+            smoke=study.smoke,
+            extra=study.extra,
+            uri=uri,
+            experiment=experiment,
+            parent_run_id=parent.run_id,
+            name=run_name,
+            optuna_storage=optuna_storage_url(uri),
+        )
         write_state(experiment_dir, state)
         if state.optuna_storage:
             from sweep.tuner.optuna_mirror import check_storage
@@ -122,18 +174,32 @@ def _launch(study: Study, storage: str, address: str | None, uri: str, verbose: 
         link_ray_logs(experiment_dir)
         spec = trial_spec(study, state, storage)
         trainable, tune_config = tuner_parts(study, spec)
-        tuner = tune.Tuner(trainable, tune_config=tune_config, run_config=tune.RunConfig(
-            name=run_name, storage_path=storage, callbacks=sweep_callbacks(study, spec, state, recorder, stream, experiment_dir), verbose=2 if verbose else 0,
-            failure_config=failure_config(study.train_config({})),
-        ))
+        tuner = tune.Tuner(
+            trainable,
+            tune_config=tune_config,
+            run_config=tune.RunConfig(
+                name=run_name,
+                storage_path=storage,
+                callbacks=sweep_callbacks(study, spec, state, recorder, stream, experiment_dir),
+                verbose=2 if verbose else 0,
+                failure_config=failure_config(study.train_config({})),
+            ),
+        )
         sign_tuner_file(experiment_dir)
         with objectives_checked_at_the_end(study):
             grid = tuner.fit()
         return finish_sweep(study, spec, parent, grid, experiment_dir, recorder, log)
 
 
-def resume_sweep(experiment_dir: str, loaded: tuple[SweepState, Study] | None = None, *, address: str | None = None, verbose: bool = False,
-                 stream: TextIO | None = None, uri: str | None = None) -> SweepOutcome:
+def resume_sweep(
+    experiment_dir: str,
+    loaded: tuple[SweepState, Study] | None = None,
+    *,
+    address: str | None = None,
+    verbose: bool = False,
+    stream: TextIO | None = None,
+    uri: str | None = None,
+) -> SweepOutcome:
     """Continue an interrupted sweep: unfinished and errored trials run again under their own
     MLflow child runs; finished trials are kept; the Optuna state is restored by Tune.
     ``loaded``: the directory's ``load_resumable``, when the caller has read it already; ``uri``:
@@ -147,8 +213,9 @@ def resume_sweep(experiment_dir: str, loaded: tuple[SweepState, Study] | None = 
         release(experiment_dir)
 
 
-def _resume(experiment_dir: str, loaded: tuple[SweepState, Study] | None, address: str | None, verbose: bool, stream: TextIO | None,
-            uri: str | None) -> SweepOutcome:
+def _resume(
+    experiment_dir: str, loaded: tuple[SweepState, Study] | None, address: str | None, verbose: bool, stream: TextIO | None, uri: str | None
+) -> SweepOutcome:
     state, study = loaded or load_resumable(experiment_dir)  # before Ray opens (and unpickles) anything in it
     check_study(study)
     moved = in_store(state, uri, experiment_dir)  # the store holds the sweep's parent run, before any write

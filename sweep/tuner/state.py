@@ -56,7 +56,7 @@ class SweepState:
         return json.dumps(dataclasses.asdict(self), indent=2)
 
     @classmethod
-    def from_json(cls, text: str) -> "SweepState":
+    def from_json(cls, text: str) -> SweepState:
         raw = json.loads(text)
         if not isinstance(raw, dict):
             raise ValueError("not a JSON object")
@@ -66,9 +66,11 @@ class SweepState:
     def check_resumable(self) -> None:
         """Refuse, in one line, a sweep Tune saved under another layout of the code's modules."""
         if self.layout != LAYOUT:
-            raise UserError(f"sweep {self.name} was started under an older layout of this code (modules moved since); Tune's saved "
-                            f"state names the old modules: resume it from commit {LAST_FLAT_COMMIT} (`git checkout {LAST_FLAT_COMMIT}`, then "
-                            "`mjp sweep resume` again), or start it anew with `mjp sweep run`")
+            raise UserError(
+                f"sweep {self.name} was started under an older layout of this code (modules moved since); Tune's saved "
+                f"state names the old modules: resume it from commit {LAST_FLAT_COMMIT} (`git checkout {LAST_FLAT_COMMIT}`, then "
+                "`mjp sweep resume` again), or start it anew with `mjp sweep run`"
+            )
 
 
 def write_state(experiment_dir: str, state: SweepState) -> None:
@@ -86,7 +88,9 @@ def read_state(experiment_dir: str) -> SweepState:
         with fs.open_input_stream(f"{path}/{STATE_FILE}") as fh:
             return SweepState.from_json(fh.read().decode())
     except (FileNotFoundError, OSError, ValueError, TypeError):
-        raise UserError(f"{experiment_dir} is not a sweep directory (no readable {STATE_FILE}); pass the directory `mjp sweep run` printed") from None
+        raise UserError(
+            f"{experiment_dir} is not a sweep directory (no readable {STATE_FILE}); pass the directory `mjp sweep run` printed"
+        ) from None
 
 
 def in_project(path: str) -> str | None:
@@ -107,8 +111,10 @@ def study_of_state(state: SweepState, *, check: bool = True) -> Study:
         path = str(PROJECT_DIR / state.study_in_project)
     study = load_study(path, smoke=state.smoke, overrides=state.extra, check=False)
     if state.study_digest not in (None, study.digest):  # a sweep from before the digest: nothing to compare
-        raise UserError(f"the study {path} or its base config changed since sweep {state.name} started; a resume trains what "
-                        "the sweep started with: put the files back as they were, or start a new sweep with `mjp sweep run`")
+        raise UserError(
+            f"the study {path} or its base config changed since sweep {state.name} started; a resume trains what "
+            "the sweep started with: put the files back as they were, or start a new sweep with `mjp sweep run`"
+        )
     if check:
         check_study(study)
     return study
@@ -140,10 +146,16 @@ def in_store(state: SweepState, uri: str | None, experiment_dir: str) -> SweepSt
     check_store_readable(target)  # a missing SQLite file is not created
     found = run_identity(target, state.parent_run_id)
     if found != (state.name, state.experiment):
-        what = f"its run {state.parent_run_id} is {found[0]!r} in experiment {found[1]!r}" if isinstance(found, tuple) else f"no run {state.parent_run_id} ({found})"
+        what = (
+            f"its run {state.parent_run_id} is {found[0]!r} in experiment {found[1]!r}"
+            if isinstance(found, tuple)
+            else f"no run {state.parent_run_id} ({found})"
+        )
         then = "give the URI of the store the sweep started in" if uri else moved
-        raise TrackingError(f"the MLflow store at {target} is not the store of sweep {state.name} (parent run {state.parent_run_id} in experiment "
-                            f"{state.experiment!r}): {what}; {then}")
+        raise TrackingError(
+            f"the MLflow store at {target} is not the store of sweep {state.name} (parent run {state.parent_run_id} in experiment "
+            f"{state.experiment!r}): {what}; {then}"
+        )
     if target == state.uri:
         return state
     from trainables.tracking.store import optuna_storage_url

@@ -88,7 +88,11 @@ def restored_trial_ids(experiment_dir: str) -> set[str]:
     """The trial ids in the sweep's newest saved experiment state: the trials a resume restores.
     Read as plain JSON (the trials' states are JSON strings; nothing is unpickled)."""
     fs, path = filesystem(experiment_dir)
-    states = [i.path for i in fs.get_file_info(pyarrow.fs.FileSelector(path)) if i.base_name.startswith("experiment_state-") and i.base_name.endswith(".json")]
+    states = [
+        i.path
+        for i in fs.get_file_info(pyarrow.fs.FileSelector(path))
+        if i.base_name.startswith("experiment_state-") and i.base_name.endswith(".json")
+    ]
     if not states:
         return set()
     with fs.open_input_stream(max(states)) as fh:

@@ -48,24 +48,49 @@ def run_training(cfg: TrainConfig, *, address: str | None = None, verbose: bool 
     check_store_writable(uri)
     label = run_label(cfg)
     name = cfg.tracking.run_name or label.run_name
-    storage = storage_root(cfg.tracking.storage_path or os.environ.get("MJP_SWEEP_STORAGE") or "runs")  # a cluster's bucket (cluster.yaml), else ./runs
+    storage = storage_root(
+        cfg.tracking.storage_path or os.environ.get("MJP_SWEEP_STORAGE") or "runs"
+    )  # a cluster's bucket (cluster.yaml), else ./runs
     check_disk_space(storage, checked.checkpoint_bytes, f"{cfg.model.name} ({checked.parameters / 1e6:.1f}M parameters)")
     stamp = f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
     log = start_logging(f"{storage}/{stamp}", stamp, verbose, file_name="train.log")
     announce(stream, f"train {label.display}: {cfg.optim.epochs} epochs on {cfg.data.name} · logs: {log}")
     s = cfg.scaling
-    ensure_ray(address, num_cpus=None if address else max(os.cpu_count() or 1, math.ceil(s.cpus_per_worker * s.num_workers + 0.25)), verbose=verbose, dashboard=not s.in_process)
+    ensure_ray(
+        address,
+        num_cpus=None if address else max(os.cpu_count() or 1, math.ceil(s.cpus_per_worker * s.num_workers + 0.25)),
+        verbose=verbose,
+        dashboard=not s.in_process,
+    )
     tracker = start_run(cfg, uri, run_name=name, tags={schema.TAG_LABEL: label.display})
     with run_closed_on_error(tracker):  # from its first moment: a signal while the Tuner is built leaves it KILLED
-        spec = TrialSpec(name=stamp, base_tree=cfg.model_dump(mode="json"), uri=uri, experiment=cfg.tracking.experiment, storage=f"{storage}/{stamp}-train", run_id=tracker.run_id)
-        view = ConsoleView(f"train {label.display}", lambda p: label.display, lambda p: cfg.optim.epochs, [(keys.VAL_TOP1, "max")], 1, per_epoch_lines=True, stream=stream,
-                           progress_of=MlflowProgress(uri, cfg.tracking.experiment, run_id=tracker.run_id))
+        spec = TrialSpec(
+            name=stamp,
+            base_tree=cfg.model_dump(mode="json"),
+            uri=uri,
+            experiment=cfg.tracking.experiment,
+            storage=f"{storage}/{stamp}-train",
+            run_id=tracker.run_id,
+        )
+        view = ConsoleView(
+            f"train {label.display}",
+            lambda p: label.display,
+            lambda p: cfg.optim.epochs,
+            [(keys.VAL_TOP1, "max")],
+            1,
+            per_epoch_lines=True,
+            stream=stream,
+            progress_of=MlflowProgress(uri, cfg.tracking.experiment, run_id=tracker.run_id),
+        )
         recorder = SweepRecorder(uri, cfg.tracking.experiment, None, 1, None)
         tuner = tune.Tuner(
             tune.with_resources(tune.with_parameters(tune_trial, spec=spec), TrialResources(spec)),
             tune_config=tune.TuneConfig(num_samples=1),
             run_config=tune.RunConfig(
-                name=stamp, storage_path=storage, callbacks=[recorder, view], verbose=2 if verbose else 0,
+                name=stamp,
+                storage_path=storage,
+                callbacks=[recorder, view],
+                verbose=2 if verbose else 0,
                 failure_config=failure_config(cfg),
             ),
         )
@@ -75,4 +100,3 @@ def run_training(cfg: TrainConfig, *, address: str | None = None, verbose: bool 
         tracker.set_status("KILLED")
     error = failure_text(result.error) if result.error else None
     return TrainingOutcome(tracker.run_id, dict(result.metrics or {}), error, recorder.interrupted, str(log))
-

@@ -7,7 +7,8 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-from typing import Any, Iterator, TextIO
+from collections.abc import Iterator
+from typing import Any, TextIO
 
 from ray import tune
 from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
@@ -54,9 +55,17 @@ def cpus_needed(study: Study) -> int:
 
 def trial_spec(study: Study, state: SweepState, storage: str) -> TrialSpec:
     return TrialSpec(
-        name=state.name, base_tree=study.base_tree, uri=state.uri, experiment=state.experiment,
-        storage=f"{storage}/{state.name}-trials", extra=study.extra, presets=study.presets, study=study.name,
-        parent_run_id=state.parent_run_id, checkpoint_epochs=asha_rungs(study), driver_cpus=study.config.driver_cpus,
+        name=state.name,
+        base_tree=study.base_tree,
+        uri=state.uri,
+        experiment=state.experiment,
+        storage=f"{storage}/{state.name}-trials",
+        extra=study.extra,
+        presets=study.presets,
+        study=study.name,
+        parent_run_id=state.parent_run_id,
+        checkpoint_epochs=asha_rungs(study),
+        driver_cpus=study.config.driver_cpus,
     )
 
 
@@ -95,14 +104,23 @@ def objectives_checked_at_the_end(study: Study) -> Iterator[None]:
             os.environ[name] = before
 
 
-def sweep_callbacks(study: Study, spec: TrialSpec, state: SweepState, recorder: "SweepRecorder", stream: TextIO | None, experiment_dir: str) -> list[tune.Callback]:
+def sweep_callbacks(
+    study: Study, spec: TrialSpec, state: SweepState, recorder: SweepRecorder, stream: TextIO | None, experiment_dir: str
+) -> list[tune.Callback]:
     recorder.epochs = study.train_config({}).optim.epochs
     callbacks: list[tune.Callback] = [recorder, SweepSigner(experiment_dir, experiment_dir.rstrip("/").rsplit("/", 1)[-1])]
     if state.optuna_storage:
         from sweep.tuner.optuna_mirror import OptunaMirror
 
-        callbacks.append(OptunaMirror(state.optuna_storage, state.name, study.config, study.train_config({}).optim.epochs,
-                                      tracking=(state.uri, state.experiment, state.parent_run_id)))
+        callbacks.append(
+            OptunaMirror(
+                state.optuna_storage,
+                state.name,
+                study.config,
+                study.train_config({}).optim.epochs,
+                tracking=(state.uri, state.experiment, state.parent_run_id),
+            )
+        )
     return callbacks + [_view(study, spec, stream)]
 
 
@@ -112,9 +130,12 @@ def make_scheduler(study: Study) -> FIFOScheduler | ASHAScheduler:
     objectives = c.objectives
     if c.scheduler.type == "asha":
         return ASHAScheduler(
-            metric=c.scheduler.metric or objectives[0].metric, mode=c.scheduler.mode or objectives[0].mode,
-            time_attr="training_iteration", grace_period=c.scheduler.grace_period,
-            reduction_factor=c.scheduler.reduction_factor, max_t=study.train_config({}).optim.epochs,
+            metric=c.scheduler.metric or objectives[0].metric,
+            mode=c.scheduler.mode or objectives[0].mode,
+            time_attr="training_iteration",
+            grace_period=c.scheduler.grace_period,
+            reduction_factor=c.scheduler.reduction_factor,
+            max_t=study.train_config({}).optim.epochs,
         )
     return FIFOScheduler()
 
@@ -126,9 +147,13 @@ def tuner_parts(study: Study, spec: TrialSpec) -> tuple[Any, tune.TuneConfig]:
     # Tune refuses a metric given to both the scheduler and the TuneConfig: ASHA keeps its own.
     single = len(objectives) == 1 and c.scheduler.type != "asha"
     tune_config = tune.TuneConfig(
-        search_alg=_searcher(study), scheduler=scheduler, num_samples=study.num_trials,
-        time_budget_s=c.budget.time_budget_s, reuse_actors=True,
-        metric=objectives[0].metric if single else None, mode=objectives[0].mode if single else None,
+        search_alg=_searcher(study),
+        scheduler=scheduler,
+        num_samples=study.num_trials,
+        time_budget_s=c.budget.time_budget_s,
+        reuse_actors=True,
+        metric=objectives[0].metric if single else None,
+        mode=objectives[0].mode if single else None,
     )
     trainable = tune.with_resources(tune.with_parameters(tune_trial, spec=spec), TrialResources(spec))
     return trainable, tune_config
@@ -146,8 +171,12 @@ def failure_config(cfg: TrainConfig) -> tune.FailureConfig:
 
 def _view(study: Study, spec: TrialSpec, stream: TextIO | None) -> ConsoleView:
     return ConsoleView(
-        f"sweep {spec.name}", lambda p: spec.label(p).display, lambda p: spec.config(p).optim.epochs,
-        [(o.metric, o.mode) for o in study.config.objectives], study.num_trials, stream=stream,
+        f"sweep {spec.name}",
+        lambda p: spec.label(p).display,
+        lambda p: spec.config(p).optim.epochs,
+        [(o.metric, o.mode) for o in study.config.objectives],
+        study.num_trials,
+        stream=stream,
         progress_of=MlflowProgress(spec.uri, spec.experiment, spec.parent_run_id),
     )
 

@@ -13,8 +13,16 @@ def runs(top1: dict[str, list[float]], consistency: dict[str, list[float]], diff
     rows = []
     for letter in ("A", "J"):
         for seed in range(len(top1[letter])):
-            rows.append({"status": "FINISHED", "sample.mjp.variant": letter, "runtime.seed": seed, keys.VAL_TOP1: top1[letter][seed],
-                         keys.VAL_CONSISTENCY: consistency[letter][seed], keys.VAL_DIFF_NORM: diff_norm[letter][seed]})
+            rows.append(
+                {
+                    "status": "FINISHED",
+                    "sample.mjp.variant": letter,
+                    "runtime.seed": seed,
+                    keys.VAL_TOP1: top1[letter][seed],
+                    keys.VAL_CONSISTENCY: consistency[letter][seed],
+                    keys.VAL_DIFF_NORM: diff_norm[letter][seed],
+                }
+            )
     rows.append({**rows[0], "status": "FAILED", keys.VAL_TOP1: 0.0})  # an unfinished run is not a seed
     return pd.DataFrame(rows)
 
@@ -25,7 +33,9 @@ def by_metric(frame: pd.DataFrame) -> dict:
 
 def test_the_differences_are_paired_by_seed_and_the_p_value_is_students_paired_test():
     a, j = [0.872, 0.869, 0.875], [0.866, 0.862, 0.870]
-    found = by_metric(runs({"A": a, "J": j}, {"A": [0.56, 0.55, 0.59], "J": [0.91, 0.92, 0.92]}, {"A": [6.8, 7.0, 6.6], "J": [2.4, 2.5, 2.3]}))
+    found = by_metric(
+        runs({"A": a, "J": j}, {"A": [0.56, 0.55, 0.59], "J": [0.91, 0.92, 0.92]}, {"A": [6.8, 7.0, 6.6], "J": [2.4, 2.5, 2.3]})
+    )
     top1 = found[keys.VAL_TOP1]
     assert top1.seeds == (0, 1, 2)
     assert [round(x, 6) for x in top1.differences] == [-0.006, -0.007, -0.005]
@@ -37,15 +47,23 @@ def test_the_differences_are_paired_by_seed_and_the_p_value_is_students_paired_t
 
 
 def test_a_noisy_difference_is_within_noise_and_a_move_the_wrong_way_does_not_hold():
-    found = by_metric(runs({"A": [0.80, 0.90, 0.85], "J": [0.86, 0.84, 0.85]},
-                           {"A": [0.50, 0.60, 0.55], "J": [0.49, 0.58, 0.53]},
-                           {"A": [5.0, 6.0, 5.5], "J": [5.2, 6.3, 5.6]}))
+    found = by_metric(
+        runs(
+            {"A": [0.80, 0.90, 0.85], "J": [0.86, 0.84, 0.85]},
+            {"A": [0.50, 0.60, 0.55], "J": [0.49, 0.58, 0.53]},
+            {"A": [5.0, 6.0, 5.5], "J": [5.2, 6.3, 5.6]},
+        )
+    )
     top1 = found[keys.VAL_TOP1]
     assert not top1.significant and top1.holds and not top1.exceeds_spread  # within noise counts for top-1
     assert not found[keys.VAL_CONSISTENCY].holds and not found[keys.VAL_DIFF_NORM].holds
-    text = directions_text(runs({"A": [0.80, 0.90, 0.85], "J": [0.86, 0.84, 0.85]},
-                                {"A": [0.50, 0.60, 0.55], "J": [0.49, 0.58, 0.53]},
-                                {"A": [5.0, 6.0, 5.5], "J": [5.2, 6.3, 5.6]}))
+    text = directions_text(
+        runs(
+            {"A": [0.80, 0.90, 0.85], "J": [0.86, 0.84, 0.85]},
+            {"A": [0.50, 0.60, 0.55], "J": [0.49, 0.58, 0.53]},
+            {"A": [5.0, 6.0, 5.5], "J": [5.2, 6.3, 5.6]},
+        )
+    )
     assert "- top-1 within noise or better: **holds** (within seed noise)" in text
     assert "- consistency up: **does not hold**" in text and "- Diff. Norm down: **does not hold**" in text
     assert "per seed: +6.0 points, -6.0 points, +0.0 points" in text

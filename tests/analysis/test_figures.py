@@ -6,12 +6,18 @@ from analysis.figures import mask_ratio_curves, metric_bars, pareto_plot, shuffl
 
 
 def trials(n=6):
-    return pd.DataFrame({
-        "run_id": [f"r{i}" for i in range(n)], "status": "FINISHED", "sample.mjp.mask_ratio": [0.03 * i for i in range(n)],
-        "mjp.mask_ratio": [0.03 * i for i in range(n)], "val/top1": [0.8 - 0.01 * i for i in range(n)],
-        "val/consistency": [0.6 + 0.05 * i for i in range(n)], "val/diff_norm": [10 - i for i in range(n)],
-        "privacy/c_psnr": [20 - i for i in range(n)],
-    })
+    return pd.DataFrame(
+        {
+            "run_id": [f"r{i}" for i in range(n)],
+            "status": "FINISHED",
+            "sample.mjp.mask_ratio": [0.03 * i for i in range(n)],
+            "mjp.mask_ratio": [0.03 * i for i in range(n)],
+            "val/top1": [0.8 - 0.01 * i for i in range(n)],
+            "val/consistency": [0.6 + 0.05 * i for i in range(n)],
+            "val/diff_norm": [10 - i for i in range(n)],
+            "privacy/c_psnr": [20 - i for i in range(n)],
+        }
+    )
 
 
 def test_pareto_front_is_highlighted_among_all_trials_with_psnr_when_logged():
@@ -32,7 +38,14 @@ def test_bars_say_when_there_are_no_error_bars_and_curves_need_two_ratios():
 
 
 def test_training_curves_from_histories():
-    history = pd.DataFrame({"run_id": ["r0"] * 4, "key": ["val/top1", "val/top1", "train/loss", "train/loss"], "step": [1, 2, 1, 2], "value": [0.5, 0.6, 2.0, 1.5]})
+    history = pd.DataFrame(
+        {
+            "run_id": ["r0"] * 4,
+            "key": ["val/top1", "val/top1", "train/loss", "train/loss"],
+            "step": [1, 2, 1, 2],
+            "value": [0.5, 0.6, 2.0, 1.5],
+        }
+    )
     fig = training_curves(trials(1), history)
     assert [len(ax.lines) for ax in fig.axes] == [1, 1]
     assert "one run per configuration" in fig._suptitle.get_text() and "mean" not in fig._suptitle.get_text()

@@ -5,7 +5,17 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.results import documents_disagreements, from_runs, load, readme_disagreements, render, rendered_blocks, save, with_blocks, with_blocks_in
+from analysis.results import (
+    documents_disagreements,
+    from_runs,
+    load,
+    readme_disagreements,
+    render,
+    rendered_blocks,
+    save,
+    with_blocks,
+    with_blocks_in,
+)
 from mjp import keys
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -15,17 +25,35 @@ def sweep_runs() -> pd.DataFrame:
     rows = []
     for variant, letter, top1 in (("baseline", "A", 0.9), ("jp_unk_dal_mlp", "J", 0.88)):
         for seed in (0, 1):
-            rows.append({"run_id": f"{letter}{seed}", "run_name": f"{letter}-{variant}-s{seed}", "status": "FINISHED", "variant": variant,
-                         "sample.mjp.variant": letter, "runtime.seed": seed, "data.name": "digits", "model.name": "vit_tiny_patch16_224",
-                         "model.kwargs.embed_dim": 64, "optim.epochs": 30, keys.VAL_TOP1: top1 + seed / 100, keys.VAL_CONSISTENCY: 0.5,
-                         "data.batch_size": 64, "perf/img_per_s": 1000.0})
+            rows.append(
+                {
+                    "run_id": f"{letter}{seed}",
+                    "run_name": f"{letter}-{variant}-s{seed}",
+                    "status": "FINISHED",
+                    "variant": variant,
+                    "sample.mjp.variant": letter,
+                    "runtime.seed": seed,
+                    "data.name": "digits",
+                    "model.name": "vit_tiny_patch16_224",
+                    "model.kwargs.embed_dim": 64,
+                    "optim.epochs": 30,
+                    keys.VAL_TOP1: top1 + seed / 100,
+                    keys.VAL_CONSISTENCY: 0.5,
+                    "data.batch_size": 64,
+                    "perf/img_per_s": 1000.0,
+                }
+            )
     rows.append({**rows[0], "run_id": "X", "run_name": "failed", "status": "FAILED"})
     return pd.DataFrame(rows)
 
 
 def test_a_results_file_round_trips_and_renders_the_study_table(tmp_path):
-    results = from_runs(sweep_runs(), study="quickstart", command="mjp demo", machine="a CPU, 2 cores", commit="abc", date="2026-11-23", paper_tables=("4",))
-    assert len(results.runs) == 4 and all("data.batch_size" not in r and "perf/img_per_s" not in r for r in results.runs)  # finished runs, what tables need
+    results = from_runs(
+        sweep_runs(), study="quickstart", command="mjp demo", machine="a CPU, 2 cores", commit="abc", date="2026-11-23", paper_tables=("4",)
+    )
+    assert len(results.runs) == 4 and all(
+        "data.batch_size" not in r and "perf/img_per_s" not in r for r in results.runs
+    )  # finished runs, what tables need
     save(results, tmp_path / "quickstart.json")
     again = load(tmp_path / "quickstart.json")
     assert again == results
@@ -87,7 +115,9 @@ def test_metrics_mjp_evaluate_added_to_one_run_do_not_change_the_study_s_table()
     results = from_runs(runs, study="q", command="mjp demo", machine="m", commit="c", date="d", paper_tables=())
     assert render(results, "results/q.json") == before and not any(k.startswith(("robust/", "pe/")) for r in results.runs for k in r)
     runs["eval.pe_analysis"] = "{umap: false}"  # a study that runs the PE analysis keeps its columns
-    assert any(keys.pe_ev_key(3) in r for r in from_runs(runs, study="q", command="c", machine="m", commit="c", date="d", paper_tables=()).runs)
+    assert any(
+        keys.pe_ev_key(3) in r for r in from_runs(runs, study="q", command="c", machine="m", commit="c", date="d", paper_tables=()).runs
+    )
 
 
 def test_analyze_results_captions_the_command_the_sweep_recorded(tmp_path, monkeypatch):
@@ -99,9 +129,20 @@ def test_analyze_results_captions_the_command_the_sweep_recorded(tmp_path, monke
     from trainables.tracking.runs import RunTracker
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
-    parent = RunTracker.create(uri, "mjp-quickstart", run_name="quickstart-1", tags={
-        schema.TAG_KIND: schema.KIND_SWEEP, schema.TAG_STUDY: "quickstart", schema.TAG_SMOKE: "False", schema.TAG_COMMAND: "mjp demo"})
-    child = RunTracker.create(uri, "mjp-quickstart", run_name="A-baseline-s0", tags={schema.TAG_PARENT: parent.run_id, schema.TAG_STUDY: "quickstart"})
+    parent = RunTracker.create(
+        uri,
+        "mjp-quickstart",
+        run_name="quickstart-1",
+        tags={
+            schema.TAG_KIND: schema.KIND_SWEEP,
+            schema.TAG_STUDY: "quickstart",
+            schema.TAG_SMOKE: "False",
+            schema.TAG_COMMAND: "mjp demo",
+        },
+    )
+    child = RunTracker.create(
+        uri, "mjp-quickstart", run_name="A-baseline-s0", tags={schema.TAG_PARENT: parent.run_id, schema.TAG_STUDY: "quickstart"}
+    )
     child.log_metrics({keys.VAL_TOP1: 0.9}, step=1)
     child.set_status("FINISHED")
     parent.set_status("FINISHED")

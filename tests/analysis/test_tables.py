@@ -1,22 +1,45 @@
-import pytest
 import pandas as pd
+import pytest
 
-from mjp import keys
 from analysis.report import ReportContext, write_report
 from analysis.runs import tidy
 from analysis.tables import group_columns, missing_notes, paper_comparison, study_table, to_latex, to_markdown
+from mjp import keys
 
 
 def runs_frame():
     rows = []
     for variant, sample, top1 in [("baseline", "A", (0.80, 0.82)), ("jp_unk_dal_mlp", "J", (0.81, 0.85))]:
         for seed, acc in enumerate(top1):
-            rows.append({
-                "run_id": f"{sample}{seed}", "run_name": f"{sample}-s{seed}", "experiment_id": "1", "status": "FINISHED", "variant": variant,
-                "sample.mjp.variant": sample, "sample.runtime.seed": seed, "val/top1": acc, "val/consistency": 0.6 if sample == "A" else 0.9,
-                "val/diff_norm": 10.0, "val/top1_shuffled_0": acc, "val/top1_shuffled_0.9": 0.3, "privacy/c_psnr": 20.0 if sample == "A" else 8.0,
-            })
-    rows.append({"run_id": "X", "run_name": "A-s2", "experiment_id": "1", "status": "FAILED", "variant": "baseline", "sample.mjp.variant": "A", "sample.runtime.seed": 2, "val/top1": 0.1})
+            rows.append(
+                {
+                    "run_id": f"{sample}{seed}",
+                    "run_name": f"{sample}-s{seed}",
+                    "experiment_id": "1",
+                    "status": "FINISHED",
+                    "variant": variant,
+                    "sample.mjp.variant": sample,
+                    "sample.runtime.seed": seed,
+                    "val/top1": acc,
+                    "val/consistency": 0.6 if sample == "A" else 0.9,
+                    "val/diff_norm": 10.0,
+                    "val/top1_shuffled_0": acc,
+                    "val/top1_shuffled_0.9": 0.3,
+                    "privacy/c_psnr": 20.0 if sample == "A" else 8.0,
+                }
+            )
+    rows.append(
+        {
+            "run_id": "X",
+            "run_name": "A-s2",
+            "experiment_id": "1",
+            "status": "FAILED",
+            "variant": "baseline",
+            "sample.mjp.variant": "A",
+            "sample.runtime.seed": 2,
+            "val/top1": 0.1,
+        }
+    )
     return pd.DataFrame(rows)
 
 
@@ -78,20 +101,42 @@ def test_formats_and_the_report(tmp_path):
     assert md.splitlines()[0].startswith("| mjp.variant | top-1 (%) | Δ top-1 |") and "| A: baseline | 81.0 ± 1.4 |" in md
     tex = to_latex(table, "Table 4")
     assert r"81.0 $\pm$ 1.4" in tex and r"top-1 (\%)" in tex and r"\begin{tabular}" in tex
-    files = write_report(runs_frame(), tmp_path / "r", ReportContext(study="t", title="Test", description="What it measures.", paper_tables=("4",)))
+    files = write_report(
+        runs_frame(), tmp_path / "r", ReportContext(study="t", title="Test", description="What it measures.", paper_tables=("4",))
+    )
     names = {p.name for p in files.directory.iterdir()} | {p.name for p in (files.directory / "figures").iterdir()}
-    assert names >= {"report.md", "report.html", "table.md", "table.csv", "table.tex", "paper_table_4.md", "runs.csv",
-                     "metrics.png", "metrics.svg", "top1_vs_shuffle_ratio.png", "top1_vs_shuffle_ratio.svg"}
+    assert names >= {
+        "report.md",
+        "report.html",
+        "table.md",
+        "table.csv",
+        "table.tex",
+        "paper_table_4.md",
+        "runs.csv",
+        "metrics.png",
+        "metrics.svg",
+        "top1_vs_shuffle_ratio.png",
+        "top1_vs_shuffle_ratio.svg",
+    }
     html = files.html.read_text()
     assert "A-s2: failed, left out of the table" in html and 'id="paper-4"' in html and "What it measures." in html
     assert 'alt="metrics"' not in html and html.count("data:image/png;base64,") == 2
 
 
 def test_tidy_renames_mlflow_columns_and_parses_params():
-    raw = pd.DataFrame({
-        "run_id": ["r"], "experiment_id": ["1"], "status": ["FINISHED"], "start_time": [0], "params.mjp.mask_ratio": ["0.27"],
-        "params.mjp.dal": ["mlp"], "metrics.val/top1": [0.5], "tags.mjp.variant": ["jp"], "tags.mjp.sample.mjp.variant": ["E"],
-    })
+    raw = pd.DataFrame(
+        {
+            "run_id": ["r"],
+            "experiment_id": ["1"],
+            "status": ["FINISHED"],
+            "start_time": [0],
+            "params.mjp.mask_ratio": ["0.27"],
+            "params.mjp.dal": ["mlp"],
+            "metrics.val/top1": [0.5],
+            "tags.mjp.variant": ["jp"],
+            "tags.mjp.sample.mjp.variant": ["E"],
+        }
+    )
     runs = tidy(raw)
     assert runs.loc[0, "mjp.mask_ratio"] == 0.27 and runs.loc[0, "mjp.dal"] == "mlp"
     assert runs.loc[0, "val/top1"] == 0.5 and runs.loc[0, "variant"] == "jp" and runs.loc[0, "sample.mjp.variant"] == "E"
@@ -105,8 +150,16 @@ def robustness_runs():
     rows = []
     for sample, variant, scale in (("A", "baseline", 1.0), ("J", "jp_unk_dal_mlp", 0.5)):
         for seed in (0, 1):
-            row = {"run_id": f"{sample}{seed}", "run_name": f"{sample}-s{seed}", "experiment_id": "1", "status": "FINISHED", "variant": variant,
-                   "sample.mjp.variant": sample, "sample.runtime.seed": seed, "val/top1": 0.8}
+            row = {
+                "run_id": f"{sample}{seed}",
+                "run_name": f"{sample}-s{seed}",
+                "experiment_id": "1",
+                "status": "FINISHED",
+                "variant": variant,
+                "sample.mjp.variant": sample,
+                "sample.runtime.seed": seed,
+                "val/top1": 0.8,
+            }
             row.update({keys.robust_err_key(c): scale * (0.4 + 0.02 * i) for i, c in enumerate(keys.CORRUPTIONS)})
             row.update({keys.ROBUST_MCE_UNNORMALIZED: scale * 0.54, keys.PE_MAE_2D: 0.1})
             row.update({keys.pe_ev_key(k): min(1.0, (0.3 if sample == "A" else 0.2) * k) for k in keys.PE_EV_DIMS})
@@ -162,14 +215,24 @@ def test_supplementary_table_4_compares_the_mean_over_its_own_ten_corruptions():
     import pandas as pd
 
     from analysis.paper import CORRUPTIONS_S4
-    from mjp import keys
     from analysis.robustness import with_s4_mean_error
     from analysis.tables import paper_comparison
+    from mjp import keys
 
     errors = {keys.robust_err_key(c): 0.2 for c in keys.CORRUPTIONS}
     errors.update({keys.robust_err_key(c): 0.4 for c in CORRUPTIONS_S4})  # 10 at 40%, the other 5 at 20%
-    runs = pd.DataFrame([{"run_id": "r1", "status": "FINISHED", "variant": "baseline", "sample.mjp.variant": "A", **errors,
-                          keys.ROBUST_MCE_UNNORMALIZED: sum(errors.values()) / 15}])
+    runs = pd.DataFrame(
+        [
+            {
+                "run_id": "r1",
+                "status": "FINISHED",
+                "variant": "baseline",
+                "sample.mjp.variant": "A",
+                **errors,
+                keys.ROBUST_MCE_UNNORMALIZED: sum(errors.values()) / 15,
+            }
+        ]
+    )
     table = paper_comparison(with_s4_mean_error(runs), "s4")
     row = table[table["metric"] == "mean of the 10"].iloc[0]
     assert row.iloc[1] == "40.0" and row.iloc[2] == "44"  # ours over the same 10 corruptions, the paper's DeiT-S
@@ -188,7 +251,9 @@ def test_an_empty_column_is_not_shown_in_the_report():
 
 
 def test_the_report_html_has_no_nan_cells(tmp_path):
-    files = write_report(runs_frame().assign(error=float("nan"), **{"val/diff_norm": float("nan")}), tmp_path / "r", ReportContext(study="t", title="T"))
+    files = write_report(
+        runs_frame().assign(error=float("nan"), **{"val/diff_norm": float("nan")}), tmp_path / "r", ReportContext(study="t", title="T")
+    )
     html = files.html.read_text()
     assert ">nan<" not in html.lower() and "<th>error</th>" not in html and "Diff. Norm" not in files.table.columns
 
@@ -212,9 +277,19 @@ def test_a_fraction_shows_as_a_percentage_and_a_missing_value_as_a_dash():
 
 def test_sampled_values_are_rounded_and_one_not_sampled_is_a_dash_never_nan():
     """``tune``: a continuous masking ratio, and a DAL weight sampled only with a DAL head."""
-    rows = [{"run_id": str(i), "status": "FINISHED", "variant": "custom", "sample.mjp.mask_ratio": ratio, "sample.mjp.dal": dal,
-             "sample.mjp.dal_weight": weight, "sample.runtime.seed": 0, "val/top1": 0.5 + i / 10}
-            for i, (ratio, dal, weight) in enumerate([(0.18734219, "none", float("nan")), (0.4123456, "mlp", 0.0123456789)])]
+    rows = [
+        {
+            "run_id": str(i),
+            "status": "FINISHED",
+            "variant": "custom",
+            "sample.mjp.mask_ratio": ratio,
+            "sample.mjp.dal": dal,
+            "sample.mjp.dal_weight": weight,
+            "sample.runtime.seed": 0,
+            "val/top1": 0.5 + i / 10,
+        }
+        for i, (ratio, dal, weight) in enumerate([(0.18734219, "none", float("nan")), (0.4123456, "mlp", 0.0123456789)])
+    ]
     table = study_table(pd.DataFrame(rows))
     assert set(zip(table["mjp.mask_ratio"], table["mjp.dal_weight"])) == {("0.187", "-"), ("0.412", "0.0123")}
     assert "nan" not in to_markdown(table)

@@ -25,16 +25,30 @@ SCRIPT = ROOT / "benchmarks" / "gpu_check.sh"
 #: (it fails the APRIL step and the privacy gpu test, and nothing else)
 UNIMPORTABLE = ("ray", "mlflow", "optuna", "pytorch_msssim")
 #: the rows issue 38 names, as the report spells them
-ISSUE_ROWS = ("MJP / timm step, eager", "MJP / timm step, compiled", "decode img/s", "augment img/s", "img/s with the training step", "APRIL")
+ISSUE_ROWS = (
+    "MJP / timm step, eager",
+    "MJP / timm step, compiled",
+    "decode img/s",
+    "augment img/s",
+    "img/s with the training step",
+    "APRIL",
+)
 
 
-def run_check(tmp_path: Path, *args: str, blocked: tuple[str, ...] = UNIMPORTABLE, kit_dir: Path | None = None) -> subprocess.CompletedProcess:
+def run_check(
+    tmp_path: Path, *args: str, blocked: tuple[str, ...] = UNIMPORTABLE, kit_dir: Path | None = None
+) -> subprocess.CompletedProcess:
     block = tmp_path / "unimportable"
     block.mkdir(exist_ok=True)
     for name in blocked:
         (block / f"{name}.py").write_text(f"raise ImportError('{name} is not on this image')\n")
-    env = {**os.environ, "PYTHON": sys.executable, "OUT": str(tmp_path / "out"), "PYTHONPATH": str(block),
-           "GPU_KIT": str(kit_dir or tmp_path / "no-kit")}
+    env = {
+        **os.environ,
+        "PYTHON": sys.executable,
+        "OUT": str(tmp_path / "out"),
+        "PYTHONPATH": str(block),
+        "GPU_KIT": str(kit_dir or tmp_path / "no-kit"),
+    }
     return subprocess.run(["bash", str(SCRIPT), *args], check=False, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1500)
 
 
@@ -96,7 +110,9 @@ def test_the_kit_is_uv_locks_wheels_for_python_312_on_manylinux_within_24_mib():
     for name in make_kit.KIT:
         version, wheel = make_kit.locked_wheel(lock, name)
         filename = wheel["url"].rsplit("/", 1)[1]
-        assert re.search(r"-(py3-none-any|py2\.py3-none-any|cp312-cp312-manylinux.*_x86_64|cp3\d+-abi3-manylinux.*_x86_64)\.whl$", filename), filename
+        assert re.search(
+            r"-(py3-none-any|py2\.py3-none-any|cp312-cp312-manylinux.*_x86_64|cp3\d+-abi3-manylinux.*_x86_64)\.whl$", filename
+        ), filename
         assert f"-{version}-" in filename and wheel["hash"].startswith("sha256:")
         total += wheel["size"]
     assert total <= make_kit.LIMIT_MIB * 2**20
@@ -117,8 +133,13 @@ def test_the_kit_unpacks_without_pip_and_names_a_broken_wheel(tmp_path):
         z.writestr("probe_pkg/__init__.py", "VALUE = 42\n")
         z.writestr("probe_pkg-1.0.dist-info/METADATA", "Name: probe-pkg\nVersion: 1.0\n")
     assert kit.unpack(wheels, tmp_path / "target") == ["probe_pkg-1.0-py3-none-any.whl"]
-    out = subprocess.run([sys.executable, "-c", "import probe_pkg; print(probe_pkg.VALUE)"], check=False,
-                         env={"PYTHONPATH": str(tmp_path / "target")}, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", "import probe_pkg; print(probe_pkg.VALUE)"],
+        check=False,
+        env={"PYTHONPATH": str(tmp_path / "target")},
+        capture_output=True,
+        text=True,
+    )
     assert out.stdout.strip() == "42"
     (wheels / "torn-1.0-py3-none-any.whl").write_bytes(b"PK\x03\x04 cut short")
     with pytest.raises(SystemExit, match=r"torn-1\.0-py3-none-any\.whl is not a readable wheel .*make gpu-kit"):
@@ -141,7 +162,13 @@ def test_the_benchmarks_that_need_no_ray_load_without_it(tmp_path):
     """bench_attack and bench_mjp (and common's environment line) on an image without Ray."""
     (tmp_path / "ray.py").write_text("raise ImportError('ray is not on this image')\n")
     code = "import common, bench_attack, bench_mjp; print(common.environment())"
-    out = subprocess.run([sys.executable, "-c", code], check=False, cwd=ROOT / "benchmarks", capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        check=False,
+        cwd=ROOT / "benchmarks",
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"},
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().endswith("ray not installed")

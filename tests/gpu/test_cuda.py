@@ -8,7 +8,6 @@ GPU machine's bare image (torch, torchvision, timm) runs them.
 
 from __future__ import annotations
 
-
 import pytest
 import torch
 
@@ -84,7 +83,9 @@ def evaluate_on_the_device(device: torch.device, what: str, overrides: list[str]
     from trainables.evaluation.suite import run_evaluations
     from trainables.train.engine import build_model
 
-    cfg = load_config("trainables/configs/digits_vit_tiny.yaml", ["model.kwargs={patch_size: 2, embed_dim: 32, depth: 2, num_heads: 2}", *overrides])
+    cfg = load_config(
+        "trainables/configs/digits_vit_tiny.yaml", ["model.kwargs={patch_size: 2, embed_dim: 32, depth: 2, num_heads: 2}", *overrides]
+    )
     bundle = load_datasets(cfg)
     model = build_model(cfg, bundle.shape).to(device).eval()
     return run_evaluations(cfg, model, bundle, device, (what,))[what]
@@ -116,8 +117,8 @@ def test_the_engine_evaluates_shuffles_on_the_device(device):
     from mjp import keys
     from trainables.config.build import build_config
     from trainables.data.datasets import load_datasets
-    from trainables.train.engine import build_model
     from trainables.evaluation.accuracy import evaluate_shuffles
+    from trainables.train.engine import build_model
 
     cfg = build_config({"model": {"kwargs": {"patch_size": 2, "embed_dim": 16, "depth": 1, "num_heads": 2}}})
     bundle = load_datasets(cfg)

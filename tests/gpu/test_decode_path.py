@@ -6,7 +6,6 @@ ops that would synchronise on CUDA; ``torch.cuda.set_sync_debug_mode("error")`` 
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 import torch
@@ -17,15 +16,23 @@ from torch.utils.data import DataLoader, SequentialSampler
 from mjp import MJPConfig, create_model
 from mjp.algorithm import MJPAlgorithm
 from tests.conftest import TINY_VIT
-from trainables.data.gpu.decode import DeviceAugmentLoader, EncodedImages, SeededSampler, collate_encoded, decode_on_device
 from trainables.data.gpu.augment import DeviceRecipe, augment_batch
+from trainables.data.gpu.decode import DeviceAugmentLoader, EncodedImages, SeededSampler, collate_encoded, decode_on_device
 
 pytestmark = pytest.mark.gpu
 
 SIZE = 64  # timm's eval transform: resize the shorter side to 73, centre crop 64
 #: aten ops that copy a device value to the host (and so wait for the device) on CUDA
-SYNCING_OPS = ("aten._local_scalar_dense", "aten.nonzero", "aten.masked_select", "aten.is_nonzero", "aten.equal",
-               "aten._unique", "aten.unique", "aten.item")
+SYNCING_OPS = (
+    "aten._local_scalar_dense",
+    "aten.nonzero",
+    "aten.masked_select",
+    "aten.is_nonzero",
+    "aten.equal",
+    "aten._unique",
+    "aten.unique",
+    "aten.item",
+)
 
 
 def colourful(rng: np.random.Generator, h: int, w: int) -> np.ndarray:

@@ -90,7 +90,13 @@ def test_sample_shuffle_runs_a_small_constant_number_of_ops():
     from mjp import sample_shuffle
 
     counts = {}
-    cases = [(64, 0.27, (14, 14), 16), (256, 0.1, (14, 14), 16), (256, 0.27, (14, 14), 16), (256, 0.5, (14, 14), 16), (256, 0.27, (24, 24), 16)]
+    cases = [
+        (64, 0.27, (14, 14), 16),
+        (256, 0.1, (14, 14), 16),
+        (256, 0.27, (14, 14), 16),
+        (256, 0.5, (14, 14), 16),
+        (256, 0.27, (24, 24), 16),
+    ]
     cases += [(64, 0.03, (24, 24), 16), (32, 0.1, (7, 7), 16), (32, 0.5, (16, 16), 8), (32, 0.27, (14, 14), 1)]
     for batch, ratio, grid, min_block in cases:
         sample_shuffle(batch, grid, ratio, generator=torch.Generator().manual_seed(0), min_block=min_block)  # per-grid constants made once
@@ -101,7 +107,9 @@ def test_sample_shuffle_runs_a_small_constant_number_of_ops():
     assert len(set(counts.values())) == 1 and max(counts.values()) <= 80, counts
 
 
-@pytest.mark.parametrize("n, ratio, ok", [(16, 0.0, True), (16, 0.01, False), (16, 0.09, False), (16, 0.0938, True), (196, 0.005, False), (196, 0.01, True)])
+@pytest.mark.parametrize(
+    "n, ratio, ok", [(16, 0.0, True), (16, 0.01, False), (16, 0.09, False), (16, 0.0938, True), (196, 0.005, False), (196, 0.01, True)]
+)
 def test_one_rule_for_ratios_on_a_grid_zero_or_two_patches(n, ratio, ok):
     from mjp.masking import check_grid_ratio, smallest_ratio
 

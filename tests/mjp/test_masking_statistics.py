@@ -127,7 +127,9 @@ def test_min_block_above_the_target_gives_blocks_of_at_most_the_target():
 def test_reference_codes_min_block_makes_more_smaller_pieces():
     """min_block 8 (the reference code's) against 16 (Algorithm 1's): more pieces at ratio 0.25."""
     by_min = {
-        m: mask_statistics(sample_block_masks(800, 14, 0.25, generator=torch.Generator().manual_seed(1), min_block=m).view(800, 14, 14).numpy())
+        m: mask_statistics(
+            sample_block_masks(800, 14, 0.25, generator=torch.Generator().manual_seed(1), min_block=m).view(800, 14, 14).numpy()
+        )
         for m in (8, 16)
     }
     assert by_min[8]["pieces"] > 1.1 * by_min[16]["pieces"]

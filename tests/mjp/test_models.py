@@ -147,8 +147,14 @@ def test_dynamic_img_size_shuffles_other_sizes():
 def test_swin_gets_an_absolute_pe_and_mjp():
     torch.manual_seed(0)
     model = create_model(
-        "swin_tiny_patch4_window7_224", mjp=MJPConfig.variant("J"),
-        img_size=32, window_size=4, embed_dim=16, depths=(1, 1), num_heads=(1, 2), num_classes=10,
+        "swin_tiny_patch4_window7_224",
+        mjp=MJPConfig.variant("J"),
+        img_size=32,
+        window_size=4,
+        embed_dim=16,
+        depths=(1, 1),
+        num_heads=(1, 2),
+        num_classes=10,
     )
     out = train_forward(model, torch.randn(2, 3, 32, 32))
     (out.logits.sum() + out.loss_dal).backward()
@@ -179,7 +185,9 @@ def test_grid_too_small_for_the_ratio_is_an_error():
 
 
 def test_unknown_model_and_bad_timm_argument_are_clear():
-    with pytest.raises(ValueError, match="model.name='deit_smal_patch16_224' is not a timm model \\(did you mean deit_small_patch16_224\\?\\)"):
+    with pytest.raises(
+        ValueError, match="model.name='deit_smal_patch16_224' is not a timm model \\(did you mean deit_small_patch16_224\\?\\)"
+    ):
         create_model("deit_smal_patch16_224", mjp=MJPConfig())
     with pytest.raises(ValueError, match="timm could not build 'vit_tiny_patch16_224' with not_an_argument=3: TypeError"):
         create_model(VIT, mjp=MJPConfig(), not_an_argument=3)

@@ -5,7 +5,14 @@ import pytest
 import torch
 
 from mjp import MJPConfig, create_model
-from mjp.pe_analysis import cls_attention_maps, cosine_similarity_maps, explained_variance, pca_projection, position_regression_mae, svd_energy
+from mjp.pe_analysis import (
+    cls_attention_maps,
+    cosine_similarity_maps,
+    explained_variance,
+    pca_projection,
+    position_regression_mae,
+    svd_energy,
+)
 
 GRID = (14, 14)
 
@@ -55,7 +62,9 @@ def test_projection_and_similarity_shapes_and_values():
 
 def test_cls_attention_maps_equal_the_attention_timm_computes():
     torch.manual_seed(0)
-    model = create_model("vit_tiny_patch16_224", mjp=MJPConfig(), img_size=32, patch_size=4, embed_dim=32, depth=2, num_heads=2, num_classes=10).eval()
+    model = create_model(
+        "vit_tiny_patch16_224", mjp=MJPConfig(), img_size=32, patch_size=4, embed_dim=32, depth=2, num_heads=2, num_classes=10
+    ).eval()
     images = torch.randn(3, 3, 32, 32)
     ours = cls_attention_maps(model, images)
     attn = model.blocks[-1].attn

@@ -7,7 +7,13 @@ from skimage.metrics import structural_similarity
 
 from mjp import MJPConfig, create_model
 from mjp.privacy import (
-    LPIPS_MISSING, NotAttackable, april_reconstruct, attack_images, image_scores, infer_label, invert_gradients,
+    LPIPS_MISSING,
+    NotAttackable,
+    april_reconstruct,
+    attack_images,
+    image_scores,
+    infer_label,
+    invert_gradients,
     sample_gradients,
 )
 
@@ -111,7 +117,9 @@ def test_scores_match_scikit_image_and_their_definitions():
     a = torch.rand(1, 1, 32, 32, generator=g)
     b = (a + 0.1 * torch.randn(1, 1, 32, 32, generator=g)).clamp(0, 1)
     s = image_scores(b, a)
-    oracle = structural_similarity(a[0, 0].numpy(), b[0, 0].numpy(), gaussian_weights=True, sigma=1.5, use_sample_covariance=False, data_range=1.0)
+    oracle = structural_similarity(
+        a[0, 0].numpy(), b[0, 0].numpy(), gaussian_weights=True, sigma=1.5, use_sample_covariance=False, data_range=1.0
+    )
     assert s["ssim"] == pytest.approx(oracle, abs=1e-4)
     assert s["mse"] == pytest.approx(((a - b) ** 2).mean().item())
     assert s["psnr"] == pytest.approx(10 * np.log10(1 / s["mse"]), rel=1e-5)
@@ -181,5 +189,14 @@ def test_progress_is_reported_once_per_unit_of_work():
     x, y = images(2)
     for attack, model in (("april", attackable()), ("inversion", create_model("vit_tiny_patch16_224", **{**KW, "embed_dim": 32}))):
         ticks: list[int] = []
-        attack_images(model, x, y, "c", attack=attack, inversion_steps=3, generator=torch.Generator().manual_seed(0), on_progress=lambda t=ticks: t.append(1))
+        attack_images(
+            model,
+            x,
+            y,
+            "c",
+            attack=attack,
+            inversion_steps=3,
+            generator=torch.Generator().manual_seed(0),
+            on_progress=lambda t=ticks: t.append(1),
+        )
         assert len(ticks) == attack_units(attack, 2, 3) == (2 if attack == "april" else 6)

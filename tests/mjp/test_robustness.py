@@ -13,7 +13,7 @@ from mjp.robustness import ALEXNET_ERRORS, CORRUPTIONS, aupr_ood, aurra, class_s
 def test_the_fifteen_corruptions_in_imagecorruptions_spelling():
     from imagecorruptions import get_corruption_names
 
-    assert CORRUPTIONS == tuple(get_corruption_names("common")) and len(CORRUPTIONS) == 15
+    assert tuple(get_corruption_names("common")) == CORRUPTIONS and len(CORRUPTIONS) == 15
 
 
 def test_mce_unnormalised_is_the_mean_error_in_percent():
@@ -33,12 +33,15 @@ def test_mce_relative_to_a_baseline_run():
     assert mce(ours, baseline=base) == pytest.approx(100 * (0.5 + 1.0) / 2)
 
 
-@pytest.mark.parametrize("errors, baseline, message", [
-    ({}, None, "no corruption errors"),
-    ({"fog": [0.1] * 4}, None, "one per severity 1..5"),
-    ({"fog": [0.1] * 5}, "resnet", "allowed: 'alexnet', None"),
-    ({"speckle_noise": [0.1] * 5}, "alexnet", "no AlexNet error for 'speckle_noise'"),
-])
+@pytest.mark.parametrize(
+    "errors, baseline, message",
+    [
+        ({}, None, "no corruption errors"),
+        ({"fog": [0.1] * 4}, None, "one per severity 1..5"),
+        ({"fog": [0.1] * 5}, "resnet", "allowed: 'alexnet', None"),
+        ({"speckle_noise": [0.1] * 5}, "alexnet", "no AlexNet error for 'speckle_noise'"),
+    ],
+)
 def test_mce_rejects_what_it_cannot_compute(errors, baseline, message):
     with pytest.raises(ValueError, match=message):
         mce(errors, baseline)
@@ -78,7 +81,7 @@ def test_every_corruption_runs_on_small_grey_and_colour_images_deterministically
     state = np.random.get_state()
     for name in CORRUPTIONS:
         out = corrupt(images, name, 3, seed=5)
-        assert out.shape == images.shape and out.dtype == images.dtype and 0 <= out.min() and out.max() <= 1, name
+        assert out.shape == images.shape and out.dtype == images.dtype and out.min() >= 0 and out.max() <= 1, name
         assert torch.equal(out, corrupt(images, name, 3, seed=5)), f"{name}: the same seed gave another image"
     assert np.array_equal(np.random.get_state()[1], state[1])  # the caller's global numpy stream is untouched
 

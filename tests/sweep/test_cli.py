@@ -13,9 +13,22 @@ from sweep.cli import build_parser, main
 from trainables.tracking import schema
 
 ROOT = Path(__file__).resolve().parents[2]
-COMMANDS = [["train"], ["sweep", "run"], ["sweep", "resume"], ["sweep", "status"], ["sweep", "list"], ["config", "show"],
-            ["analyze", "tables"], ["analyze", "report"], ["attack"], ["evaluate"], ["data", "check"], ["data", "prepare"],
-            ["cluster", "check"], ["demo"]]
+COMMANDS = [
+    ["train"],
+    ["sweep", "run"],
+    ["sweep", "resume"],
+    ["sweep", "status"],
+    ["sweep", "list"],
+    ["config", "show"],
+    ["analyze", "tables"],
+    ["analyze", "report"],
+    ["attack"],
+    ["evaluate"],
+    ["data", "check"],
+    ["data", "prepare"],
+    ["cluster", "check"],
+    ["demo"],
+]
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
@@ -85,7 +98,12 @@ def test_status_names_a_sweep_whose_driver_is_gone(tmp_path, capsys):
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    RunTracker.create(uri, "e", run_name="s-1", tags={schema.TAG_KIND: "sweep", "mjp.driver": f"{os.uname().nodename}:{dead.pid}", "mjp.experiment_dir": "/x/s-1"})
+    RunTracker.create(
+        uri,
+        "e",
+        run_name="s-1",
+        tags={schema.TAG_KIND: "sweep", "mjp.driver": f"{os.uname().nodename}:{dead.pid}", "mjp.experiment_dir": "/x/s-1"},
+    )
     capsys.readouterr()
     assert main(["sweep", "status", "--uri", uri]) == 0
     out = capsys.readouterr().out
@@ -114,7 +132,9 @@ def test_every_option_and_argument_has_a_help_line():
             if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
                 continue
             seen += 1
-            assert action.help and action.help != argparse.SUPPRESS, f"{' '.join(path)} {'/'.join(action.option_strings) or action.dest} has no help"
+            assert action.help and action.help != argparse.SUPPRESS, (
+                f"{' '.join(path)} {'/'.join(action.option_strings) or action.dest} has no help"
+            )
     assert seen > 50
 
 
@@ -135,21 +155,25 @@ def test_help_documents_the_exit_codes(capsys):
         assert f"  {code} " in out and word in out.split(f"  {code} ", 1)[1].splitlines()[0]
 
 
-@pytest.mark.parametrize("argv", [
-    ["train", "no/such.yaml"],
-    ["sweep", "run", "quickstrat"],
-    ["sweep", "resume", "no/such/dir"],
-    ["sweep", "status", "quickstrat"],
-    ["config", "show", "no/such.yaml"],
-    ["analyze", "tables", "--study", "quickstart", "--uri", "sqlite:///no/such/mlflow.db"],
-    ["analyze", "report", "--study", "quickstart", "--uri", "sqlite:///no/such/mlflow.db"],
-    ["attack", "--run", "0123", "--uri", "sqlite:///no/such/mlflow.db"],
-    ["evaluate", "--run", "0123", "--uri", "sqlite:///no/such/mlflow.db"],
-    ["data", "check", "no/such/dir"],
-    ["data", "prepare", "no/such/dir", "out"],
-    ["cluster", "check", "no/such.yaml"],
-    ["demo", "--set", "optim.epoch=3"],
-], ids=lambda a: " ".join(a[:2]))
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["train", "no/such.yaml"],
+        ["sweep", "run", "quickstrat"],
+        ["sweep", "resume", "no/such/dir"],
+        ["sweep", "status", "quickstrat"],
+        ["config", "show", "no/such.yaml"],
+        ["analyze", "tables", "--study", "quickstart", "--uri", "sqlite:///no/such/mlflow.db"],
+        ["analyze", "report", "--study", "quickstart", "--uri", "sqlite:///no/such/mlflow.db"],
+        ["attack", "--run", "0123", "--uri", "sqlite:///no/such/mlflow.db"],
+        ["evaluate", "--run", "0123", "--uri", "sqlite:///no/such/mlflow.db"],
+        ["data", "check", "no/such/dir"],
+        ["data", "prepare", "no/such/dir", "out"],
+        ["cluster", "check", "no/such.yaml"],
+        ["demo", "--set", "optim.epoch=3"],
+    ],
+    ids=lambda a: " ".join(a[:2]),
+)
 def test_bad_input_is_exit_2_with_one_error_line_in_every_command(argv, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # nothing may be written, even here
     code = main(argv)
@@ -173,7 +197,9 @@ def test_a_full_disk_is_exit_1_like_any_failure_after_the_start(capsys, monkeypa
     from trainables.errors import DiskFullError
 
     def full(args):
-        raise DiskFullError("a disk this command writes to is full (OSError: No space left on device); free some space, then run the command again")
+        raise DiskFullError(
+            "a disk this command writes to is full (OSError: No space left on device); free some space, then run the command again"
+        )
 
     monkeypatch.setattr(sweep.commands.status, "cmd_sweep_status", full)
     assert main(["sweep", "status"]) == 1

@@ -30,8 +30,11 @@ def project_errors() -> list[type[BaseException]]:
 
 def an_instance(cls: type[BaseException]) -> BaseException:
     """``cls`` made with a string for each argument its ``__init__`` requires."""
-    params = [p for p in inspect.signature(cls.__init__).parameters.values()
-              if p.name != "self" and p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    params = [
+        p
+        for p in inspect.signature(cls.__init__).parameters.values()
+        if p.name != "self" and p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
     return cls(*(f"<{p.name}>" for p in params)) if params else cls("what went wrong")
 
 

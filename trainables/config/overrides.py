@@ -9,7 +9,8 @@ model.kwargs={}`` clears it, while ``--set model.kwargs.depth=2`` sets one argum
 from __future__ import annotations
 
 import difflib
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import yaml
 

@@ -50,7 +50,9 @@ class DataSection(_Section):
     train_limit: int | None = Field(None, ge=1, description="use only the first N training images")
     val_limit: int | None = Field(None, ge=1, description="use only the first N validation images")
     seed: int | None = Field(None, ge=0, lt=SEED_BOUND, description="sample order; default: derived from runtime.seed")
-    on_bad_image: Literal["fail", "skip"] = Field("fail", description="imagefolder: an unreadable image fails the run, or is skipped and counted")
+    on_bad_image: Literal["fail", "skip"] = Field(
+        "fail", description="imagefolder: an unreadable image fails the run, or is skipped and counted"
+    )
     #: ``torch``: a DataLoader per worker (decoding on that worker's node); ``ray_data``: the
     #: training split decoded and augmented by Ray Data tasks on any CPU node (imagefolder only)
     loader: Literal["torch", "ray_data"] = "torch"
@@ -133,7 +135,9 @@ class EvalSection(_Section):
     robustness: RobustnessSection | None = None
     pe_analysis: PEAnalysisSection | None = None
     shuffle_ratios: tuple[float, ...] = SHUFFLE_EVAL_RATIOS
-    seed: int | None = Field(None, ge=0, lt=SEED_BOUND, description="test-time shuffles, attacks, corruptions; default: derived from runtime.seed")
+    seed: int | None = Field(
+        None, ge=0, lt=SEED_BOUND, description="test-time shuffles, attacks, corruptions; default: derived from runtime.seed"
+    )
 
     @field_validator("shuffle_ratios")
     @classmethod
@@ -176,8 +180,14 @@ class RuntimeSection(_Section):
     compile: bool = False
     log_every: int = Field(50, ge=1, description="steps between host syncs for the running loss")
     checkpoint_every: int = Field(10, ge=1, description="epochs between checkpoints (also at the last epoch)")
-    checkpoint_minutes: float = Field(15.0, gt=0, description="also checkpoint at the end of any epoch that ends this long after the last checkpoint (long epochs lose at most one)")
-    max_failures: int = Field(2, ge=0, description="restarts from the last checkpoint after a lost worker or node (an error in the input is not retried)")
+    checkpoint_minutes: float = Field(
+        15.0,
+        gt=0,
+        description="also checkpoint at the end of any epoch that ends this long after the last checkpoint (long epochs lose at most one)",
+    )
+    max_failures: int = Field(
+        2, ge=0, description="restarts from the last checkpoint after a lost worker or node (an error in the input is not retried)"
+    )
     fail_after_epoch: int | None = Field(None, ge=1, description="testing: raise once after this epoch's report")
 
 
@@ -186,8 +196,14 @@ class TrackingSection(_Section):
     uri: str | None = Field(None, description="MLflow tracking URI; default $MLFLOW_TRACKING_URI or ./mlflow.db")
     run_name: str | None = None
     log_checkpoint: bool = True
-    storage_path: str | None = Field(None, description="Ray results (checkpoints, logs); default $MJP_SWEEP_STORAGE (set on a cluster: cluster.yaml) or ./runs")
-    system_metrics_s: float | None = Field(10.0, gt=0, description="seconds between MLflow's system metrics (CPU, memory, disk, network; GPU with pynvml) on a training's run; null: off")
+    storage_path: str | None = Field(
+        None, description="Ray results (checkpoints, logs); default $MJP_SWEEP_STORAGE (set on a cluster: cluster.yaml) or ./runs"
+    )
+    system_metrics_s: float | None = Field(
+        10.0,
+        gt=0,
+        description="seconds between MLflow's system metrics (CPU, memory, disk, network; GPU with pynvml) on a training's run; null: off",
+    )
 
 
 #: (section, field, stream): the seeds derived from ``runtime.seed`` unless given
@@ -229,11 +245,15 @@ class TrainConfig(_Section):
         """What this config allows but probably does not mean (one line each, naming the keys)."""
         found = []
         if self.optim.warmup_epochs > self.optim.epochs:
-            found.append(f"optim.warmup_epochs={self.optim.warmup_epochs:g} is longer than optim.epochs={self.optim.epochs}: the learning rate never "
-                         f"reaches optim.base_lr; set optim.warmup_epochs to at most {self.optim.epochs}")
+            found.append(
+                f"optim.warmup_epochs={self.optim.warmup_epochs:g} is longer than optim.epochs={self.optim.epochs}: the learning rate never "
+                f"reaches optim.base_lr; set optim.warmup_epochs to at most {self.optim.epochs}"
+            )
         if self.data.ray_data_resources and self.data.loader != "ray_data":
-            found.append(f"data.ray_data_resources={self.data.ray_data_resources} does nothing with data.loader={self.data.loader}: "
-                         "it places Ray Data's decode tasks (data.loader=ray_data)")
+            found.append(
+                f"data.ray_data_resources={self.data.ray_data_resources} does nothing with data.loader={self.data.loader}: "
+                "it places Ray Data's decode tasks (data.loader=ray_data)"
+            )
         return found
 
     @property

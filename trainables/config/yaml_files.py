@@ -58,7 +58,9 @@ def expanded_size(root: yaml.Node | None) -> int:
         if key in sizes:
             return sizes[key]
         if key in open_nodes:
-            raise ConfigError(f"line {node.start_mark.line + 1}: an alias refers to a node that contains it (a recursive YAML anchor); write the values out")
+            raise ConfigError(
+                f"line {node.start_mark.line + 1}: an alias refers to a node that contains it (a recursive YAML anchor); write the values out"
+            )
         open_nodes.add(key)
         total = 1
         if isinstance(node, yaml.SequenceNode):
@@ -70,7 +72,9 @@ def expanded_size(root: yaml.Node | None) -> int:
         for child in children:
             total += size(child)
             if total > MAX_EXPANDED_NODES:
-                raise ConfigError(f"its aliases expand to more than {MAX_EXPANDED_NODES:,} values (nested YAML anchors, a 'billion laughs'); write the values out or use fewer aliases")
+                raise ConfigError(
+                    f"its aliases expand to more than {MAX_EXPANDED_NODES:,} values (nested YAML anchors, a 'billion laughs'); write the values out or use fewer aliases"
+                )
         open_nodes.discard(key)
         sizes[key] = total
         return total
@@ -88,7 +92,9 @@ def check_depth(text: str) -> None:
         if isinstance(event, yaml.CollectionStartEvent):
             depth += 1
             if depth > MAX_DEPTH:
-                raise ConfigError(f"line {event.start_mark.line + 1}: lists and mappings nest more than {MAX_DEPTH} deep; a config is a few levels deep")
+                raise ConfigError(
+                    f"line {event.start_mark.line + 1}: lists and mappings nest more than {MAX_DEPTH} deep; a config is a few levels deep"
+                )
         elif isinstance(event, yaml.CollectionEndEvent):
             depth -= 1
 
@@ -126,7 +132,9 @@ def read_yaml_mapping(path: str | Path, what: str, *, allow_empty: bool = False)
         raise ConfigError(f"{what} {str(path)!r} does not exist")
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
-        raise ConfigError(f"{what} {str(path)!r} is {size:,} bytes; a YAML file read here may hold at most {MAX_FILE_BYTES:,} (the shipped ones are a few KiB)")
+        raise ConfigError(
+            f"{what} {str(path)!r} is {size:,} bytes; a YAML file read here may hold at most {MAX_FILE_BYTES:,} (the shipped ones are a few KiB)"
+        )
     try:
         tree = parse_yaml(path.read_text())
     except ConfigError as err:

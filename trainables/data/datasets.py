@@ -92,7 +92,9 @@ def _digits(cfg: DataSection) -> DatasetBundle:
     x_tr, x_va, y_tr, y_va = train_test_split(images, digits.target, test_size=0.2, random_state=0, stratify=digits.target)
     (x_tr, x_va), scale = _standardise(x_tr, x_va)
     aug = cfg.augment != "none"
-    return DatasetBundle(TensorImages(x_tr, torch.from_numpy(y_tr), aug), TensorImages(x_va, torch.from_numpy(y_va)), DataShape(10, 1, 8), pixels=scale)
+    return DatasetBundle(
+        TensorImages(x_tr, torch.from_numpy(y_tr), aug), TensorImages(x_va, torch.from_numpy(y_va)), DataShape(10, 1, 8), pixels=scale
+    )
 
 
 def _fashion_mnist(cfg: DataSection) -> DatasetBundle:
@@ -151,7 +153,9 @@ def load_datasets(cfg: TrainConfig) -> DatasetBundle:
     """Train and val datasets for ``cfg.data`` (after ``check_data``)."""
     build = {"digits": _digits, "fashion_mnist": _fashion_mnist, "imagefolder": _imagefolder, "cifar10": _cifar, "cifar100": _cifar}
     bundle = build[cfg.data.name](cfg.data)
-    return DatasetBundle(_limit(bundle.train, cfg.data.train_limit), _limit(bundle.val, cfg.data.val_limit), bundle.shape, bundle.skipped_log, bundle.pixels)
+    return DatasetBundle(
+        _limit(bundle.train, cfg.data.train_limit), _limit(bundle.val, cfg.data.val_limit), bundle.shape, bundle.skipped_log, bundle.pixels
+    )
 
 
 def fixed_images(dataset: Dataset, n: int | None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -190,6 +194,11 @@ def dataset_inputs(cfg: TrainConfig, bundle: DatasetBundle) -> list[DatasetInput
         size = len(ds) if d.loader == "torch" or split == "val" else data_info(cfg).train_size
         limit = d.train_limit if split == "train" else d.val_limit
         digest = hashlib.sha256(f"{d.name}|{source}|{split}|{size}|{limit}|{d.seed if split == 'train' else ''}".encode()).hexdigest()[:16]
-        profile = {"split": split, "num_images": size, "image_size": f"{bundle.shape.img_size}x{bundle.shape.img_size}x{bundle.shape.in_chans}", "num_classes": bundle.shape.num_classes}
+        profile = {
+            "split": split,
+            "num_images": size,
+            "image_size": f"{bundle.shape.img_size}x{bundle.shape.img_size}x{bundle.shape.in_chans}",
+            "num_classes": bundle.shape.num_classes,
+        }
         out.append(DatasetInput(f"{d.name}-{split}", digest, source, profile, context))
     return out

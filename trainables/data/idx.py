@@ -28,7 +28,9 @@ FASHION_MNIST_FILES = {
 def _idx_header(head: bytes, path: Path, ndim: int) -> tuple[int, ...]:
     """The shape an IDX file declares; ``DataError`` unless it is unsigned bytes of ``ndim`` dims."""
     if len(head) < 4 or head[0] != 0 or head[1] != 0 or head[2] != 0x08 or head[3] != ndim:
-        raise DataError(f"{path} is not an IDX file of {ndim}-D unsigned bytes (bad magic number {head[:4].hex() or 'none'}); re-download it")
+        raise DataError(
+            f"{path} is not an IDX file of {ndim}-D unsigned bytes (bad magic number {head[:4].hex() or 'none'}); re-download it"
+        )
     if len(head) < 4 + 4 * ndim:
         raise DataError(f"{path}: the IDX header is truncated")
     return tuple(int.from_bytes(head[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim))
@@ -36,7 +38,7 @@ def _idx_header(head: bytes, path: Path, ndim: int) -> tuple[int, ...]:
 
 def read_idx(path: Path, ndim: int | None = None) -> np.ndarray:
     try:
-        with (gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")) as fh:
+        with gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb") as fh:
             data = fh.read()
     except (OSError, EOFError) as err:  # gzip.BadGzipFile is an OSError
         raise DataError(f"cannot read {path}: {err}") from None

@@ -42,8 +42,10 @@ def check_data(cfg: TrainConfig) -> None:
 #: the published figures of the datasets whose files may be absent where a sweep is planned (the
 #: cluster's nodes hold them): classes, channels, image side, training and validation images, whose
 PUBLISHED = {
-    "imagefolder": (1000, 3, 224, 1_281_167, 50_000, "ImageNet-1K's"), "fashion_mnist": (10, 1, 28, 60_000, 10_000, "Fashion-MNIST's"),
-    "cifar10": (10, 3, 32, 50_000, 10_000, "CIFAR-10's"), "cifar100": (100, 3, 32, 50_000, 10_000, "CIFAR-100's"),
+    "imagefolder": (1000, 3, 224, 1_281_167, 50_000, "ImageNet-1K's"),
+    "fashion_mnist": (10, 1, 28, 60_000, 10_000, "Fashion-MNIST's"),
+    "cifar10": (10, 3, 32, 50_000, 10_000, "CIFAR-10's"),
+    "cifar100": (100, 3, 32, 50_000, 10_000, "CIFAR-100's"),
 }
 
 
@@ -51,11 +53,17 @@ def check_data_settings(cfg: TrainConfig) -> None:
     """The ``data`` settings that contradict each other, whatever the files hold (``DataError``)."""
     d = cfg.data
     if d.root is not None and d.name == "digits":
-        raise DataError(f"data.root={d.root!r} is given, but data.name='digits' is bundled with scikit-learn and reads no directory; drop data.root or pick fashion_mnist / imagefolder / cifar10")
+        raise DataError(
+            f"data.root={d.root!r} is given, but data.name='digits' is bundled with scikit-learn and reads no directory; drop data.root or pick fashion_mnist / imagefolder / cifar10"
+        )
     if d.decode == "gpu" and d.name != "imagefolder":
-        raise DataError(f"data.decode='gpu' decodes image files on the training device; data.name={d.name!r} is decoded in memory already: use data.decode=cpu (gpu needs data.name=imagefolder)")
+        raise DataError(
+            f"data.decode='gpu' decodes image files on the training device; data.name={d.name!r} is decoded in memory already: use data.decode=cpu (gpu needs data.name=imagefolder)"
+        )
     if d.decode == "gpu" and d.loader == "ray_data":
-        raise DataError("data.decode='gpu' ships encoded images through the torch loader; data.loader='ray_data' decodes on CPU nodes: use one of them (data.loader=torch with data.decode=gpu)")
+        raise DataError(
+            "data.decode='gpu' ships encoded images through the torch loader; data.loader='ray_data' decodes on CPU nodes: use one of them (data.loader=torch with data.decode=gpu)"
+        )
     if d.loader == "ray_data" and d.name not in ("imagefolder", "digits"):
         raise DataError(f"data.loader='ray_data' reads image folders; data.name={d.name!r} is an in-memory dataset: use data.loader=torch")
 
@@ -104,7 +112,9 @@ def data_info(cfg: TrainConfig) -> DataInfo:
         meta = shard_metadata(d.root)
         if meta is not None:
             if d.loader != "ray_data":
-                raise DataError(f"data.root={d.root!r} holds Parquet shards (mjp data prepare), which only data.loader=ray_data reads; set it, or point data.root at the image folder")
+                raise DataError(
+                    f"data.root={d.root!r} holds Parquet shards (mjp data prepare), which only data.loader=ray_data reads; set it, or point data.root at the image folder"
+                )
             if len(meta["classes"]) < 2:
                 raise DataError(f"data.root={d.root!r} holds shards of {len(meta['classes'])} class; a classifier needs at least 2 classes")
             return DataInfo(DataShape(len(meta["classes"]), 3, d.img_size or 224), meta["train_size"], meta["val_size"])
@@ -117,7 +127,9 @@ def data_info(cfg: TrainConfig) -> DataInfo:
         scan = scan_imagefolder(Path(d.root))
         if scan.empty_files and d.on_bad_image == "fail":
             shown = ", ".join(scan.empty_files[:3]) + (f" and {len(scan.empty_files) - 3} more" if len(scan.empty_files) > 3 else "")
-            raise DataError(f"{len(scan.empty_files)} zero-byte image(s) in {d.root}: {shown}; remove them, or set data.on_bad_image=skip (`mjp data check {d.root}` lists every bad file)")
+            raise DataError(
+                f"{len(scan.empty_files)} zero-byte image(s) in {d.root}: {shown}; remove them, or set data.on_bad_image=skip (`mjp data check {d.root}` lists every bad file)"
+            )
         return DataInfo(DataShape(len(scan.classes["train"]), 3, d.img_size or 224), scan.counts["train"], scan.counts["val"])
     if not d.root:
         raise DataError(f"data.name={d.name!r} needs data.root (where torchvision keeps it)")

@@ -3,8 +3,9 @@ decoded on the device (``data/gpu``), per ``data.loader`` and ``data.decode``.""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from torch.utils.data import DataLoader, Subset
 
@@ -30,14 +31,23 @@ def make_loaders(cfg: TrainConfig, bundle: DatasetBundle, session: Any) -> Train
     """Sharded train loader (per-epoch shuffled, seeded by ``data.seed``) and val loader.
     ``session``: the worker's (``rank``, ``world``, ``device``, ``prepare_loader``, ``train_iterator``)."""
     d, rank, world = cfg.data, session.rank, session.world
-    common = dict(batch_size=d.batch_size, num_workers=d.loader_workers, pin_memory=cfg.scaling.use_gpu, persistent_workers=d.loader_workers > 0)
+    common = dict(
+        batch_size=d.batch_size, num_workers=d.loader_workers, pin_memory=cfg.scaling.use_gpu, persistent_workers=d.loader_workers > 0
+    )
     # Validation: a disjoint shard per worker (no padding duplicates); sums are all-reduced.
     val = session.prepare_loader(DataLoader(Subset(bundle.val, range(rank, len(bundle.val), world)), shuffle=False, **common))
     if d.loader == "ray_data":
         from trainables.data.ray_data import RayDataLoader, shuffle_buffer_rows
 
         train_size = min(data_info(cfg).train_size, d.train_limit or 2**62)  # Ray Data reads the split itself
-        train = RayDataLoader(session.train_iterator(cfg), d.batch_size, train_size // (d.batch_size * world), d.seed, session.device, shuffle_buffer_rows(cfg))
+        train = RayDataLoader(
+            session.train_iterator(cfg),
+            d.batch_size,
+            train_size // (d.batch_size * world),
+            d.seed,
+            session.device,
+            shuffle_buffer_rows(cfg),
+        )
         return TrainLoaders(train, val, train.set_epoch, train_size)
     if d.decode == "gpu":
         return _device_decode_loader(cfg, bundle, session, val)
@@ -53,7 +63,17 @@ def _device_decode_loader(cfg: TrainConfig, bundle: DatasetBundle, session: Any,
 
     d, rank = cfg.data, session.rank
     sampler = SeededSampler(train_sampler(bundle.train, seed=d.seed, repeats=d.repeated_aug, rank=rank, world=session.world), d.seed, rank)
-    loader = DataLoader(bundle.train, sampler=sampler, batch_size=d.batch_size, drop_last=True, collate_fn=collate_encoded,
-                        num_workers=d.loader_workers, pin_memory=cfg.scaling.use_gpu, persistent_workers=d.loader_workers > 0)
-    train = DeviceAugmentLoader(loader, sampler, DeviceRecipe(bundle.shape.img_size, d.augment), session.device, bundle.train, bundle.skipped_log)
+    loader = DataLoader(
+        bundle.train,
+        sampler=sampler,
+        batch_size=d.batch_size,
+        drop_last=True,
+        collate_fn=collate_encoded,
+        num_workers=d.loader_workers,
+        pin_memory=cfg.scaling.use_gpu,
+        persistent_workers=d.loader_workers > 0,
+    )
+    train = DeviceAugmentLoader(
+        loader, sampler, DeviceRecipe(bundle.shape.img_size, d.augment), session.device, bundle.train, bundle.skipped_log
+    )
     return TrainLoaders(train, val, train.set_epoch, len(bundle.train))

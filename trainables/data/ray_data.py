@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import functools
 import io
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -101,12 +102,16 @@ def train_dataset(cfg: TrainConfig) -> Any:
         ds = ray.data.read_parquet(str(root / "train"), columns=["image", "label", "path"], ray_remote_args=place)
         if data.train_limit is not None:
             ds = ds.limit(data.train_limit)
-        return ds.map_batches(decode_and_augment, fn_kwargs={"data": data, "classes": None}, batch_size=DECODE_BATCH, batch_format="numpy", **place)
+        return ds.map_batches(
+            decode_and_augment, fn_kwargs={"data": data, "classes": None}, batch_size=DECODE_BATCH, batch_format="numpy", **place
+        )
     files, classes = _folder_files(root / "train", data.train_limit)
     ds = ray.data.read_binary_files(
-        files if data.train_limit is not None else str(root / "train"), include_paths=True,
+        files if data.train_limit is not None else str(root / "train"),
+        include_paths=True,
         file_extensions=[e.lstrip(".") for e in IMAGE_EXTENSIONS],
-        shuffle=ray.data.FileShuffleConfig(seed=data.seed), override_num_blocks=max(1, len(files) // data.batch_size),
+        shuffle=ray.data.FileShuffleConfig(seed=data.seed),
+        override_num_blocks=max(1, len(files) // data.batch_size),
         ray_remote_args=place,
     )
     return ds.map_batches(decode_and_augment, fn_kwargs={"data": data, "classes": classes}, batch_size=None, batch_format="numpy", **place)
@@ -140,8 +145,11 @@ class RayDataLoader:
 
     def __iter__(self) -> Iterator[tuple[Any, Any]]:
         batches = self.iterator.iter_torch_batches(
-            batch_size=self.batch_size, drop_last=True, device=self.device,
-            local_shuffle_buffer_size=self.shuffle_buffer, local_shuffle_seed=(self.seed + self.epoch) % SEED_BOUND if self.shuffle_buffer else None,
+            batch_size=self.batch_size,
+            drop_last=True,
+            device=self.device,
+            local_shuffle_buffer_size=self.shuffle_buffer,
+            local_shuffle_seed=(self.seed + self.epoch) % SEED_BOUND if self.shuffle_buffer else None,
         )
         for step, batch in enumerate(batches):
             if step == self.steps:

@@ -35,7 +35,11 @@ def image_transforms(cfg: DataSection, img_size: int, train: bool):
     from timm.data import create_transform
 
     if cfg.augment == "deit" and train:
-        return _cap_rand_augment(create_transform(img_size, is_training=True, auto_augment="rand-m9-mstd0.5-inc1", re_prob=0.25, re_mode="pixel", interpolation="bicubic"))
+        return _cap_rand_augment(
+            create_transform(
+                img_size, is_training=True, auto_augment="rand-m9-mstd0.5-inc1", re_prob=0.25, re_mode="pixel", interpolation="bicubic"
+            )
+        )
     if cfg.augment == "small" and train:
         return create_transform(img_size, is_training=True, auto_augment=None, re_prob=0.0, color_jitter=None, interpolation="bicubic")
     return create_transform(img_size, is_training=False, interpolation="bicubic", crop_pct=0.875 if img_size >= 64 else 1.0)

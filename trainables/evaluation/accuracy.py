@@ -3,7 +3,7 @@ and Diff. Norm of the paper), reduced across workers with the ``reduce`` the loo
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import torch
 from torch import nn
@@ -31,12 +31,14 @@ def evaluate(model: nn.Module, loader: Iterable, device: torch.device, reduce: R
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
         logits = raw(x).float()
         top = logits.topk(min(5, logits.shape[-1]), dim=-1).indices
-        sums += torch.stack([
-            nn.functional.cross_entropy(logits, y, reduction="sum"),
-            (top[:, 0] == y).sum(),
-            (top == y[:, None]).any(-1).sum(),
-            torch.tensor(float(len(y)), device=device),
-        ])
+        sums += torch.stack(
+            [
+                nn.functional.cross_entropy(logits, y, reduction="sum"),
+                (top[:, 0] == y).sum(),
+                (top == y[:, None]).any(-1).sum(),
+                torch.tensor(float(len(y)), device=device),
+            ]
+        )
     if reduce is not None:
         sums = reduce(sums)
     loss, top1, top5, n = sums.tolist()
@@ -45,7 +47,9 @@ def evaluate(model: nn.Module, loader: Iterable, device: torch.device, reduce: R
 
 
 @torch.no_grad()
-def evaluate_shuffles(cfg: TrainConfig, model: nn.Module, loader: Iterable, device: torch.device, rank: int = 0, reduce: Reduce | None = None) -> dict[str, float]:
+def evaluate_shuffles(
+    cfg: TrainConfig, model: nn.Module, loader: Iterable, device: torch.device, rank: int = 0, reduce: Reduce | None = None
+) -> dict[str, float]:
     """Paper protocol: ``val/consistency``, ``val/diff_norm`` at ``eval.consistency_ratio`` and
     ``val/top1_shuffled_<r>`` for every ``eval.shuffle_ratios``; seeded per worker. ``model``: the
     module itself, not a DDP or compile wrapper."""

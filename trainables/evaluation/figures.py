@@ -30,7 +30,9 @@ def corruption_figure(errors: dict[str, list[float]], title: str) -> Figure:
     ax = fig.subplots()
     styles = ("-", "--", ":")
     for i, (name, values) in enumerate(errors.items()):
-        ax.plot(range(1, len(values) + 1), [100 * v for v in values], marker=".", linestyle=styles[i // 10 % 3], label=name.replace("_", " "))
+        ax.plot(
+            range(1, len(values) + 1), [100 * v for v in values], marker=".", linestyle=styles[i // 10 % 3], label=name.replace("_", " ")
+        )
     ax.set_xlabel("severity")
     ax.set_ylabel("error (%)")
     ax.set_xticks(range(1, 6))

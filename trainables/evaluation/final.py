@@ -10,8 +10,9 @@ seconds on a GPU; sharding it across ranks would save little and need a gather o
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 

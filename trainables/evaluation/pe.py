@@ -9,7 +9,6 @@ with the reason in the notes.
 
 from __future__ import annotations
 
-
 import numpy as np
 import torch
 from torch import nn
@@ -59,17 +58,36 @@ def pe_evaluation(cfg: TrainConfig, model: nn.Module, bundle: DatasetBundle | No
         result.metrics.update({keys.PE_MAE_1D: mae["mae_1d"], keys.PE_MAE_2D: mae["mae_2d"]})
     else:
         result.notes.append(f"{len(pe)} PE rows are too few for {section.folds}-fold position regression")
-    result.figures.append((pe_figures.variance_figure(np.array(list(explained.values())), pe_analysis.svd_energy(pe), f"{title}: PE spectrum"), "pe/explained_variance.png"))
-    result.figures.append((pe_figures.projection_figure(pe_analysis.pca_projection(pe, 3), grid, f"{title}: PE rows", "PCA 3-D"), "pe/pca_3d.png"))
+    result.figures.append(
+        (
+            pe_figures.variance_figure(np.array(list(explained.values())), pe_analysis.svd_energy(pe), f"{title}: PE spectrum"),
+            "pe/explained_variance.png",
+        )
+    )
+    result.figures.append(
+        (pe_figures.projection_figure(pe_analysis.pca_projection(pe, 3), grid, f"{title}: PE rows", "PCA 3-D"), "pe/pca_3d.png")
+    )
     if section.umap:
-        result.figures.append((pe_figures.projection_figure(pe_analysis.umap_projection(pe, seed=seed), grid, f"{title}: PE rows", "UMAP 2-D"), "pe/umap_2d.png"))
-    result.figures.append((pe_figures.cosine_figure(pe_analysis.cosine_similarity_maps(pe, grid), f"{title}: cosine similarity of position embeddings"), "pe/cosine_similarity.png"))
+        result.figures.append(
+            (
+                pe_figures.projection_figure(pe_analysis.umap_projection(pe, seed=seed), grid, f"{title}: PE rows", "UMAP 2-D"),
+                "pe/umap_2d.png",
+            )
+        )
+    result.figures.append(
+        (
+            pe_figures.cosine_figure(pe_analysis.cosine_similarity_maps(pe, grid), f"{title}: cosine similarity of position embeddings"),
+            "pe/cosine_similarity.png",
+        )
+    )
     if section.attention_images and bundle is not None:
         attention_figure(result, model, bundle, section.attention_images, device, title)
     return result
 
 
-def attention_figure(result: EvaluationResult, model: nn.Module, bundle: DatasetBundle, count: int, device: torch.device, title: str) -> None:
+def attention_figure(
+    result: EvaluationResult, model: nn.Module, bundle: DatasetBundle, count: int, device: torch.device, title: str
+) -> None:
     from mjp.pe_analysis import cls_attention_maps
     from trainables.evaluation.pe_figures import attention_figure as draw
 

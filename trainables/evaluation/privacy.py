@@ -23,7 +23,13 @@ def privacy_units(cfg: PrivacySection, images: int) -> int:
 
 
 def run_privacy_eval(
-    model: nn.Module, images: torch.Tensor, labels: torch.Tensor, cfg: PrivacySection, *, seed: int = 0, dal_weight: float = 0.0,
+    model: nn.Module,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    cfg: PrivacySection,
+    *,
+    seed: int = 0,
+    dal_weight: float = 0.0,
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[dict[str, float], dict[str, AttackResult], list[str]]:
     """Metrics ``privacy/<setting>_<metric>``, the per-setting results, and notes (absent metrics).
@@ -40,16 +46,27 @@ def run_privacy_eval(
 
     for setting in cfg.settings:
         result = attack_images(
-            model, images, labels, setting, attack=cfg.attack, ratio=cfg.ratio, generator=torch.Generator().manual_seed(seed),
-            dal_weight=dal_weight, inversion_steps=cfg.inversion_steps, lpips=lpips,
-            client_dtype=torch.float64 if cfg.client_dtype == "float64" else torch.float32, on_progress=tick if progress else None,
+            model,
+            images,
+            labels,
+            setting,
+            attack=cfg.attack,
+            ratio=cfg.ratio,
+            generator=torch.Generator().manual_seed(seed),
+            dal_weight=dal_weight,
+            inversion_steps=cfg.inversion_steps,
+            lpips=lpips,
+            client_dtype=torch.float64 if cfg.client_dtype == "float64" else torch.float32,
+            on_progress=tick if progress else None,
         )
         results[setting] = result
         metrics.update({privacy_key(setting, k): v for k, v in result.scores.items()})
     return metrics, results, notes
 
 
-def privacy_step(cfg: TrainConfig, model: nn.Module, val_set: Dataset, device: torch.device, title: str) -> tuple[dict[str, float], Figure, list[str]]:
+def privacy_step(
+    cfg: TrainConfig, model: nn.Module, val_set: Dataset, device: torch.device, title: str
+) -> tuple[dict[str, float], Figure, list[str]]:
     """The configured attacks on the first ``eval.privacy.images`` val images; scores, grid, notes."""
     privacy = cfg.eval.privacy
     images, labels = fixed_images(val_set, privacy.images)

@@ -11,8 +11,9 @@ own file. The modules are imported when an evaluation runs: a study's validation
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from mjp import keys
 from trainables.evaluation.result import EvaluationResult
@@ -29,10 +30,10 @@ class Evaluation:
     name: str
     section: str | None
     default: Callable[[], Any] | None
-    reported: Callable[["TrainConfig"], set[str]]
+    reported: Callable[[TrainConfig], set[str]]
     run: Callable[..., EvaluationResult]
 
-    def configured(self, cfg: "TrainConfig") -> bool:
+    def configured(self, cfg: TrainConfig) -> bool:
         return self.section is None or getattr(cfg.eval, self.section) is not None
 
 
@@ -69,25 +70,28 @@ def _section(name: str, **kwargs: Any) -> Callable[[], Any]:
     return make
 
 
-def _shuffle_keys(cfg: "TrainConfig") -> set[str]:
+def _shuffle_keys(cfg: TrainConfig) -> set[str]:
     return {keys.VAL_CONSISTENCY, keys.VAL_DIFF_NORM} | {keys.top1_shuffled_key(r) for r in cfg.eval.shuffle_ratios}
 
 
-def _privacy_keys(cfg: "TrainConfig") -> set[str]:
+def _privacy_keys(cfg: TrainConfig) -> set[str]:
     return {keys.privacy_key(s, m) for s in cfg.eval.privacy.settings for m in ("mse", "psnr", "ssim", "fft2d")}
 
 
 #: the paper's evaluations, in the order ``mjp evaluate`` lists them. Robustness and PE report
 #: keys that depend on the data (ImageNet-1K or not), so objectives may not name them.
-EVALUATIONS: dict[str, Evaluation] = {e.name: e for e in (
-    Evaluation("shuffle", None, None, _shuffle_keys, _shuffle),
-    Evaluation("robustness", "robustness", _section("RobustnessSection", workers=os.cpu_count() or 1), lambda cfg: set(), _robustness),
-    Evaluation("pe", "pe_analysis", _section("PEAnalysisSection"), lambda cfg: set(), _pe),
-    Evaluation("privacy", "privacy", _section("PrivacySection"), _privacy_keys, _privacy),
-)}
+EVALUATIONS: dict[str, Evaluation] = {
+    e.name: e
+    for e in (
+        Evaluation("shuffle", None, None, _shuffle_keys, _shuffle),
+        Evaluation("robustness", "robustness", _section("RobustnessSection", workers=os.cpu_count() or 1), lambda cfg: set(), _robustness),
+        Evaluation("pe", "pe_analysis", _section("PEAnalysisSection"), lambda cfg: set(), _pe),
+        Evaluation("privacy", "privacy", _section("PrivacySection"), _privacy_keys, _privacy),
+    )
+}
 
 
-def reported_metrics(cfg: "TrainConfig") -> set[str]:
+def reported_metrics(cfg: TrainConfig) -> set[str]:
     """Every metric key a training of ``cfg`` reports (what a study's objectives may name)."""
     found = set(keys.EPOCH_METRICS)
     for evaluation in EVALUATIONS.values():

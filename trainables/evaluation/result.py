@@ -24,12 +24,12 @@ class EvaluationResult:
     notes: list[str] = field(default_factory=list)
 
 
-def run_title(cfg: "TrainConfig") -> str:
+def run_title(cfg: TrainConfig) -> str:
     """The title an evaluation's figures carry."""
     return f"{cfg.model.name} / {cfg.variant}"
 
 
-def log_evaluation(tracker: "RunTracker", name: str, result: EvaluationResult) -> None:
+def log_evaluation(tracker: RunTracker, name: str, result: EvaluationResult) -> None:
     """An evaluation's notes (as its notes tag), texts and figures into a run; its metrics are the
     caller's to log (the training logs them with the final epoch)."""
     if result.notes:

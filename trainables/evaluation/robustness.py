@@ -13,11 +13,12 @@ reason in the run's notes.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import torch
@@ -73,7 +74,9 @@ def corrupted_sets(pixels: torch.Tensor, corruptions: tuple[str, ...], seed: int
         yield from pool.map(_corrupt_task, jobs)
 
 
-def made_corruption_errors(cfg: TrainConfig, model: nn.Module, bundle: DatasetBundle, device: torch.device) -> tuple[dict[str, list[float]], float, int]:
+def made_corruption_errors(
+    cfg: TrainConfig, model: nn.Module, bundle: DatasetBundle, device: torch.device
+) -> tuple[dict[str, list[float]], float, int]:
     """Errors per corruption and severity on corrupted validation images, the clean error, and the
     number of images."""
     r = cfg.eval.robustness
@@ -124,8 +127,10 @@ def natural_sets(cfg: TrainConfig, model: nn.Module, device: torch.device) -> tu
     r = cfg.eval.robustness
     transform = image_transforms(cfg.data, cfg.data.img_size or 224, False)
     metrics, notes = {}, []
-    for name, root, keys_ in (("ImageNet-A", r.imagenet_a_root, (keys.ROBUST_IMAGENET_A_TOP1, keys.ROBUST_IMAGENET_A_AURRA)),
-                              ("ImageNet-R", r.imagenet_r_root, (keys.ROBUST_IMAGENET_R_TOP1,))):
+    for name, root, keys_ in (
+        ("ImageNet-A", r.imagenet_a_root, (keys.ROBUST_IMAGENET_A_TOP1, keys.ROBUST_IMAGENET_A_AURRA)),
+        ("ImageNet-R", r.imagenet_r_root, (keys.ROBUST_IMAGENET_R_TOP1,)),
+    ):
         if root is None:
             notes.append(f"{name}: absent (no eval.robustness.{name.lower().replace('-', '_')}_root given)")
             continue
@@ -165,7 +170,9 @@ def robustness_step(cfg: TrainConfig, model: nn.Module, bundle: DatasetBundle, d
     if bundle.shape.num_classes == 1000 and set(r.corruptions) == set(keys.CORRUPTIONS):
         result.metrics[keys.ROBUST_MCE] = mce(result.errors)
     else:
-        result.notes.append("mCE normalised by AlexNet's ImageNet-C errors needs an ImageNet-1K model and all 15 corruptions: not logged; the analysis reports mCE relative to the study's baseline")
+        result.notes.append(
+            "mCE normalised by AlexNet's ImageNet-C errors needs an ImageNet-1K model and all 15 corruptions: not logged; the analysis reports mCE relative to the study's baseline"
+        )
     if bundle.shape.num_classes == 1000:
         natural, notes = natural_sets(cfg, model, device)
         result.metrics.update(natural)
@@ -184,5 +191,9 @@ def robustness_evaluation(cfg: TrainConfig, model: nn.Module, bundle: DatasetBun
     from trainables.evaluation.figures import corruption_figure
 
     result = robustness_step(cfg, model, bundle, device)
-    return EvaluationResult(result.metrics, [(corruption_figure(result.errors, f"{title}: corruption error by severity"), "robustness/errors_by_severity.png")],
-                            [(errors_json(result), "robustness/errors.json")], result.notes)
+    return EvaluationResult(
+        result.metrics,
+        [(corruption_figure(result.errors, f"{title}: corruption error by severity"), "robustness/errors_by_severity.png")],
+        [(errors_json(result), "robustness/errors.json")],
+        result.notes,
+    )

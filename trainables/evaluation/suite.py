@@ -5,7 +5,8 @@ where the config sets none)."""
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from trainables.evaluation.registry import EVALUATIONS
 from trainables.evaluation.result import EvaluationResult, run_title
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from trainables.data.datasets import DatasetBundle
 
 
-def with_sections(cfg: "TrainConfig", names: Iterable[str]) -> "TrainConfig":
+def with_sections(cfg: TrainConfig, names: Iterable[str]) -> TrainConfig:
     """``cfg`` with every named evaluation configured (its registry default where the config has
     none); robustness spreads its corruptions over this machine's cores."""
     update = {}
@@ -31,8 +32,9 @@ def with_sections(cfg: "TrainConfig", names: Iterable[str]) -> "TrainConfig":
     return cfg.model_copy(update={"eval": cfg.eval.model_copy(update=update)}) if update else cfg
 
 
-def run_evaluations(cfg: "TrainConfig", model: "torch.nn.Module", bundle: "DatasetBundle", device: "torch.device",
-                    names: Iterable[str]) -> dict[str, EvaluationResult]:
+def run_evaluations(
+    cfg: TrainConfig, model: torch.nn.Module, bundle: DatasetBundle, device: torch.device, names: Iterable[str]
+) -> dict[str, EvaluationResult]:
     """The named evaluations that ``cfg.eval`` configures, in order, on this process."""
     title = run_title(cfg)
     return {name: EVALUATIONS[name].run(cfg, model, bundle, device, title) for name in names if EVALUATIONS[name].configured(cfg)}

@@ -40,7 +40,9 @@ def _positive_int_kwargs(kwargs: dict[str, Any]) -> None:
         value = kwargs.get(key)
         values = value if isinstance(value, (list, tuple)) else [value]  # Swin: one per stage
         if value is not None and any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in values):
-            raise ConfigError(f"model.kwargs.{key}={value!r}: allowed is a positive integer" + (" per stage" if isinstance(value, (list, tuple)) else ""))
+            raise ConfigError(
+                f"model.kwargs.{key}={value!r}: allowed is a positive integer" + (" per stage" if isinstance(value, (list, tuple)) else "")
+            )
 
 
 def _heads_divide_width(name: str, kwargs: dict[str, Any]) -> None:
@@ -153,7 +155,9 @@ def check_attention(cfg: TrainConfig, shape: Any) -> None:
 
 def _loader_fits(cfg: TrainConfig) -> None:
     if cfg.data.loader == "ray_data" and cfg.data.repeated_aug > 1:
-        raise ConfigError(f"data.repeated_aug={cfg.data.repeated_aug} needs the torch loader's sampler; with data.loader=ray_data set data.repeated_aug=1 (or use data.loader=torch)")
+        raise ConfigError(
+            f"data.repeated_aug={cfg.data.repeated_aug} needs the torch loader's sampler; with data.loader=ray_data set data.repeated_aug=1 (or use data.loader=torch)"
+        )
 
 
 def _batch_fits(cfg: TrainConfig, info: DataInfo) -> None:
@@ -173,7 +177,9 @@ def _evaluations_apply(cfg: TrainConfig, model: Any, files: bool) -> None:
 
         why = april_requirements(model)
         if why:
-            raise ConfigError(f"eval.privacy.attack='april' cannot attack {cfg.model.name}: {why} (model.april_block=true, or eval.privacy.attack=inversion)")
+            raise ConfigError(
+                f"eval.privacy.attack='april' cannot attack {cfg.model.name}: {why} (model.april_block=true, or eval.privacy.attack=inversion)"
+            )
     if files and privacy is not None and privacy.lpips_backbone:
         from trainables.launch.weights_file import check_weights_file
 
@@ -186,12 +192,16 @@ def _class_folders(key: str, root: str) -> list[str]:
 
     folder = Path(root)
     if not folder.is_dir():
-        raise ConfigError(f"{key}={root!r} is not a directory; allowed: a folder of <wnid>/<image> (or leave it unset: the metric is then absent)")
+        raise ConfigError(
+            f"{key}={root!r} is not a directory; allowed: a folder of <wnid>/<image> (or leave it unset: the metric is then absent)"
+        )
     classes = sorted(p.name for p in folder.iterdir() if p.is_dir())
     known = set(imagenet_synsets())
     strange = [c for c in classes if c not in known]
     if not classes or strange:
-        raise ConfigError(f"{key}={root!r}: expected class folders named by ImageNet-1K wnids (e.g. n01498041), found {strange[:3] or 'none'}")
+        raise ConfigError(
+            f"{key}={root!r}: expected class folders named by ImageNet-1K wnids (e.g. n01498041), found {strange[:3] or 'none'}"
+        )
     return classes
 
 
@@ -204,16 +214,26 @@ def _robustness_applies(cfg: TrainConfig, info: DataInfo, files: bool) -> None:
         root = Path(r.imagenet_c_root)
         absent = [f"{c}/{s}" for c in r.corruptions for s in range(1, 6) if not (root / c / str(s)).is_dir()]
         if absent:
-            raise ConfigError(f"eval.robustness.imagenet_c_root={r.imagenet_c_root!r} lacks {len(absent)} of the <corruption>/<severity> folders the config asks for, e.g. {', '.join(absent[:3])}; give the corruptions it has in eval.robustness.corruptions")
-    sets = {k: v for k, v in (("imagenet_a_root", r.imagenet_a_root), ("imagenet_o_root", r.imagenet_o_root), ("imagenet_r_root", r.imagenet_r_root)) if v is not None}
+            raise ConfigError(
+                f"eval.robustness.imagenet_c_root={r.imagenet_c_root!r} lacks {len(absent)} of the <corruption>/<severity> folders the config asks for, e.g. {', '.join(absent[:3])}; give the corruptions it has in eval.robustness.corruptions"
+            )
+    sets = {
+        k: v
+        for k, v in (("imagenet_a_root", r.imagenet_a_root), ("imagenet_o_root", r.imagenet_o_root), ("imagenet_r_root", r.imagenet_r_root))
+        if v is not None
+    }
     if sets and info.shape.num_classes != 1000:
-        raise ConfigError(f"eval.robustness.{next(iter(sets))} needs a model of the 1000 ImageNet-1K classes, but data.name={cfg.data.name!r} has {info.shape.num_classes}; remove it")
+        raise ConfigError(
+            f"eval.robustness.{next(iter(sets))} needs a model of the 1000 ImageNet-1K classes, but data.name={cfg.data.name!r} has {info.shape.num_classes}; remove it"
+        )
     if not files:
         return
     for key, root in sets.items():
         _class_folders(f"eval.robustness.{key}", root)
     if r.imagenet_o_root is not None and not (cfg.data.root and (Path(cfg.data.root) / "val").is_dir()):
-        raise ConfigError(f"eval.robustness.imagenet_o_root: ImageNet-O is scored against ImageNet's validation images, but data.root={cfg.data.root!r} has no val/ folder")
+        raise ConfigError(
+            f"eval.robustness.imagenet_o_root: ImageNet-O is scored against ImageNet's validation images, but data.root={cfg.data.root!r} has no val/ folder"
+        )
 
 
 @dataclass(frozen=True)
@@ -277,7 +297,9 @@ def preflight(cfg: TrainConfig, *, files: bool = True) -> Preflight:
     patch = model_patch_size(model)
     size = info.shape.img_size
     if size % patch[0] or size % patch[1]:
-        raise ConfigError(f"{size}x{size} images do not split into {patch[0]}x{patch[1]} jigsaw patches; set mjp.patch_size (ResNet) or model.kwargs.patch_size to a divisor of {size}")
+        raise ConfigError(
+            f"{size}x{size} images do not split into {patch[0]}x{patch[1]} jigsaw patches; set mjp.patch_size (ResNet) or model.kwargs.patch_size to a divisor of {size}"
+        )
     _ratios_select_patches(cfg, (size // patch[0]) * (size // patch[1]))
     _attention_fits(cfg, model, size, patch[0])
     _evaluations_apply(cfg, model, files)

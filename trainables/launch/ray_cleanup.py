@@ -113,8 +113,11 @@ def watch_local_ray() -> None:
     _watching.add(os.getpid())
     subprocess.Popen(
         [sys.executable, "-m", __spec__.name, str(os.getpid())],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True, cwd=str(PROJECT_DIR),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        cwd=str(PROJECT_DIR),
     )
 
 

@@ -113,8 +113,10 @@ def require_gcs(address: str, seconds: float = 5.0) -> None:
         socket.create_connection((host, int(port)), timeout=seconds).close()
     except (OSError, ValueError) as err:
         source = "$RAY_ADDRESS" if os.environ.get("RAY_ADDRESS") == address else "--address"
-        raise ConfigError(f"no Ray cluster answers at {address} ({source}: {err}); start it (`mjp cluster up --local`, or `ray up cluster.yaml`), "
-                          "or `unset RAY_ADDRESS` to run on a Ray of this process") from None
+        raise ConfigError(
+            f"no Ray cluster answers at {address} ({source}: {err}); start it (`mjp cluster up --local`, or `ray up cluster.yaml`), "
+            "or `unset RAY_ADDRESS` to run on a Ray of this process"
+        ) from None
 
 
 def ensure_ray(address: str | None = None, *, num_cpus: int | None = None, verbose: bool = False, dashboard: bool = False) -> None:
@@ -141,7 +143,14 @@ def ensure_ray(address: str | None = None, *, num_cpus: int | None = None, verbo
             raylet_messages_to_log()
         return
     _node_address_is_loopback()
-    ray.init(address="local", num_cpus=num_cpus, _node_ip_address="127.0.0.1", include_dashboard=dashboard or verbose, dashboard_host="127.0.0.1", **quiet)
+    ray.init(
+        address="local",
+        num_cpus=num_cpus,
+        _node_ip_address="127.0.0.1",
+        include_dashboard=dashboard or verbose,
+        dashboard_host="127.0.0.1",
+        **quiet,
+    )
     sigterm_as_ctrl_c()
     if not verbose:
         raylet_messages_to_log()
@@ -161,10 +170,15 @@ def check_local_resources(cfg: Any, address: str | None) -> None:
     from trainables.errors import ConfigError
 
     elsewhere = "or run on the cluster (--address, or $RAY_ADDRESS after `mjp cluster up --local`)"
-    for key, wanted in (("scaling.worker_resources", cfg.scaling.worker_resources), ("data.ray_data_resources", cfg.data.ray_data_resources)):
+    for key, wanted in (
+        ("scaling.worker_resources", cfg.scaling.worker_resources),
+        ("data.ray_data_resources", cfg.data.ray_data_resources),
+    ):
         if wanted:
-            raise ConfigError(f"{key}={dict(wanted)} asks for custom resources that only a cluster's nodes declare, and this command "
-                              f"starts its own Ray on this machine: remove {key}, {elsewhere}")
+            raise ConfigError(
+                f"{key}={dict(wanted)} asks for custom resources that only a cluster's nodes declare, and this command "
+                f"starts its own Ray on this machine: remove {key}, {elsewhere}"
+            )
     s = cfg.scaling
     if s.use_gpu:
         import torch
@@ -172,15 +186,19 @@ def check_local_resources(cfg: Any, address: str | None) -> None:
         have = torch.cuda.device_count() if torch.cuda.is_available() else 0
         need = s.num_workers * s.gpus_per_worker
         if need > have:
-            raise ConfigError(f"scaling.use_gpu=true asks for {need:g} GPU(s) per trial (scaling.num_workers={s.num_workers} x scaling.gpus_per_worker={s.gpus_per_worker:g}), "
-                              f"but this machine has {have} (torch sees {'no' if not have else have} CUDA device{'' if have == 1 else 's'}) and this command starts its own Ray here, "
-                              f"where the trial would wait forever: set scaling.use_gpu=false, {elsewhere}")
+            raise ConfigError(
+                f"scaling.use_gpu=true asks for {need:g} GPU(s) per trial (scaling.num_workers={s.num_workers} x scaling.gpus_per_worker={s.gpus_per_worker:g}), "
+                f"but this machine has {have} (torch sees {'no' if not have else have} CUDA device{'' if have == 1 else 's'}) and this command starts its own Ray here, "
+                f"where the trial would wait forever: set scaling.use_gpu=false, {elsewhere}"
+            )
     cores = os.cpu_count() or 1
     threads = s.num_workers * s.cpus_per_worker
     if threads > cores:
-        raise ConfigError(f"scaling.num_workers={s.num_workers} x scaling.cpus_per_worker={s.cpus_per_worker:g} = {threads:g} CPUs per trial, but this machine has {cores} "
-                          f"and this command starts its own Ray here (it would train with {threads:g} threads on {cores} cores): "
-                          f"allowed: at most {cores} in all, {elsewhere}")
+        raise ConfigError(
+            f"scaling.num_workers={s.num_workers} x scaling.cpus_per_worker={s.cpus_per_worker:g} = {threads:g} CPUs per trial, but this machine has {cores} "
+            f"and this command starts its own Ray here (it would train with {threads:g} threads on {cores} cores): "
+            f"allowed: at most {cores} in all, {elsewhere}"
+        )
 
 
 def raylet_messages_to_log() -> None:

@@ -49,7 +49,7 @@ def failure_text(err: BaseException) -> str:
     for name in (f"{TrialFailed.__module__}.{TrialFailed.__qualname__}", TrialFailed.__qualname__):
         line = one_line_reason(err)
         if line.startswith(name + ": "):
-            return line[len(name) + 2:]
+            return line[len(name) + 2 :]
     return one_line_reason(err)
 
 
@@ -110,14 +110,21 @@ def one_line_reason(err: BaseException) -> str:
     return f"{type(err).__name__}: {lines[-1][:500] if lines else ''}".rstrip(": ")
 
 
-def start_run(cfg: TrainConfig, uri: str, *, run_name: str, tags: dict[str, str] | None = None, parent_run_id: str | None = None) -> RunTracker:
+def start_run(
+    cfg: TrainConfig, uri: str, *, run_name: str, tags: dict[str, str] | None = None, parent_run_id: str | None = None
+) -> RunTracker:
     """Create the MLflow run of a training and log its config."""
     tracker = RunTracker.create(
         uri,
         cfg.tracking.experiment,
         run_name=run_name,
-        tags={schema.TAG_KIND: schema.KIND_TRAIN, schema.TAG_VARIANT: cfg.variant, schema.TAG_MODEL: cfg.model.name, schema.TAG_DATASET: cfg.data.name,
-              **(tags or {})},
+        tags={
+            schema.TAG_KIND: schema.KIND_TRAIN,
+            schema.TAG_VARIANT: cfg.variant,
+            schema.TAG_MODEL: cfg.model.name,
+            schema.TAG_DATASET: cfg.data.name,
+            **(tags or {}),
+        },
         parent_run_id=parent_run_id,
     )
     words = variant_words(cfg.variant)
@@ -144,16 +151,24 @@ def _trial_run(spec: TrialSpec, cfg: TrainConfig, params: dict[str, Any], trial_
         tracker.set_status("RUNNING")
         return tracker
     label = run_label(cfg, params, spec.presets)
-    tags = {schema.TAG_TRIAL_ID: trial_id, schema.TAG_TRIAL_KEY: trial_key(params), schema.TAG_LABEL: label.display,
-            **{f"{schema.TAG_SAMPLE_PREFIX}{k}": str(v) for k, v in params.items()}}
+    tags = {
+        schema.TAG_TRIAL_ID: trial_id,
+        schema.TAG_TRIAL_KEY: trial_key(params),
+        schema.TAG_LABEL: label.display,
+        **{f"{schema.TAG_SAMPLE_PREFIX}{k}": str(v) for k, v in params.items()},
+    }
     if spec.study:
         tags[schema.TAG_STUDY] = spec.study
-    tags[schema.TAG_NOTE] = (f"Trial **{label.display}** of sweep `{spec.name}`: {cfg.model.name} on {cfg.data.name}, "
-                           f"{cfg.optim.epochs} epochs. Its full config is in the params; the paper's metrics of its final evaluation are logged once, per epoch the training curves.")
+    tags[schema.TAG_NOTE] = (
+        f"Trial **{label.display}** of sweep `{spec.name}`: {cfg.model.name} on {cfg.data.name}, "
+        f"{cfg.optim.epochs} epochs. Its full config is in the params; the paper's metrics of its final evaluation are logged once, per epoch the training curves."
+    )
     return start_run(cfg, spec.uri, run_name=label.run_name, tags=tags, parent_run_id=spec.parent_run_id)
 
 
-def make_trainer(cfg: TrainConfig, uri: str, run_id: str, name: str, storage: str, callbacks: list | None = None, checkpoint_epochs: tuple[int, ...] = ()) -> Any:
+def make_trainer(
+    cfg: TrainConfig, uri: str, run_id: str, name: str, storage: str, callbacks: list | None = None, checkpoint_epochs: tuple[int, ...] = ()
+) -> Any:
     """A ``TorchTrainer`` for ``cfg``; ``name`` must be deterministic so a restarted driver finds its state."""
     import ray.train
     from ray.train.torch import TorchConfig, TorchTrainer
@@ -169,9 +184,16 @@ def make_trainer(cfg: TrainConfig, uri: str, run_id: str, name: str, storage: st
         datasets = {"train": train_dataset(cfg)}
     return TorchTrainer(
         train_loop_per_worker,
-        train_loop_config={"train_config": cfg.model_dump(mode="json"), "tracking_uri": uri, "mlflow_run_id": run_id, "checkpoint_epochs": list(checkpoint_epochs)},
+        train_loop_config={
+            "train_config": cfg.model_dump(mode="json"),
+            "tracking_uri": uri,
+            "mlflow_run_id": run_id,
+            "checkpoint_epochs": list(checkpoint_epochs),
+        },
         torch_config=TorchConfig(backend="nccl" if s.use_gpu else "gloo"),
-        scaling_config=ray.train.ScalingConfig(num_workers=s.num_workers, use_gpu=s.use_gpu, resources_per_worker=resources, placement_strategy=s.placement),
+        scaling_config=ray.train.ScalingConfig(
+            num_workers=s.num_workers, use_gpu=s.use_gpu, resources_per_worker=resources, placement_strategy=s.placement
+        ),
         datasets=datasets or None,
         dataset_config=ray.train.DataConfig(datasets_to_split=["train"]) if datasets else None,
         run_config=ray.train.RunConfig(
@@ -204,11 +226,19 @@ def tune_trial(params: dict[str, Any], spec: TrialSpec) -> None:
             from trainables.train.session import TuneSession
 
             torch.set_num_threads(max(1, int(cfg.scaling.cpus_per_worker)))
-            train_loop(cfg, TuneSession(cfg.scaling.use_gpu), tracking_uri=spec.uri, run_id=tracker.run_id, extra_checkpoints=spec.checkpoint_epochs)
+            train_loop(
+                cfg,
+                TuneSession(cfg.scaling.use_gpu),
+                tracking_uri=spec.uri,
+                run_id=tracker.run_id,
+                extra_checkpoints=spec.checkpoint_epochs,
+            )
         else:
             from ray.tune.integration.ray_train import TuneReportCallback
 
-            trainer = make_trainer(cfg, spec.uri, tracker.run_id, f"{spec.name}-{trial_id}", spec.storage, [TuneReportCallback()], spec.checkpoint_epochs)
+            trainer = make_trainer(
+                cfg, spec.uri, tracker.run_id, f"{spec.name}-{trial_id}", spec.storage, [TuneReportCallback()], spec.checkpoint_epochs
+            )
             trainer.fit()  # raises TrainingFailedError once Ray Train's retries are exhausted
     except Exception as err:  # not BaseException: Tune stops a trial (ASHA) with SystemExit
         reason = one_line_reason(err)
@@ -242,7 +272,9 @@ def adopt_orphan(spec: TrialSpec, params: dict[str, Any], trial_id: str) -> RunT
     Tune saved it), now the run of ``trial_id``; None when there is none."""
     if spec.parent_run_id is None:
         return None
-    orphan = RunTracker.find(spec.uri, spec.experiment, {schema.TAG_PARENT: spec.parent_run_id, schema.TAG_TRIAL_KEY: trial_key(params), schema.TAG_ORPHAN: "1"})
+    orphan = RunTracker.find(
+        spec.uri, spec.experiment, {schema.TAG_PARENT: spec.parent_run_id, schema.TAG_TRIAL_KEY: trial_key(params), schema.TAG_ORPHAN: "1"}
+    )
     if orphan is None:
         return None
     orphan.set_tags({schema.TAG_TRIAL_ID: trial_id})

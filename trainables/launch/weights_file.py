@@ -36,7 +36,11 @@ def check_weights_file(label: str, path: str | Path) -> None:
         named = re.search(r"GLOBAL (\S+)", str(err))
         if not named and not archive:
             raise ConfigError(f"{shown} is not a PyTorch weights file (not a torch.save archive); {ALLOWED}") from None
-        what = f"a pickle that would call {named.group(1)} (a whole model saved with torch.save?)" if named else "a pickle of objects other than tensors"
+        what = (
+            f"a pickle that would call {named.group(1)} (a whole model saved with torch.save?)"
+            if named
+            else "a pickle of objects other than tensors"
+        )
         raise ConfigError(f"{shown} is {what}; it is not loaded, since unpickling it can run code; {ALLOWED}") from None
     except (RuntimeError, EOFError, ValueError, OSError, zipfile.BadZipFile) as err:
         first = str(err).splitlines()[0][:160] if str(err) else type(err).__name__
@@ -63,4 +67,6 @@ def _check_npz(shown: str, path: Path) -> None:
             for name in archive.files:
                 archive[name]
     except (ValueError, OSError, zipfile.BadZipFile) as err:
-        raise ConfigError(f"{shown} is not a numeric .npz archive ({str(err).splitlines()[0][:160]}); {ALLOWED}, or a timm .npz of arrays") from None
+        raise ConfigError(
+            f"{shown} is not a numeric .npz archive ({str(err).splitlines()[0][:160]}); {ALLOWED}, or a timm .npz of arrays"
+        ) from None

@@ -47,12 +47,14 @@ def without_credentials(uri: str) -> str:
     if scheme not in ("http", "https"):
         if not password:
             return uri  # a database user alone is no secret
-        raise ConfigError(f"tracking URI {redact(uri)}: a database password in the URI would be recorded with every run; give it to the "
-                          "database client instead (PostgreSQL: ~/.pgpass or $PGPASSWORD; MySQL: an option file) and drop it from the URI")
+        raise ConfigError(
+            f"tracking URI {redact(uri)}: a database password in the URI would be recorded with every run; give it to the "
+            "database client instead (PostgreSQL: ~/.pgpass or $PGPASSWORD; MySQL: an option file) and drop it from the URI"
+        )
     os.environ[USERNAME] = unquote(user)
     if password:
         os.environ[PASSWORD] = unquote(password)
-    return match["scheme"] + uri[match.end():]
+    return match["scheme"] + uri[match.end() :]
 
 
 def scrub_environment() -> None:
@@ -67,6 +69,7 @@ def scrub_overrides(sets: list[str]) -> list[str]:
     """``--set`` values of the tracking section (``tracking.uri=http://u:p@host``, or a
     ``tracking=`` mapping holding one) without credentials, which move as ``without_credentials``
     moves them. Other keys are left as given (``redact`` guards what is recorded)."""
+
     def moved(match: re.Match) -> str:
         without_credentials(match[0] + "host")  # moves them (or refuses a database password)
         return match["scheme"]

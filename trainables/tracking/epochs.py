@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from mjp import keys
+from trainables.tracking import schema
 from trainables.tracking.progress import Progress
 from trainables.tracking.runs import RunTracker
-from trainables.tracking import schema
 
 
 class EpochLogger:

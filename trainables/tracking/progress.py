@@ -60,7 +60,7 @@ class Progress:
         return json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in asdict(self).items()})
 
     @classmethod
-    def from_tag(cls, text: str | None) -> "Progress | None":
+    def from_tag(cls, text: str | None) -> Progress | None:
         if not text:
             return None
         try:
@@ -69,21 +69,37 @@ class Progress:
             return None
 
     @classmethod
-    def from_report(cls, metrics: dict[str, float]) -> "Progress | None":
+    def from_report(cls, metrics: dict[str, float]) -> Progress | None:
         """From the engine's running report (None when it carries no step)."""
         if STEP not in metrics:
             return None
-        return cls(int(metrics[EPOCH]), int(metrics[STEP]), int(metrics[STEPS]), float(metrics[IMG_PER_S]),
-                   float(metrics[PERF_DATA_WAIT_FRAC]), float(metrics[ELAPSED_S]), time.time())
+        return cls(
+            int(metrics[EPOCH]),
+            int(metrics[STEP]),
+            int(metrics[STEPS]),
+            float(metrics[IMG_PER_S]),
+            float(metrics[PERF_DATA_WAIT_FRAC]),
+            float(metrics[ELAPSED_S]),
+            time.time(),
+        )
 
 
 def pace(epoch: int, step: int, steps: int, images: int, waited_s: float, elapsed_s: float) -> dict[str, float]:
     """The progress entries of a running report: ``step`` of ``steps`` in ``epoch`` (1-based),
     ``images`` seen and ``waited_s`` blocked on the loader in ``elapsed_s`` since the epoch began."""
     elapsed_s = max(elapsed_s, 1e-9)
-    return {EPOCH: epoch, STEP: step, STEPS: steps, ELAPSED_S: elapsed_s, IMG_PER_S: images / elapsed_s, PERF_DATA_WAIT_FRAC: waited_s / elapsed_s}
+    return {
+        EPOCH: epoch,
+        STEP: step,
+        STEPS: steps,
+        ELAPSED_S: elapsed_s,
+        IMG_PER_S: images / elapsed_s,
+        PERF_DATA_WAIT_FRAC: waited_s / elapsed_s,
+    }
 
 
 def describe(p: Progress, clock: Any) -> str:
     """``step 120/2502 · 1,530 img/s · data wait 12% · epoch ETA 3:12`` (``clock`` formats seconds)."""
-    return f"step {p.step}/{p.steps} · {p.img_per_s:,.0f} img/s · data wait {100 * p.data_wait_frac:.0f}% · epoch ETA {clock(p.epoch_eta_s)}"
+    return (
+        f"step {p.step}/{p.steps} · {p.img_per_s:,.0f} img/s · data wait {100 * p.data_wait_frac:.0f}% · epoch ETA {clock(p.epoch_eta_s)}"
+    )

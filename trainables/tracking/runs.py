@@ -41,7 +41,9 @@ class RunTracker:
         self.uri, self.run_id = uri, run_id
 
     @classmethod
-    def create(cls, uri: str, experiment: str, *, run_name: str | None = None, tags: dict[str, str] | None = None, parent_run_id: str | None = None) -> "RunTracker":
+    def create(
+        cls, uri: str, experiment: str, *, run_name: str | None = None, tags: dict[str, str] | None = None, parent_run_id: str | None = None
+    ) -> RunTracker:
         client = ready_store(uri)
         all_tags = dict(tags or {})
         if parent_run_id:
@@ -53,7 +55,7 @@ class RunTracker:
         return cls(uri, run.info.run_id)
 
     @classmethod
-    def find(cls, uri: str, experiment: str, tags: dict[str, str]) -> "RunTracker | None":
+    def find(cls, uri: str, experiment: str, tags: dict[str, str]) -> RunTracker | None:
         """The oldest run of ``experiment`` carrying all ``tags``, if any."""
         client = MlflowClient(uri)
         exp = client.get_experiment_by_name(experiment)
@@ -121,7 +123,7 @@ class RunTracker:
     def log_dataset(self, name: str, digest: str, source: str, profile: dict[str, Any], context: str) -> None:
         """A dataset in the run's Dataset column (``mlflow.log_input``), once per context."""
         have = self._client.get_run(self.run_id).inputs
-        for existing in (have.dataset_inputs if have else []):
+        for existing in have.dataset_inputs if have else []:
             if any(t.key == schema.TAG_DATA_CONTEXT and t.value == context for t in existing.tags):
                 return
         dataset = Dataset(name=name, digest=digest, source_type="local", source=json.dumps({"uri": source}), profile=json.dumps(profile))
@@ -195,7 +197,9 @@ def download_run_checkpoint(uri: str, run_id: str, into: str) -> Path:
     try:
         return Path(MlflowClient(uri).download_artifacts(run_id, schema.ARTIFACT_CHECKPOINT, into))
     except (mlflow.exceptions.MlflowException, OSError):
-        raise TrackingError(f"MLflow run {run_id} has no {schema.ARTIFACT_CHECKPOINT} artifact (was it trained with tracking.log_checkpoint=false, or did it fail?)") from None
+        raise TrackingError(
+            f"MLflow run {run_id} has no {schema.ARTIFACT_CHECKPOINT} artifact (was it trained with tracking.log_checkpoint=false, or did it fail?)"
+        ) from None
 
 
 def run_identity(uri: str, run_id: str) -> tuple[str, str] | str:

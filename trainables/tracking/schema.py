@@ -60,8 +60,14 @@ ARTIFACT_REPORT_FIGURES_DIR = f"{ARTIFACT_REPORT_DIR}/figures"
 
 #: tag -> the column of analysis's tidy frame that holds it
 RUN_COLUMNS = {
-    TAG_STUDY: "study", TAG_TRIAL_ID: "trial_id", TAG_VARIANT: "variant", TAG_PARENT: "parent_run_id",
-    TAG_RUN_NAME: "run_name", TAG_KIND: "kind", TAG_ERROR: "error", TAG_LABEL: "label",
+    TAG_STUDY: "study",
+    TAG_TRIAL_ID: "trial_id",
+    TAG_VARIANT: "variant",
+    TAG_PARENT: "parent_run_id",
+    TAG_RUN_NAME: "run_name",
+    TAG_KIND: "kind",
+    TAG_ERROR: "error",
+    TAG_LABEL: "label",
 }
 
 
@@ -89,14 +95,21 @@ class SweepParams:
 
     def to_params(self) -> dict[str, str]:
         return {
-            "study": self.study, "search.algorithm": self.search_algorithm, "search.seed": str(self.search_seed),
-            "objectives": ",".join(f"{metric}:{mode}" for metric, mode in self.objectives), "trials": str(self.trials),
-            "max_concurrent": str(self.max_concurrent), "scheduler": self.scheduler, "smoke": str(self.smoke),
-            "space": ",".join(self.space), "experiment_dir": self.experiment_dir, "paper_tables": ",".join(self.paper_tables),
+            "study": self.study,
+            "search.algorithm": self.search_algorithm,
+            "search.seed": str(self.search_seed),
+            "objectives": ",".join(f"{metric}:{mode}" for metric, mode in self.objectives),
+            "trials": str(self.trials),
+            "max_concurrent": str(self.max_concurrent),
+            "scheduler": self.scheduler,
+            "smoke": str(self.smoke),
+            "space": ",".join(self.space),
+            "experiment_dir": self.experiment_dir,
+            "paper_tables": ",".join(self.paper_tables),
         }
 
     @classmethod
-    def from_params(cls, params: dict[str, str]) -> "SweepParams":
+    def from_params(cls, params: dict[str, str]) -> SweepParams:
         """The params of a parent run (a field absent from an older sweep reads as empty)."""
         get = params.get
 
@@ -108,8 +121,15 @@ class SweepParams:
             return int(text) if text.lstrip("-").isdigit() else 0
 
         return cls(
-            study=get("study", ""), search_algorithm=get("search.algorithm", ""), search_seed=number("search.seed"),
+            study=get("study", ""),
+            search_algorithm=get("search.algorithm", ""),
+            search_seed=number("search.seed"),
             objectives=tuple(tuple(o.rsplit(":", 1)) for o in items("objectives") if ":" in o),  # type: ignore[misc]
-            trials=number("trials"), max_concurrent=number("max_concurrent"), scheduler=get("scheduler", ""),
-            smoke=get("smoke") == "True", space=items("space"), experiment_dir=get("experiment_dir", ""), paper_tables=items("paper_tables"),
+            trials=number("trials"),
+            max_concurrent=number("max_concurrent"),
+            scheduler=get("scheduler", ""),
+            smoke=get("smoke") == "True",
+            space=items("space"),
+            experiment_dir=get("experiment_dir", ""),
+            paper_tables=items("paper_tables"),
         )

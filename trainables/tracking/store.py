@@ -8,8 +8,8 @@ import contextlib
 import os
 import sqlite3
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import mlflow
 from mlflow.tracking import MlflowClient
@@ -50,8 +50,10 @@ def require_server(uri: str, seconds: float = 5.0) -> None:
     silence = server_silence(uri, seconds)
     if silence is not None:
         source = "$MLFLOW_TRACKING_URI" if os.environ.get("MLFLOW_TRACKING_URI") == uri else "the tracking URI"
-        raise TrackingError(f"no MLflow server answers at {uri} ({source}: {silence}); start it (the local twin: `mjp cluster up --local`, "
-                            "then its exports), or `unset MLFLOW_TRACKING_URI` for the local store ./mlflow.db")
+        raise TrackingError(
+            f"no MLflow server answers at {uri} ({source}: {silence}); start it (the local twin: `mjp cluster up --local`, "
+            "then its exports), or `unset MLFLOW_TRACKING_URI` for the local store ./mlflow.db"
+        )
     _ANSWERED.add(uri)
 
 
@@ -104,7 +106,9 @@ def _check_scheme(uri: str) -> None:
 
     close = difflib.get_close_matches(scheme.split("+", 1)[0], STORE_SCHEMES, n=1, cutoff=0.6)
     hint = f" (did you mean {close[0]}://?)" if close else ""
-    raise TrackingError(f"tracking URI {uri!r}: MLflow cannot open a '{scheme}://' store{hint}; allowed: {', '.join(s + '://' for s in STORE_SCHEMES)} or a path to a SQLite file")
+    raise TrackingError(
+        f"tracking URI {uri!r}: MLflow cannot open a '{scheme}://' store{hint}; allowed: {', '.join(s + '://' for s in STORE_SCHEMES)} or a path to a SQLite file"
+    )
 
 
 def sqlite_path(uri: str) -> Path | None:
@@ -202,7 +206,9 @@ def experiment_id(client: MlflowClient, name: str) -> str:
     except mlflow.exceptions.MlflowException as err:
         exp = client.get_experiment_by_name(name)  # created meanwhile by another process?
         if exp is None:
-            raise TrackingError(f"cannot create MLflow experiment {name!r} in {client.tracking_uri}: {str(err).splitlines()[0][:300]}") from None
+            raise TrackingError(
+                f"cannot create MLflow experiment {name!r} in {client.tracking_uri}: {str(err).splitlines()[0][:300]}"
+            ) from None
         return exp.experiment_id
 
 

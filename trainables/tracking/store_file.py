@@ -38,7 +38,9 @@ def check_store_file(path: Path) -> None:
                 db.execute("SELECT version_num FROM alembic_version").fetchall()
     except sqlite3.OperationalError as err:
         if "no such table" in str(err):
-            raise TrackingError(f"{path} is a SQLite database but not an MLflow store (it has no MLflow schema); give --uri / tracking.uri another file") from None
+            raise TrackingError(
+                f"{path} is a SQLite database but not an MLflow store (it has no MLflow schema); give --uri / tracking.uri another file"
+            ) from None
         raise TrackingError(f"the MLflow store {path} cannot be read: {str(err)[:200]}; {what}") from None
     except sqlite3.DatabaseError as err:
         raise TrackingError(f"the MLflow store {path} is damaged ({str(err)[:200]}); {what}") from None

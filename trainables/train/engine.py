@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import random
 import time
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import torch
@@ -63,10 +63,14 @@ def lr_factor(step: int, total: int, warmup: int, min_ratio: float) -> float:
 
 def build_algorithm(cfg: TrainConfig, model: nn.Module, rank: int = 0, device: torch.device | str = "cpu") -> MJPAlgorithm:
     """The MJP step hook of one data-parallel worker: its own jigsaw stream, drawn on ``device``."""
-    return MJPAlgorithm.for_model(unwrap(model), seed=derive_seed(cfg.mjp.seed, "jigsaw", rank), device=device, warmup_epochs=cfg.optim.jigsaw_warmup_epochs)
+    return MJPAlgorithm.for_model(
+        unwrap(model), seed=derive_seed(cfg.mjp.seed, "jigsaw", rank), device=device, warmup_epochs=cfg.optim.jigsaw_warmup_epochs
+    )
 
 
-def build_state(cfg: TrainConfig, model: nn.Module, steps_per_epoch: int, world_size: int, algorithm: MJPAlgorithm | None = None) -> TrainState:
+def build_state(
+    cfg: TrainConfig, model: nn.Module, steps_per_epoch: int, world_size: int, algorithm: MJPAlgorithm | None = None
+) -> TrainState:
     """AdamW (DeiT lr scaling, no decay on PEs, E_unk, norms, biases), warm-up + cosine, grad scaler;
     ``algorithm`` defaults to rank 0's on the CPU (``build_algorithm``)."""
     raw = unwrap(model)
@@ -164,5 +168,7 @@ def train_one_epoch(
         torch.cuda.synchronize(device)
     elapsed = time.perf_counter() - start
     result = running()
-    result.update({keys.PERF_IMG_PER_S: images / elapsed, keys.PERF_STEP_MS: 1e3 * elapsed / max(seen, 1), PERF_DATA_WAIT_FRAC: waited / elapsed})
+    result.update(
+        {keys.PERF_IMG_PER_S: images / elapsed, keys.PERF_STEP_MS: 1e3 * elapsed / max(seen, 1), PERF_DATA_WAIT_FRAC: waited / elapsed}
+    )
     return result

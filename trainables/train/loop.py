@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -59,7 +60,9 @@ def checkpoint_due(cfg: TrainConfig, epoch: int, saves: set[int], since_last_s: 
     return epoch in saves or since_last_s >= 60 * cfg.runtime.checkpoint_minutes
 
 
-def train_loop(cfg: TrainConfig, session: Any, *, tracking_uri: str | None, run_id: str | None, extra_checkpoints: Iterable[int] = ()) -> None:
+def train_loop(
+    cfg: TrainConfig, session: Any, *, tracking_uri: str | None, run_id: str | None, extra_checkpoints: Iterable[int] = ()
+) -> None:
     """Train ``cfg`` to its last epoch (or from its latest checkpoint), reporting through ``session``."""
     rank = session.rank
     seed_everything(derive_seed(cfg.runtime.seed, "process", rank))
@@ -128,4 +131,10 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     from trainables.train.session import RayTrainSession
 
     cfg = TrainConfig.model_validate(config["train_config"])
-    train_loop(cfg, RayTrainSession(), tracking_uri=config.get("tracking_uri"), run_id=config.get("mlflow_run_id"), extra_checkpoints=config.get("checkpoint_epochs", ()))
+    train_loop(
+        cfg,
+        RayTrainSession(),
+        tracking_uri=config.get("tracking_uri"),
+        run_id=config.get("mlflow_run_id"),
+        extra_checkpoints=config.get("checkpoint_epochs", ()),
+    )

@@ -13,9 +13,10 @@ Both hand checkpoints over as a directory; the loop never sees which one it has.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 from torch import nn

@@ -53,14 +53,24 @@ def load_safely(path: str | Path) -> Any:
     except pickle.UnpicklingError as err:
         named = re.search(r"GLOBAL (\S+)", str(err))
         what = f"it would call {named.group(1)}" if named else "it holds objects other than tensors and plain values"
-        raise CheckpointError(f"{path} is not a safe checkpoint: {what}; refusing to load it (only tensors and plain values are read)") from None
+        raise CheckpointError(
+            f"{path} is not a safe checkpoint: {what}; refusing to load it (only tensors and plain values are read)"
+        ) from None
     except (RuntimeError, EOFError, zipfile.BadZipFile, ValueError, OSError) as err:
-        raise CheckpointError(f"{path} is a damaged PyTorch checkpoint ({type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''})") from None
+        raise CheckpointError(
+            f"{path} is a damaged PyTorch checkpoint ({type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''})"
+        ) from None
 
 
 def _numpy_state() -> dict[str, Any]:
     kind, keys, pos, has_gauss, cached = np.random.get_state()
-    return {"kind": kind, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos), "has_gauss": int(has_gauss), "cached": float(cached)}
+    return {
+        "kind": kind,
+        "keys": torch.from_numpy(keys.astype(np.int64)),
+        "pos": int(pos),
+        "has_gauss": int(has_gauss),
+        "cached": float(cached),
+    }
 
 
 def _set_numpy_state(state: dict[str, Any]) -> None:

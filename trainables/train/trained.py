@@ -19,7 +19,14 @@ class Trained:
     uri: str | None
 
 
-def load_trained(*, run: str | None = None, checkpoint: str | None = None, config: str | None = None, uri: str | None = None, overrides: list[str] | None = None) -> Trained:
+def load_trained(
+    *,
+    run: str | None = None,
+    checkpoint: str | None = None,
+    config: str | None = None,
+    uri: str | None = None,
+    overrides: list[str] | None = None,
+) -> Trained:
     """Exactly one of ``run`` and ``checkpoint`` (which needs ``config``)."""
     from trainables.config.build import build_config, load_config
     from trainables.tracking.runs import download_run_checkpoint, get_run_or_fail, run_config_tree
@@ -35,7 +42,11 @@ def load_trained(*, run: str | None = None, checkpoint: str | None = None, confi
         get_run_or_fail(resolved_uri, run)
         from trainables.config.overrides import parse_overrides
 
-        cfg = build_config(run_config_tree(resolved_uri, run), parse_overrides(overrides or []), source=f"MLflow run {run}" + (" with --set " + " ".join(overrides) if overrides else ""))
+        cfg = build_config(
+            run_config_tree(resolved_uri, run),
+            parse_overrides(overrides or []),
+            source=f"MLflow run {run}" + (" with --set " + " ".join(overrides) if overrides else ""),
+        )
         weights_file = str(download_run_checkpoint(resolved_uri, run, tempfile.mkdtemp()))
     from trainables.data.info import data_info
     from trainables.train.engine import build_model
@@ -45,9 +56,19 @@ def load_trained(*, run: str | None = None, checkpoint: str | None = None, confi
     weights = model_weights(load_safely(weights_file), weights_file)
     expected = model.state_dict()
     missing, unexpected = sorted(set(expected) - set(weights)), sorted(set(weights) - set(expected))
-    shapes = [f"{k} {tuple(weights[k].shape)} vs {tuple(v.shape)}" for k, v in expected.items() if k in weights and weights[k].shape != v.shape]
+    shapes = [
+        f"{k} {tuple(weights[k].shape)} vs {tuple(v.shape)}" for k, v in expected.items() if k in weights and weights[k].shape != v.shape
+    ]
     if missing or unexpected or shapes:
-        found = "; ".join(x for x in (f"missing {missing[:3]}" if missing else "", f"unexpected {unexpected[:3]}" if unexpected else "", f"shapes {shapes[:3]}" if shapes else "") if x)
+        found = "; ".join(
+            x
+            for x in (
+                f"missing {missing[:3]}" if missing else "",
+                f"unexpected {unexpected[:3]}" if unexpected else "",
+                f"shapes {shapes[:3]}" if shapes else "",
+            )
+            if x
+        )
         raise CheckpointError(f"{weights_file} does not fit {cfg.model.name} as configured ({found}); give the config it was trained with")
     model.load_state_dict(weights)
     return Trained(cfg, model.eval(), run, resolved_uri)

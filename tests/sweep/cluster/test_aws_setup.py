@@ -49,9 +49,16 @@ def account(tmp_path, monkeypatch):
     server.start()
     import urllib.request
 
-    urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{port}/moto-api/reset", method="POST")).close()  # moto keeps accounts per process
-    for key, value in {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                       "AWS_DEFAULT_REGION": REGION, "HOME": str(tmp_path)}.items():  # HOME: Ray writes the key pair's .pem under ~/.ssh
+    urllib.request.urlopen(
+        urllib.request.Request(f"http://127.0.0.1:{port}/moto-api/reset", method="POST")
+    ).close()  # moto keeps accounts per process
+    for key, value in {
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+        "HOME": str(tmp_path),
+    }.items():  # HOME: Ray writes the key pair's .pem under ~/.ssh
         monkeypatch.setenv(key, value)
     for key in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE"):
         monkeypatch.delenv(key, raising=False)
@@ -60,7 +67,9 @@ def account(tmp_path, monkeypatch):
     utils.resource_cache.cache_clear(), utils.client_cache.cache_clear()  # Ray's boto3 handles: this account's
     from ray.autoscaler._private.aws import config
 
-    monkeypatch.setattr(config, "time", type("NoWait", (), {"sleep": staticmethod(lambda seconds: None)}))  # its IAM waits 15 s twice for propagation
+    monkeypatch.setattr(
+        config, "time", type("NoWait", (), {"sleep": staticmethod(lambda seconds: None)})
+    )  # its IAM waits 15 s twice for propagation
     monkeypatch.setattr("sweep.cluster.aws_setup.PROPAGATION_S", 0)  # and so does aws-setup, after making a profile
     boto3.client("s3", region_name=REGION).create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
     yield
@@ -82,8 +91,14 @@ def launch_every_node_type(path: Path) -> dict[str, dict[str, Any]]:
     from ray.autoscaler._private.aws.config import bootstrap_aws
     from ray.autoscaler._private.aws.node_provider import AWSNodeProvider
     from ray.autoscaler._private.util import hash_launch_conf, prepare_config, validate_config
-    from ray.autoscaler.tags import (NODE_KIND_HEAD, NODE_KIND_WORKER, TAG_RAY_LAUNCH_CONFIG, TAG_RAY_NODE_KIND, TAG_RAY_NODE_NAME,
-                                     TAG_RAY_USER_NODE_TYPE)
+    from ray.autoscaler.tags import (
+        NODE_KIND_HEAD,
+        NODE_KIND_WORKER,
+        TAG_RAY_LAUNCH_CONFIG,
+        TAG_RAY_NODE_KIND,
+        TAG_RAY_NODE_NAME,
+        TAG_RAY_USER_NODE_TYPE,
+    )
 
     config = prepare_config(yaml.safe_load(path.read_text()))
     validate_config(config)
@@ -94,8 +109,12 @@ def launch_every_node_type(path: Path) -> dict[str, dict[str, Any]]:
         head = name == config["head_node_type"]
         if head:
             node_config.update(config["head_node"])  # as `ray up` does: Ray's head-only settings
-        tags = {TAG_RAY_NODE_KIND: NODE_KIND_HEAD if head else NODE_KIND_WORKER, TAG_RAY_USER_NODE_TYPE: name,
-                TAG_RAY_NODE_NAME: f"ray-mjp-{name}", TAG_RAY_LAUNCH_CONFIG: hash_launch_conf(node_config, config["auth"])}
+        tags = {
+            TAG_RAY_NODE_KIND: NODE_KIND_HEAD if head else NODE_KIND_WORKER,
+            TAG_RAY_USER_NODE_TYPE: name,
+            TAG_RAY_NODE_NAME: f"ray-mjp-{name}",
+            TAG_RAY_LAUNCH_CONFIG: hash_launch_conf(node_config, config["auth"]),
+        }
         provider.create_node(node_config, tags, 1)  # as `ray up` (the head) and the autoscaler (workers) call it
     ec2 = boto3.client("ec2", region_name=REGION)
     instances = [i for r in ec2.describe_instances()["Reservations"] for i in r["Instances"]]
@@ -129,11 +148,14 @@ def _as_list(value: Any) -> list[str]:
 
 def allows(statements: list[dict[str, Any]], action: str, resource: str) -> bool:
     """IAM's answer for identity policies without conditions: an Allow matches and no Deny does."""
+
     def matches(st: dict[str, Any]) -> bool:
         acts = any(fnmatch.fnmatchcase(action.lower(), a.lower()) for a in _as_list(st.get("Action", [])))
         return acts and any(fnmatch.fnmatchcase(resource, r) for r in _as_list(st.get("Resource", [])))
 
-    return any(matches(s) for s in statements if s["Effect"] == "Allow") and not any(matches(s) for s in statements if s["Effect"] == "Deny")
+    return any(matches(s) for s in statements if s["Effect"] == "Allow") and not any(
+        matches(s) for s in statements if s["Effect"] == "Deny"
+    )
 
 
 def ingress_sources(group_ids: list[str]) -> set[str]:
@@ -171,11 +193,15 @@ def check_account(instances: dict[str, dict[str, Any]]) -> None:
         sources = ingress_sources([g["GroupId"] for g in instance["SecurityGroups"]])
         assert sources == {f"22:{SSH_FROM}"}, f"{name}: ingress from outside the cluster: {sources}"
     head = role_statements(instances["head"]["IamInstanceProfile"]["Arn"])[1]
-    assert allows(head, "ec2:RunInstances", "*") and allows(head, "ec2:TerminateInstances", "*"), "the head's autoscaler starts and ends workers"
+    assert allows(head, "ec2:RunInstances", "*") and allows(head, "ec2:TerminateInstances", "*"), (
+        "the head's autoscaler starts and ends workers"
+    )
     for worker in ("gpu_worker", "cpu_worker"):
         role_arn = f"arn:aws:iam::123456789012:role/{roles[worker]}"
         assert allows(head, "iam:PassRole", role_arn), f"the head may start {worker} with its profile"
-        assert not allows(role_statements(instances[worker]["IamInstanceProfile"]["Arn"])[1], "ec2:RunInstances", "*"), f"{worker} starts no instance"
+        assert not allows(role_statements(instances[worker]["IamInstanceProfile"]["Arn"])[1], "ec2:RunInstances", "*"), (
+            f"{worker} starts no instance"
+        )
 
 
 def test_every_node_type_of_cluster_yaml_launches_with_s3_rights_a_current_ami_and_ssh_from_one_address(account, tmp_path, capsys):
@@ -220,11 +246,14 @@ def test_the_cluster_yaml_before_this_check_fails_it(account, tmp_path):
         check_account(launch_every_node_type(path))
 
 
-@pytest.mark.parametrize("edit, message", [
-    (("YOUR-IP/32", "0.0.0.0/0"), "opens the port to the whole Internet"),
-    (("YOUR-IP/32", "YOUR-IP/32"), "'YOUR-IP/32' is not an address range"),
-    (("s3://YOUR-BUCKET", "s3://YOUR-BUCKET"), "replace YOUR-BUCKET with your bucket's name"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (("YOUR-IP/32", "0.0.0.0/0"), "opens the port to the whole Internet"),
+        (("YOUR-IP/32", "YOUR-IP/32"), "'YOUR-IP/32' is not an address range"),
+        (("s3://YOUR-BUCKET", "s3://YOUR-BUCKET"), "replace YOUR-BUCKET with your bucket's name"),
+    ],
+)
 def test_aws_setup_refuses_a_placeholder_or_the_open_internet_before_any_aws_call(tmp_path, capsys, edit, message):
     from sweep.cli import main
 
@@ -249,7 +278,9 @@ def test_the_group_is_made_in_the_vpc_ray_chooses_not_the_default_one(account, t
     subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.9.1.0/24", AvailabilityZone="us-west-2a")["Subnet"]["SubnetId"]
     ec2.modify_subnet_attribute(SubnetId=subnet, MapPublicIpOnLaunch={"Value": True})
     default = ec2.describe_vpcs(Filters=[{"Name": "is-default", "Values": ["true"]}])["Vpcs"][0]["VpcId"]
-    for other in ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [default]}, {"Name": "availability-zone", "Values": ["us-west-2a"]}])["Subnets"]:
+    for other in ec2.describe_subnets(
+        Filters=[{"Name": "vpc-id", "Values": [default]}, {"Name": "availability-zone", "Values": ["us-west-2a"]}]
+    )["Subnets"]:
         ec2.modify_subnet_attribute(SubnetId=other["SubnetId"], MapPublicIpOnLaunch={"Value": False})  # the default VPC's first AZ: private
     path = users_cluster_yaml(tmp_path)
     assert main(["cluster", "aws-setup", str(path)]) == 0

@@ -40,7 +40,9 @@ def test_a_typo_is_reported_with_its_place(tmp_path):
     bad["available_node_types"]["gpu_worker"]["max_worker"] = 3
     path = tmp_path / "cluster.yaml"
     path.write_text(yaml.safe_dump(bad))
-    with pytest.raises(ConfigError, match=re.escape("available_node_types.gpu_worker: Additional properties are not allowed ('max_worker' was unexpected)")):
+    with pytest.raises(
+        ConfigError, match=re.escape("available_node_types.gpu_worker: Additional properties are not allowed ('max_worker' was unexpected)")
+    ):
         validate_cluster_config(path)
 
 
@@ -91,7 +93,9 @@ def test_the_twins_provider_starts_nodes_without_the_memory_ray_refuses_as_a_cus
 
     started = []
     monkeypatch.setattr(FakeMultiNodeProvider, "create_node_with_resources_and_labels", lambda self, *args: started.append(args))
-    TwinNodeProvider.__new__(TwinNodeProvider).create_node_with_resources_and_labels({}, {"t": "x"}, 1, {"CPU": 1, "mjp_data": 1, "memory": 2**30}, {})
+    TwinNodeProvider.__new__(TwinNodeProvider).create_node_with_resources_and_labels(
+        {}, {"t": "x"}, 1, {"CPU": 1, "mjp_data": 1, "memory": 2**30}, {}
+    )
     assert started == [({}, {"t": "x"}, 1, {"CPU": 1, "mjp_data": 1}, {})]
 
 
@@ -147,7 +151,10 @@ def test_ray_data_resources_place_the_decode_tasks_and_are_refused_where_no_node
     assert _placement(build_config(base, {}, source="test").data) == {}
     with pytest.raises(ConfigError, match="'CPU'.*ray_data_resources"):
         build_config(base, {"data.ray_data_resources": {"CPU": 1}}, source="test")
-    assert any("does nothing with data.loader=torch" in w for w in build_config(base, {"data.ray_data_resources": {"mjp_data": 1}}, source="test").warnings())
+    assert any(
+        "does nothing with data.loader=torch" in w
+        for w in build_config(base, {"data.ray_data_resources": {"mjp_data": 1}}, source="test").warnings()
+    )
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     with pytest.raises(ConfigError, match=r"data.ray_data_resources=\{'mjp_data': 1.0\}.*only a cluster"):
         check_local_resources(cfg, None)
@@ -156,12 +163,13 @@ def test_ray_data_resources_place_the_decode_tasks_and_are_refused_where_no_node
     check_local_resources(cfg, None)
 
 
-
 def test_a_data_section_with_a_placement_is_hashable_as_ray_data_tasks_need():
     from trainables.config.build import build_config
     from trainables.data.ray_data import _transform
 
-    make = lambda: build_config({"data": {"name": "digits"}}, {"data.ray_data_resources": {"mjp_data": 1}, "data.img_size": 16}, source="test").data  # noqa: E731
+    make = lambda: (
+        build_config({"data": {"name": "digits"}}, {"data.ray_data_resources": {"mjp_data": 1}, "data.img_size": 16}, source="test").data
+    )  # noqa: E731
     assert hash(make()) == hash(make()) and _transform(make()) is _transform(make())  # one transform per section
 
 
@@ -184,12 +192,15 @@ def _closed_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.parametrize("argv", [
-    ["sweep", "status", "quickstart-smoke"],
-    ["analyze", "report", "--study", "quickstart"],
-    ["sweep", "run", "quickstart", "--smoke"],
-    ["train", "trainables/configs/digits_vit_tiny.yaml", "--set", "optim.epochs=1"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["sweep", "status", "quickstart-smoke"],
+        ["analyze", "report", "--study", "quickstart"],
+        ["sweep", "run", "quickstart", "--smoke"],
+        ["train", "trainables/configs/digits_vit_tiny.yaml", "--set", "optim.epochs=1"],
+    ],
+)
 def test_with_the_twins_exports_left_after_down_a_command_answers_in_one_line(argv, tmp_path, monkeypatch, capsys):
     """MLflow retries an absent server for minutes and Ray an absent GCS; the commands ask first."""
     from sweep.cli import main
@@ -208,7 +219,9 @@ def test_the_ui_hint_for_a_tracking_server_is_its_own_page(monkeypatch):
     import trainables.tracking.store
     from sweep.console.commands_shown import mlflow_ui_command
 
-    monkeypatch.setattr(trainables.tracking.store, "experiment_runs_page", lambda uri, name, host="http://127.0.0.1:5000": f"{host}/#/experiments/7/runs")
+    monkeypatch.setattr(
+        trainables.tracking.store, "experiment_runs_page", lambda uri, name, host="http://127.0.0.1:5000": f"{host}/#/experiments/7/runs"
+    )
     assert mlflow_ui_command("http://127.0.0.1:41234", "mjp").startswith("open http://127.0.0.1:41234/#/experiments/7/runs")
     assert "mlflow ui --backend-store-uri sqlite:////x/mlflow.db" in mlflow_ui_command("sqlite:////x/mlflow.db", "mjp")
 
@@ -221,14 +234,26 @@ def _edited(tmp_path, edit) -> Path:
     return path
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda c: c["available_node_types"]["gpu_worker"]["node_config"].update(ImageId="latest_dlami"), "gpu_worker.node_config.ImageId is latest_dlami: Ray 2.60 takes that for its fixed"),
-    (lambda c: c["available_node_types"]["cpu_worker"]["node_config"].pop("ImageId"), "cpu_worker.node_config.ImageId is missing"),
-    (lambda c: c["available_node_types"]["cpu_worker"]["node_config"].pop("IamInstanceProfile"), "cpu_worker.node_config.IamInstanceProfile: give every node type a profile"),
-    (lambda c: c["provider"]["security_group"]["IpPermissions"][0]["IpRanges"][0].update(CidrIp="0.0.0.0/0"), "opens the port to the whole Internet"),
-    (lambda c: c["provider"]["security_group"].update(IpPermissions=[]), "has no SSH rule"),
-    (lambda c: c["provider"].pop("security_group"), "a group Ray makes itself opens SSH to 0.0.0.0/0"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (
+            lambda c: c["available_node_types"]["gpu_worker"]["node_config"].update(ImageId="latest_dlami"),
+            "gpu_worker.node_config.ImageId is latest_dlami: Ray 2.60 takes that for its fixed",
+        ),
+        (lambda c: c["available_node_types"]["cpu_worker"]["node_config"].pop("ImageId"), "cpu_worker.node_config.ImageId is missing"),
+        (
+            lambda c: c["available_node_types"]["cpu_worker"]["node_config"].pop("IamInstanceProfile"),
+            "cpu_worker.node_config.IamInstanceProfile: give every node type a profile",
+        ),
+        (
+            lambda c: c["provider"]["security_group"]["IpPermissions"][0]["IpRanges"][0].update(CidrIp="0.0.0.0/0"),
+            "opens the port to the whole Internet",
+        ),
+        (lambda c: c["provider"]["security_group"].update(IpPermissions=[]), "has no SSH rule"),
+        (lambda c: c["provider"].pop("security_group"), "a group Ray makes itself opens SSH to 0.0.0.0/0"),
+    ],
+)
 def test_cluster_check_refuses_what_a_real_account_would_stop_at(tmp_path, edit, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
         validate_cluster_config(_edited(tmp_path, edit))
@@ -258,9 +283,14 @@ def test_a_gpu_or_cpus_this_machine_lacks_are_refused_locally_but_left_to_a_clus
     gpu = build_config(base, {"scaling.use_gpu": True}, source="test")
     cpus = build_config(base, {"scaling.num_workers": 2, "scaling.cpus_per_worker": os.cpu_count()}, source="test")
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    with pytest.raises(ConfigError, match=r"scaling.use_gpu=true asks for 1 GPU\(s\) per trial .* but this machine has 0 \(torch sees no CUDA devices\)"):
+    with pytest.raises(
+        ConfigError, match=r"scaling.use_gpu=true asks for 1 GPU\(s\) per trial .* but this machine has 0 \(torch sees no CUDA devices\)"
+    ):
         check_local_resources(gpu, None)
-    with pytest.raises(ConfigError, match=rf"scaling.num_workers=2 x scaling.cpus_per_worker={os.cpu_count()} = {2 * os.cpu_count()} CPUs per trial, but this machine has {os.cpu_count()}"):
+    with pytest.raises(
+        ConfigError,
+        match=rf"scaling.num_workers=2 x scaling.cpus_per_worker={os.cpu_count()} = {2 * os.cpu_count()} CPUs per trial, but this machine has {os.cpu_count()}",
+    ):
         check_local_resources(cpus, None)
     check_local_resources(build_config(base, {"scaling.cpus_per_worker": os.cpu_count()}, source="test"), None)  # all the cores: allowed
     for cfg in (gpu, cpus):
@@ -274,6 +304,9 @@ def test_cluster_down_of_a_session_that_is_not_up_says_so_and_exits_2(tmp_path, 
     from sweep.cli import main
 
     assert main(["cluster", "down", "--session", str(tmp_path / "nope")]) == 2
-    assert capsys.readouterr().err.strip() == f"error: --session {tmp_path / 'nope'}: no such directory, so no local cluster to end (`mjp cluster up --local` starts one in /tmp/mjp-local-cluster)"
+    assert (
+        capsys.readouterr().err.strip()
+        == f"error: --session {tmp_path / 'nope'}: no such directory, so no local cluster to end (`mjp cluster up --local` starts one in /tmp/mjp-local-cluster)"
+    )
     assert main(["cluster", "down", "--session", str(tmp_path)]) == 2  # a directory, but no twin's state nor process
     assert "no local cluster is up there (no cluster.json, no process of it); nothing to end" in capsys.readouterr().err

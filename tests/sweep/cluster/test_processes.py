@@ -24,7 +24,9 @@ sys.stdin.read()
 def test_a_process_in_its_own_group_but_the_head_s_session_is_the_twin_s_and_down_ends_it(tmp_path):
     session = tmp_path / "twin"
     session.mkdir()
-    head = subprocess.Popen([sys.executable, "-c", LEADER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    head = subprocess.Popen(
+        [sys.executable, "-c", LEADER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
     try:
         worker = int(head.stdout.readline())
         assert worker not in session_processes(session)  # not named, not in a group the twin recorded

@@ -17,10 +17,16 @@ sys.exit(rc)
 
 def test_a_study_without_sweeps_is_refused_before_mlflow_is_imported(tmp_path):
     uri = f"sqlite:///{tmp_path}/mlflow.db"
-    RunTracker.create(uri, "mjp-quickstart", run_name="quickstart-1", tags={schema.TAG_KIND: schema.KIND_SWEEP, schema.TAG_STUDY: "quickstart"})
-    for command, study, message in (("report", "fashion", f"error: no sweep of study 'fashion' in {uri}; run `mjp sweep run fashion` first"),
-                                    ("tables", "fashon", "did you mean fashion?")):
-        done = subprocess.run([sys.executable, "-c", PROBE, "analyze", command, "--study", study, "--uri", uri], capture_output=True, text=True, check=False)
+    RunTracker.create(
+        uri, "mjp-quickstart", run_name="quickstart-1", tags={schema.TAG_KIND: schema.KIND_SWEEP, schema.TAG_STUDY: "quickstart"}
+    )
+    for command, study, message in (
+        ("report", "fashion", f"error: no sweep of study 'fashion' in {uri}; run `mjp sweep run fashion` first"),
+        ("tables", "fashon", "did you mean fashion?"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-c", PROBE, "analyze", command, "--study", study, "--uri", uri], capture_output=True, text=True, check=False
+        )
         assert done.returncode == 2, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1 and message in done.stderr
         assert done.stdout.strip() == "mlflow not imported"
@@ -30,7 +36,9 @@ def test_a_study_with_sweeps_goes_on_to_mlflow(tmp_path):
     from trainables.tracking.sqlite_sweeps import sweep_studies
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
-    RunTracker.create(uri, "mjp-quickstart", run_name="quickstart-1", tags={schema.TAG_KIND: schema.KIND_SWEEP, schema.TAG_STUDY: "quickstart"})
+    RunTracker.create(
+        uri, "mjp-quickstart", run_name="quickstart-1", tags={schema.TAG_KIND: schema.KIND_SWEEP, schema.TAG_STUDY: "quickstart"}
+    )
     RunTracker.create(uri, "mjp-quickstart", run_name="a-training", tags={schema.TAG_KIND: schema.KIND_TRAIN, schema.TAG_STUDY: "fashion"})
     assert sweep_studies(uri) == {"quickstart"}  # a training tagged with a study is no sweep
     assert sweep_studies(f"sqlite:///{tmp_path}/none.db") is None and sweep_studies("http://127.0.0.1:5000") is None

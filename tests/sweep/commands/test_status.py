@@ -7,8 +7,8 @@ from mjp import keys
 from sweep.cli import main
 from trainables.config.build import load_config
 from trainables.launch.trial import start_run
-from trainables.tracking.runs import RunTracker
 from trainables.tracking import schema
+from trainables.tracking.runs import RunTracker
 
 
 @pytest.fixture
@@ -18,16 +18,25 @@ def store(tmp_path):
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     sweep_dir = tmp_path / "ray_results" / "quickstart-20260101-000000"
-    parent = RunTracker.create(uri, "mjp-quickstart", run_name=sweep_dir.name, tags={
-        schema.TAG_KIND: "sweep", schema.TAG_STUDY: "quickstart", "mjp.experiment_dir": str(sweep_dir)})
+    parent = RunTracker.create(
+        uri,
+        "mjp-quickstart",
+        run_name=sweep_dir.name,
+        tags={schema.TAG_KIND: "sweep", schema.TAG_STUDY: "quickstart", "mjp.experiment_dir": str(sweep_dir)},
+    )
     parent.log_params({"objectives": "val/top1:max", "trials": 3})
     parent.set_status("FINISHED")
-    write_state(str(sweep_dir), SweepState(name=sweep_dir.name, study="quickstart", uri=uri, experiment="mjp-quickstart", parent_run_id=parent.run_id))
+    write_state(
+        str(sweep_dir),
+        SweepState(name=sweep_dir.name, study="quickstart", uri=uri, experiment="mjp-quickstart", parent_run_id=parent.run_id),
+    )
     cfg = load_config("trainables/configs/digits_vit_tiny.yaml", ["tracking.experiment=mjp-quickstart"])
     runs = {}
-    for name, top1, status, tags in (("A-baseline-s0", 0.964, "FINISHED", {}),
-                                     ("J-jp_unk_dal_mlp-s0", None, "FAILED", {schema.TAG_ERROR: "CUDA out of memory"}),
-                                     ("E-jp-s0", 0.5, "FINISHED", {schema.TAG_STOPPED: "stopped early by the scheduler"})):
+    for name, top1, status, tags in (
+        ("A-baseline-s0", 0.964, "FINISHED", {}),
+        ("J-jp_unk_dal_mlp-s0", None, "FAILED", {schema.TAG_ERROR: "CUDA out of memory"}),
+        ("E-jp-s0", 0.5, "FINISHED", {schema.TAG_STOPPED: "stopped early by the scheduler"}),
+    ):
         child = start_run(cfg, uri, run_name=name, tags={schema.TAG_STUDY: "quickstart", **tags}, parent_run_id=parent.run_id)
         if top1 is not None:
             child.log_metrics({keys.VAL_TOP1: top1, keys.VAL_CONSISTENCY: 0.369}, step=3)
@@ -58,7 +67,9 @@ def test_a_mistyped_study_gets_a_suggestion_and_exit_2(store, capsys):
     uri, _, _ = store
     assert main(["sweep", "status", "quickstrat", "--uri", uri]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: study 'quickstrat' is neither a shipped study nor one with sweeps in") and "did you mean quickstart?" in err
+    assert (
+        err.startswith("error: study 'quickstrat' is neither a shipped study nor one with sweeps in") and "did you mean quickstart?" in err
+    )
 
 
 def test_a_path_that_is_not_a_sweep_directory_is_bad_input(store, tmp_path, capsys):
@@ -81,7 +92,8 @@ def test_no_sweep_of_a_study_names_its_smoke_size_when_that_one_ran():
     from sweep.study.names import no_sweep_error
 
     assert str(no_sweep_error("fashion", {"fashion-smoke"}, "sqlite:///m.db")) == (
-        "no sweep of study 'fashion' in sqlite:///m.db (its smoke size has: `--study fashion-smoke`); run `mjp sweep run fashion` first")
+        "no sweep of study 'fashion' in sqlite:///m.db (its smoke size has: `--study fashion-smoke`); run `mjp sweep run fashion` first"
+    )
     assert "smoke" not in str(no_sweep_error("fashion", {"quickstart"}, "sqlite:///m.db"))
 
 

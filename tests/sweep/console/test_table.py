@@ -12,10 +12,25 @@ from trainables.tracking.progress import Progress
 def table(with_progress: bool = False) -> ConsoleTable:
     t = ConsoleTable("sweep quickstart-1", [("val/top1", "max"), ("val/consistency", "max")], total_trials=4, with_progress=with_progress)
     now = time.monotonic()
-    t.rows["a"] = Row("A baseline seed 0", epochs=10, state="done", epoch=10, started=now - 100, ended=now - 10,
-                      latest={"val/top1": 0.91}, best={"val/top1": 0.93})
-    t.rows["b"] = Row("J jp_unk_dal_mlp seed 0", epochs=10, state="running", epoch=5, started=now - 50,
-                      latest={"val/top1": 0.8, "val/consistency": 0.7}, best={"val/top1": 0.82, "val/consistency": 0.7})
+    t.rows["a"] = Row(
+        "A baseline seed 0",
+        epochs=10,
+        state="done",
+        epoch=10,
+        started=now - 100,
+        ended=now - 10,
+        latest={"val/top1": 0.91},
+        best={"val/top1": 0.93},
+    )
+    t.rows["b"] = Row(
+        "J jp_unk_dal_mlp seed 0",
+        epochs=10,
+        state="running",
+        epoch=5,
+        started=now - 50,
+        latest={"val/top1": 0.8, "val/consistency": 0.7},
+        best={"val/top1": 0.82, "val/consistency": 0.7},
+    )
     return t
 
 

@@ -15,8 +15,15 @@ LABELS = ["A baseline seed 0", "E jp seed 0", "G jp_unk seed 0", "J jp_unk_dal_m
 
 
 def view_with_trials(progress: bool = True) -> ConsoleView:
-    view = ConsoleView("sweep quickstart-20260101-000000", lambda p: p["label"], lambda p: 30, [(keys.VAL_TOP1, "max")], 4,
-                       stream=io.StringIO(), progress_of=(lambda trial_id: None) if progress else None)
+    view = ConsoleView(
+        "sweep quickstart-20260101-000000",
+        lambda p: p["label"],
+        lambda p: 30,
+        [(keys.VAL_TOP1, "max")],
+        4,
+        stream=io.StringIO(),
+        progress_of=(lambda trial_id: None) if progress else None,
+    )
     for i, label in enumerate(LABELS):
         trial = Trial("fake", config={"label": label}, trial_id=f"t{i}", stub=True)
         view.on_trial_start(0, [trial], trial)
@@ -58,8 +65,15 @@ def test_at_80_columns_long_labels_wrap_and_two_objectives_stay_whole():
     """tune's and pareto's labels run past 50 characters, pareto has two objectives: the label
     wraps at its spaces, no other cell is cut."""
     labels = ["mask_ratio=0.421 dal=linear dal_weight=0.00837 seed 0", "mask_ratio=0.137 dal=mlp dal_weight=0.0500 seed 1"]
-    view = ConsoleView("sweep pareto-20260101-000000", lambda p: p["label"], lambda p: 100, [(keys.VAL_TOP1, "max"), (keys.VAL_CONSISTENCY, "max")],
-                       2, stream=io.StringIO(), progress_of=lambda trial_id: None)
+    view = ConsoleView(
+        "sweep pareto-20260101-000000",
+        lambda p: p["label"],
+        lambda p: 100,
+        [(keys.VAL_TOP1, "max"), (keys.VAL_CONSISTENCY, "max")],
+        2,
+        stream=io.StringIO(),
+        progress_of=lambda trial_id: None,
+    )
     for i, label in enumerate(labels):
         trial = Trial("fake", config={"label": label}, trial_id=f"t{i}", stub=True)
         view.on_trial_start(0, [trial], trial)

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from sweep.tuner.state import SweepState
 from sweep.security.signatures import MANIFEST, key_path, sign_files, sign_tree, verify_sweep_dir
+from sweep.tuner.state import SweepState
 from trainables.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -41,8 +41,12 @@ def signed_sweep(tmp: Path) -> Path:
     staging, sweep = tmp / "staging", tmp / "sweep"
     for d in (staging / "trial_1", sweep / "trial_1"):
         d.mkdir(parents=True)
-    files = {"experiment_state-1.json": b'{"trial_data": []}', "searcher-state-1.pkl": pickle.dumps({"a": 1}),
-             "search_gen_state-1.json": pickle.dumps({"b": 2}), "trial_1/params.pkl": pickle.dumps({"lr": 0.1})}
+    files = {
+        "experiment_state-1.json": b'{"trial_data": []}',
+        "searcher-state-1.pkl": pickle.dumps({"a": 1}),
+        "search_gen_state-1.json": pickle.dumps({"b": 2}),
+        "trial_1/params.pkl": pickle.dumps({"lr": 0.1}),
+    }
     for rel, content in files.items():
         (staging / rel).write_bytes(content)
         (sweep / rel).write_bytes(content)
@@ -125,7 +129,9 @@ def test_mjp_sweep_resume_refuses_a_planted_pickle_in_one_line_exit_2(home, tmp_
     marker = tmp_path / "marker"
     (sweep / "searcher-state-9.pkl").write_bytes(pickle.dumps(MakesMarker(marker)))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-m", "sweep.cli", "sweep", "resume", str(sweep)], cwd=tmp_path, env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "sweep.cli", "sweep", "resume", str(sweep)], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "searcher-state-9.pkl was not written by this sweep" in done.stderr, done.stderr
     assert not marker.exists()
@@ -150,17 +156,26 @@ def test_an_edited_or_unsigned_state_file_is_refused(home, tmp_path):
 def test_a_study_file_edited_after_the_sweep_started_is_refused_by_the_resume(home, tmp_path):
     """The signed state names the study file; the resume reads it again and must train what the
     sweep started with: an edited study (epochs 30 -> 12) is one line before Ray starts."""
-    from sweep.tuner.run import resume_sweep
     from sweep.study.load import load_study
     from sweep.study.names import STUDIES_DIR
+    from sweep.tuner.run import resume_sweep
     from sweep.tuner.state import SweepState, write_state
 
     study_file = tmp_path / "mine.yaml"
     study_file.write_text((STUDIES_DIR / "quickstart.yaml").read_text())
     started = load_study(str(study_file), check=False)
     sweep = signed_sweep(tmp_path)
-    write_state(str(sweep), SweepState(study=started.source, study_digest=started.digest, name="mine-1", uri=f"sqlite:///{tmp_path}/mlflow.db",
-                                       experiment="mjp-mine", parent_run_id="0" * 32))
+    write_state(
+        str(sweep),
+        SweepState(
+            study=started.source,
+            study_digest=started.digest,
+            name="mine-1",
+            uri=f"sqlite:///{tmp_path}/mlflow.db",
+            experiment="mjp-mine",
+            parent_run_id="0" * 32,
+        ),
+    )
     assert load_study(str(study_file), check=False).digest == started.digest  # the same files: the same digest
     study_file.write_text(study_file.read_text().replace("optim: {epochs: 30}", "optim: {epochs: 12}"))
     with pytest.raises(UserError, match=f"the study {study_file} or its base config changed since sweep mine-1 started"):
@@ -178,7 +193,9 @@ def test_a_sweep_started_under_the_flat_layout_is_refused_by_the_resume_in_one_l
     (sweep / "mjp_sweep.json").write_text(json.dumps(old))
     sign_files(str(sweep), {"mjp_sweep.json": (sweep / "mjp_sweep.json").read_bytes()})
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-m", "sweep.cli", "sweep", "resume", str(sweep)], cwd=tmp_path, env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "sweep.cli", "sweep", "resume", str(sweep)], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
     assert done.returncode == 2
     err = done.stderr.strip()
     assert err.count("\n") == 0 and "older layout" in err and f"git checkout {LAST_FLAT_COMMIT}" in err, err

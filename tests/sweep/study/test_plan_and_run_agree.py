@@ -18,7 +18,14 @@ CONFIG = "trainables/configs/digits_vit_tiny.yaml"
 
 
 def study_file(tmp: Path, space: dict, algorithm: str = "grid") -> str:
-    body = {"name": "s", "base": CONFIG, "objective": {"metric": "val/top1"}, "search": {"algorithm": algorithm}, "budget": {"trials": 2}, "space": space}
+    body = {
+        "name": "s",
+        "base": CONFIG,
+        "objective": {"metric": "val/top1"},
+        "search": {"algorithm": algorithm},
+        "budget": {"trials": 2},
+        "space": space,
+    }
     path = tmp / "study.yaml"
     path.write_text(yaml.safe_dump(body))
     return str(path)
@@ -28,9 +35,24 @@ BAD = [
     ("ratio 1.5", {"mjp.mask_ratio": {"type": "grid", "values": [0.27, 1.5]}}, "grid", "mjp.mask_ratio: must be <= 1 (got 1.5)"),
     ("ratio -0.1", {"mjp.mask_ratio": {"type": "grid", "values": [-0.1]}}, "grid", "mjp.mask_ratio: must be >= 0 (got -0.1)"),
     ("ratio NaN", {"mjp.mask_ratio": {"type": "grid", "values": [math.nan]}}, "grid", "mjp.mask_ratio: must be <= 1 (got nan)"),
-    ("range to NaN", {"mjp.mask_ratio": {"type": "uniform", "low": 0.1, "high": math.nan}}, "tpe", "space.mjp.mask_ratio.uniform.high: Input should be a finite number (got nan)"),
-    ("unknown space key", {"optim.epoch": {"type": "grid", "values": [1, 2]}}, "grid", "space.optim.epoch is not a TrainConfig key (did you mean optim.epochs?)"),
-    ("ratio selecting one patch", {"mjp.mask_ratio": {"type": "choice", "values": [0.07, 0.27]}}, "tpe", "mjp.mask_ratio=0.07 selects round(16 x 0.07) = 1 of the 16 patches"),
+    (
+        "range to NaN",
+        {"mjp.mask_ratio": {"type": "uniform", "low": 0.1, "high": math.nan}},
+        "tpe",
+        "space.mjp.mask_ratio.uniform.high: Input should be a finite number (got nan)",
+    ),
+    (
+        "unknown space key",
+        {"optim.epoch": {"type": "grid", "values": [1, 2]}},
+        "grid",
+        "space.optim.epoch is not a TrainConfig key (did you mean optim.epochs?)",
+    ),
+    (
+        "ratio selecting one patch",
+        {"mjp.mask_ratio": {"type": "choice", "values": [0.07, 0.27]}},
+        "tpe",
+        "mjp.mask_ratio=0.07 selects round(16 x 0.07) = 1 of the 16 patches",
+    ),
 ]
 
 
@@ -69,8 +91,13 @@ def test_a_study_the_run_accepts_is_planned(tmp_path, capsys, monkeypatch):
 
 def test_the_plan_prices_a_grid_the_run_refuses_and_names_the_flag(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(Path(__file__).resolve().parents[3])
-    path = study_file(tmp_path, {"optim.base_lr": {"type": "grid", "values": [0.01 * i for i in range(1, 41)]},
-                                 "runtime.seed": {"type": "grid", "values": list(range(40))}})
+    path = study_file(
+        tmp_path,
+        {
+            "optim.base_lr": {"type": "grid", "values": [0.01 * i for i in range(1, 41)]},
+            "runtime.seed": {"type": "grid", "values": list(range(40))},
+        },
+    )
     assert main(["sweep", "plan", path]) == 0
     out = capsys.readouterr().out
     assert "1600 trials" in out and "note: `mjp sweep run` refuses more than 1,000 trials unless given --max-trials 1600" in out, out
@@ -88,8 +115,14 @@ def test_a_broken_image_folder_here_is_refused_by_the_plan_as_by_the_run(tmp_pat
     for split in ("train", "val"):
         (root / split / "cat").mkdir(parents=True)
         Image.new("RGB", (8, 8)).save(root / split / "cat" / "0.png")
-    body = {"name": "s", "base": CONFIG, "train": {"data": {"name": "imagefolder", "root": str(root), "img_size": 8}},
-            "objective": {"metric": "val/top1"}, "search": {"algorithm": "grid"}, "space": {"mjp.variant": {"type": "grid", "values": ["A", "J"]}}}
+    body = {
+        "name": "s",
+        "base": CONFIG,
+        "train": {"data": {"name": "imagefolder", "root": str(root), "img_size": 8}},
+        "objective": {"metric": "val/top1"},
+        "search": {"algorithm": "grid"},
+        "space": {"mjp.variant": {"type": "grid", "values": ["A", "J"]}},
+    }
     path = tmp_path / "study.yaml"
     path.write_text(yaml.safe_dump(body))
     assert main(["sweep", "plan", str(path)]) == 2

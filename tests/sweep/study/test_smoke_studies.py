@@ -17,8 +17,8 @@ from sweep.study.space import sampled_params
 from sweep.tuner.run import run_sweep
 from sweep.tuner.tuner import asha_rungs, make_scheduler, objectives_checked_at_the_end
 from trainables.errors import ConfigError
-from trainables.tracking.store import TrackingError
 from trainables.tracking import schema
+from trainables.tracking.store import TrackingError
 
 SHIPPED = sorted(p.stem for p in STUDIES_DIR.glob("*.yaml"))
 
@@ -55,19 +55,29 @@ def test_a_final_metric_among_several_objectives_is_checked_at_the_end_only(monk
 
 def _asha_study(tmp_path, **smoke):
     path = tmp_path / "study.yaml"
-    path.write_text(yaml.safe_dump({
-        "name": "t", "base": "trainables/configs/digits_vit_tiny.yaml", "objective": {"metric": "val/top1"},
-        "space": {"mjp.mask_ratio": {"type": "uniform", "low": 0.1, "high": 0.3}}, "budget": {"trials": 2},
-        "train": {"optim": {"epochs": 20}}, "scheduler": {"type": "asha", "grace_period": 10},
-        "smoke": {"train": {"optim": {"epochs": 3}}, **smoke},
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "name": "t",
+                "base": "trainables/configs/digits_vit_tiny.yaml",
+                "objective": {"metric": "val/top1"},
+                "space": {"mjp.mask_ratio": {"type": "uniform", "low": 0.1, "high": 0.3}},
+                "budget": {"trials": 2},
+                "train": {"optim": {"epochs": 20}},
+                "scheduler": {"type": "asha", "grace_period": 10},
+                "smoke": {"train": {"optim": {"epochs": 3}}, **smoke},
+            }
+        )
+    )
     return str(path)
 
 
 def test_a_grace_period_past_the_smoke_epochs_fails_at_load_naming_both(tmp_path):
     path = _asha_study(tmp_path)
     load_study(path)  # full size: 10 <= 20
-    with pytest.raises(ConfigError, match=r"scheduler.grace_period=10 is more than the 3 epochs each trial trains at smoke size .*smoke: \{scheduler:"):
+    with pytest.raises(
+        ConfigError, match=r"scheduler.grace_period=10 is more than the 3 epochs each trial trains at smoke size .*smoke: \{scheduler:"
+    ):
         load_study(path, smoke=True)
     assert load_study(_asha_study(tmp_path, scheduler={"type": "asha", "grace_period": 1}), smoke=True).config.scheduler.grace_period == 1
 
@@ -97,11 +107,19 @@ def test_a_smoke_study_is_recorded_apart_from_the_full_one(name):
 
 def test_a_smoke_size_may_not_name_its_own_experiment(tmp_path):
     path = tmp_path / "study.yaml"
-    path.write_text(yaml.safe_dump({
-        "name": "t", "base": "trainables/configs/digits_vit_tiny.yaml", "objective": {"metric": "val/top1"},
-        "space": {"mjp.variant": {"type": "grid", "values": ["A"]}}, "search": {"algorithm": "grid"},
-        "train": {"tracking": {"experiment": "full"}}, "smoke": {"train": {"tracking": {"experiment": "full"}}},
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "name": "t",
+                "base": "trainables/configs/digits_vit_tiny.yaml",
+                "objective": {"metric": "val/top1"},
+                "space": {"mjp.variant": {"type": "grid", "values": ["A"]}},
+                "search": {"algorithm": "grid"},
+                "train": {"tracking": {"experiment": "full"}},
+                "smoke": {"train": {"tracking": {"experiment": "full"}}},
+            }
+        )
+    )
     load_study(str(path), check=False)
     with pytest.raises(ConfigError, match=r"smoke.train.tracking.experiment is not needed"):
         load_study(str(path), smoke=True, check=False)
@@ -113,8 +131,12 @@ def test_analyze_results_never_writes_a_smoke_sweep(tmp_path, capsys):
     from trainables.tracking.runs import RunTracker
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
-    parent = RunTracker.create(uri, "mjp-quickstart-smoke", run_name="quickstart-smoke-20260101-000000", tags={
-        schema.TAG_KIND: "sweep", schema.TAG_STUDY: "quickstart-smoke", schema.TAG_SMOKE: "True"})
+    parent = RunTracker.create(
+        uri,
+        "mjp-quickstart-smoke",
+        run_name="quickstart-smoke-20260101-000000",
+        tags={schema.TAG_KIND: "sweep", schema.TAG_STUDY: "quickstart-smoke", schema.TAG_SMOKE: "True"},
+    )
     parent.set_status("FINISHED")
     before = sorted(p.name for p in RESULTS.glob("*.json"))
     assert main(["analyze", "results", "--study", "quickstart", "--uri", uri]) == 2

@@ -1,15 +1,14 @@
 """Study files: validation before launch, the define-by-run space, presets and seeds."""
 
-
 import numpy as np
 import optuna
 import pytest
 import yaml
 from PIL import Image
 
-from sweep.study.space import define_by_run, make_sampler
 from sweep.study.load import load_study, resolve_study_path
 from sweep.study.names import STUDIES_DIR
+from sweep.study.space import define_by_run, make_sampler
 from trainables.errors import ConfigError
 
 SHIPPED = sorted(p.stem for p in STUDIES_DIR.glob("*.yaml"))
@@ -55,17 +54,29 @@ def test_full_size_without_imagenet_fails_naming_the_path():
 @pytest.mark.parametrize(
     "study, message",
     [
-        (dict(space={"mjp.mask_ratio": {"type": "choice", "values": []}}), "space.mjp.mask_ratio.choice.values: List should have at least 1 item"),
+        (
+            dict(space={"mjp.mask_ratio": {"type": "choice", "values": []}}),
+            "space.mjp.mask_ratio.choice.values: List should have at least 1 item",
+        ),
         (dict(space={"optim.base_lr": {"type": "loguniform", "low": 0.1, "high": 0.01}}), "low=0.1 > high=0.01"),
         (dict(space={"optim.lr": {"type": "choice", "values": [1]}}), "space.optim.lr is not a TrainConfig key"),
         (dict(objective={"metric": "val/top3"}), "objective metric 'val/top3' is not reported by the trainable"),
         (dict(budget={"trials": 2, "max_concurent": 2}), "budget.max_concurent: not a key of this section"),
         (dict(space={"mjp.mask_ratio": {"type": "grid", "values": [0, 0.27]}}), "needs search.algorithm: grid"),
-        (dict(space={"mjp.dal_weight": {"type": "uniform", "low": 0, "high": 1, "when": {"mjp.dal": ["mlp"]}}}), "must be a space entry listed before it"),
+        (
+            dict(space={"mjp.dal_weight": {"type": "uniform", "low": 0, "high": 1, "when": {"mjp.dal": ["mlp"]}}}),
+            "must be a space entry listed before it",
+        ),
         (dict(objective=[{"metric": "val/top1"}, {"metric": "val/consistency"}]), "2 objectives need search.algorithm 'nsga2' or 'random'"),
-        (dict(space={"mjp.mask_ratio": {"type": "choice", "values": [0.0, 0.07]}}), "mjp.mask_ratio=0.07 selects round(16 x 0.07) = 1 of the 16 patches"),
+        (
+            dict(space={"mjp.mask_ratio": {"type": "choice", "values": [0.0, 0.07]}}),
+            "mjp.mask_ratio=0.07 selects round(16 x 0.07) = 1 of the 16 patches",
+        ),
         (dict(space={"mjp.dal": {"type": "choice", "values": ["none", "svm"]}}), "mjp.dal"),
-        (dict(space={"b": {"type": "choice", "values": ["x", "y"], "presets": {"x": {"mjp.dal": "pca"}}}}), "values ['y'] have no entry in presets"),
+        (
+            dict(space={"b": {"type": "choice", "values": ["x", "y"], "presets": {"x": {"mjp.dal": "pca"}}}}),
+            "values ['y'] have no entry in presets",
+        ),
         (dict(seeds=[0, 1]), "seeds repeat grid points"),
     ],
 )
@@ -76,7 +87,9 @@ def test_bad_study_files_fail_before_launch_naming_the_key(tmp_path, study, mess
 
 
 def test_unknown_study_lists_the_shipped_ones():
-    with pytest.raises(ConfigError, match="shipped: backbones, fashion, mask_ratio, pareto, privacy, quickstart, robustness, tune, variants"):
+    with pytest.raises(
+        ConfigError, match="shipped: backbones, fashion, mask_ratio, pareto, privacy, quickstart, robustness, tune, variants"
+    ):
         resolve_study_path("nope")
 
 
@@ -161,7 +174,12 @@ def test_a_resume_finds_the_study_its_sweep_started_and_only_that_one(tmp_path):
     shipped = load_study("quickstart", check=False)
     state = SweepState(study=shipped.source, name="quickstart-1", uri="sqlite:///m.db", experiment="mjp-quickstart", parent_run_id="0" * 32)
     assert study_of_state(state, check=False).digest == shipped.digest  # no study_digest recorded: nothing to compare
-    moved = replace(state, study="/gone/_ray_pkg_0123/sweep/studies/quickstart.yaml", study_in_project=in_project(shipped.source), study_digest=shipped.digest)
+    moved = replace(
+        state,
+        study="/gone/_ray_pkg_0123/sweep/studies/quickstart.yaml",
+        study_in_project=in_project(shipped.source),
+        study_digest=shipped.digest,
+    )
     assert moved.study_in_project == "sweep/studies/quickstart.yaml" and study_of_state(moved, check=False).source == shipped.source
     mine = tmp_path / "mine.yaml"
     mine.write_text((STUDIES_DIR / "quickstart.yaml").read_text())
@@ -171,7 +189,9 @@ def test_a_resume_finds_the_study_its_sweep_started_and_only_that_one(tmp_path):
     assert load_study(str(mine), check=False, overrides={"model.kwargs": {1: "x", "depth": 2}}).digest == started.digest
     mine.write_text(mine.read_text().replace("max_concurrent: 2", "max_concurrent: 1"))
     with pytest.raises(UserError, match="changed since sweep mine-1 started"):
-        study_of_state(replace(state, study=str(mine), extra={"model.kwargs": {1: "x", "depth": 2}}, name="mine-1", study_digest=started.digest))
+        study_of_state(
+            replace(state, study=str(mine), extra={"model.kwargs": {1: "x", "depth": 2}}, name="mine-1", study_digest=started.digest)
+        )
 
 
 def test_variants_trains_at_table_4s_ratio_with_c_and_f_on_the_reference_schedule(fake_imagenet):
@@ -183,7 +203,12 @@ def test_variants_trains_at_table_4s_ratio_with_c_and_f_on_the_reference_schedul
     for study, ratio, warmup in ((full, 0.03, 20), (smoke, 0.27, 2)):
         for letter in "CF":
             cfg = study.train_config({"mjp.variant": letter})
-            assert (cfg.mjp.mask_ratio, cfg.mjp.jigsaw_prob, cfg.mjp.mask_mode, cfg.optim.jigsaw_warmup_epochs) == (ratio, 0.5, "per_batch", warmup)
+            assert (cfg.mjp.mask_ratio, cfg.mjp.jigsaw_prob, cfg.mjp.mask_mode, cfg.optim.jigsaw_warmup_epochs) == (
+                ratio,
+                0.5,
+                "per_batch",
+                warmup,
+            )
         for letter in "EGHJ":
             cfg = study.train_config({"mjp.variant": letter})
             assert (cfg.mjp.mask_ratio, cfg.mjp.jigsaw_prob, cfg.optim.jigsaw_warmup_epochs) == (ratio, 1.0, 0)

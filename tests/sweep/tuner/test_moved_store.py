@@ -21,8 +21,14 @@ def sweep(tmp_path):
     """A sweep's state and its parent run in a SQLite store."""
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     parent = RunTracker.create(uri, "mjp-quickstart", run_name="quickstart-1", tags={schema.TAG_KIND: schema.KIND_SWEEP})
-    state = SweepState(name="quickstart-1", study="quickstart", uri=uri, experiment="mjp-quickstart", parent_run_id=parent.run_id,
-                       optuna_storage=f"sqlite:///{tmp_path}/optuna.db")
+    state = SweepState(
+        name="quickstart-1",
+        study="quickstart",
+        uri=uri,
+        experiment="mjp-quickstart",
+        parent_run_id=parent.run_id,
+        optuna_storage=f"sqlite:///{tmp_path}/optuna.db",
+    )
     return state, tmp_path
 
 

@@ -11,18 +11,27 @@ from sweep.study.load import load_study
 from sweep.tuner.optuna_mirror import OptunaMirror
 from trainables.config.build import load_config
 from trainables.launch.trial import start_run
-from trainables.tracking.runs import RunTracker
 from trainables.tracking import schema
+from trainables.tracking.runs import RunTracker
 
 
 def test_mirrored_trials_have_times_metric_names_and_their_mlflow_run(tmp_path):
     uri, url = f"sqlite:///{tmp_path}/mlflow.db", f"sqlite:///{tmp_path}/optuna.db"
     parent = RunTracker.create(uri, "mjp-quickstart", run_name="quickstart-x", tags={schema.TAG_KIND: "sweep"})
     cfg = load_config("trainables/configs/digits_vit_tiny.yaml", ["mjp.variant=A", "tracking.experiment=mjp-quickstart"])
-    child = start_run(cfg, uri, run_name="A-baseline-s0", tags={schema.TAG_TRIAL_ID: "t1", schema.TAG_LABEL: "A baseline seed 0"}, parent_run_id=parent.run_id)
+    child = start_run(
+        cfg,
+        uri,
+        run_name="A-baseline-s0",
+        tags={schema.TAG_TRIAL_ID: "t1", schema.TAG_LABEL: "A baseline seed 0"},
+        parent_run_id=parent.run_id,
+    )
     study = load_study("quickstart", smoke=True, check=False)
     mirror = OptunaMirror(url, "quickstart-x", study.config, epochs=3, tracking=(uri, "mjp-quickstart", parent.run_id))
-    done, stopped = Trial("fake", config={"mjp.variant": "A"}, trial_id="t1", stub=True), Trial("fake", config={"mjp.variant": "J"}, trial_id="t2", stub=True)
+    done, stopped = (
+        Trial("fake", config={"mjp.variant": "A"}, trial_id="t1", stub=True),
+        Trial("fake", config={"mjp.variant": "J"}, trial_id="t2", stub=True),
+    )
     for trial in (done, stopped):
         mirror.on_trial_start(0, [], trial)
     for epoch in (1, 2, 3):
@@ -38,11 +47,18 @@ def test_mirrored_trials_have_times_metric_names_and_their_mlflow_run(tmp_path):
     assert back.metric_names == ["val/top1"]
     first, second = back.get_trials()
     run = child.run()
-    assert first.state == optuna.trial.TrialState.COMPLETE and first.value == 0.75 and first.intermediate_values == {1: 0.25, 2: 0.5, 3: 0.75}
+    assert (
+        first.state == optuna.trial.TrialState.COMPLETE and first.value == 0.75 and first.intermediate_values == {1: 0.25, 2: 0.5, 3: 0.75}
+    )
     assert first.datetime_start == datetime.datetime.fromtimestamp(run.info.start_time / 1000)  # the MLflow run's start
     assert first.datetime_complete > first.datetime_start and first.duration.total_seconds() > 0
-    assert first.user_attrs == {"tune_trial_id": "t1", "mlflow_run_id": child.run_id, "mlflow_run_name": "A-baseline-s0",
-                                "variant": "baseline", "label": "A baseline seed 0"}
+    assert first.user_attrs == {
+        "tune_trial_id": "t1",
+        "mlflow_run_id": child.run_id,
+        "mlflow_run_name": "A-baseline-s0",
+        "variant": "baseline",
+        "label": "A baseline seed 0",
+    }
     # no MLflow run found: the start Tune reported, the trial still marked pruned by the scheduler
     assert second.state == optuna.trial.TrialState.PRUNED and "mlflow_run_id" not in second.user_attrs
     assert second.datetime_start == mirror.started["t2"] and second.datetime_complete >= second.datetime_start
@@ -59,4 +75,6 @@ def test_an_unreadable_optuna_storage_is_one_line_naming_it(tmp_path):
     (tmp_path / "optuna.db").write_bytes(b"not a database " * 400)
     with pytest.raises(UserError) as err:
         check_storage(url, "sweep-1", config)
-    assert str(err.value).startswith(f"the sweep's Optuna storage {tmp_path}/optuna.db cannot be read (DatabaseError: ") and "\n" not in str(err.value)
+    assert str(err.value).startswith(
+        f"the sweep's Optuna storage {tmp_path}/optuna.db cannot be read (DatabaseError: "
+    ) and "\n" not in str(err.value)

@@ -20,8 +20,14 @@ ROOT = Path(__file__).resolve().parents[3]
 def _holder(sweep_dir: Path) -> subprocess.Popen:
     """Another process that claims ``sweep_dir`` and holds it until its stdin closes."""
     code = "import sys; from sweep.tuner.owner import claim; claim(sys.argv[1]); print('held', flush=True); sys.stdin.read()"
-    proc = subprocess.Popen([sys.executable, "-c", code, str(sweep_dir)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(sweep_dir)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert proc.stdout.readline().strip() == "held"
     return proc
 
@@ -31,7 +37,12 @@ def sweep_dir(tmp_path):
     from sweep.tuner.state import SweepState, write_state
 
     path = tmp_path / "ray_results" / "quickstart-20260101-000000"
-    write_state(str(path), SweepState(name=path.name, study="quickstart", uri=f"sqlite:///{tmp_path}/mlflow.db", experiment="mjp-quickstart", parent_run_id="p"))
+    write_state(
+        str(path),
+        SweepState(
+            name=path.name, study="quickstart", uri=f"sqlite:///{tmp_path}/mlflow.db", experiment="mjp-quickstart", parent_run_id="p"
+        ),
+    )
     return path
 
 
@@ -72,8 +83,14 @@ def test_a_sweep_in_a_bucket_is_locked_on_this_machine_by_its_uri(tmp_path, monk
     owner.claim("s3://bucket/mjp-sweeps/q-1")
     try:
         code = "import sys; from sweep.tuner.owner import claim; claim(sys.argv[1])"
-        out = subprocess.run([sys.executable, "-c", code, "s3://bucket/mjp-sweeps/q-1"], capture_output=True, text=True, cwd=ROOT, check=False,
-                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+        out = subprocess.run(
+            [sys.executable, "-c", code, "s3://bucket/mjp-sweeps/q-1"],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            check=False,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
         assert out.returncode != 0 and f"is already run by pid {os.getpid()}" in out.stderr
     finally:
         owner.release("s3://bucket/mjp-sweeps/q-1")

@@ -16,8 +16,8 @@ from mjp import keys
 from sweep.study.load import load_study
 from sweep.tuner.run import resume_sweep, run_sweep
 from trainables.errors import UserError
-from trainables.tracking.progress import Progress
 from trainables.tracking import schema
+from trainables.tracking.progress import Progress
 
 pytestmark = pytest.mark.slow
 
@@ -33,8 +33,14 @@ TINY = {
 def study_file(tmp_path, space, **extra):
     path = tmp_path / f"study{len(list(tmp_path.glob('study*.yaml')))}.yaml"
     study = {
-        "name": "e2e", "base": "trainables/configs/digits_vit_tiny.yaml", "train": TINY, "space": space,
-        "objective": {"metric": "val/top1", "mode": "max"}, "search": {"algorithm": "grid"}, "budget": {"max_concurrent": 2}, **extra,
+        "name": "e2e",
+        "base": "trainables/configs/digits_vit_tiny.yaml",
+        "train": TINY,
+        "space": space,
+        "objective": {"metric": "val/top1", "mode": "max"},
+        "search": {"algorithm": "grid"},
+        "budget": {"max_concurrent": 2},
+        **extra,
     }
     path.write_text(yaml.safe_dump(study))
     return str(path)
@@ -49,7 +55,9 @@ def seeded_sweep(tmp_path_factory, local_ray):
         "mjp.variant": {"type": "grid", "values": ["A", "J"]},
         "speed": {"type": "grid", "values": ["fast"], "presets": {"fast": {"optim.base_lr": 0.05}}},
     }
-    study = load_study(study_file(tmp, space, seeds=[0, 1], paper=[4], description="A and J on digits, two seeds."), overrides={"tracking.uri": uri})
+    study = load_study(
+        study_file(tmp, space, seeds=[0, 1], paper=[4], description="A and J on digits, two seeds."), overrides={"tracking.uri": uri}
+    )
     console = io.StringIO()
     outcome = run_sweep(study, storage=str(tmp / "ray"), stream=console)
     return tmp, uri, study, outcome, console.getvalue()
@@ -136,13 +144,19 @@ def test_the_report_renders_in_chromium(seeded_sweep):
     tmp, uri, _, outcome, _ = seeded_sweep
     files = build_report(uri, "e2e", tmp / "rendered", parent_run_id=outcome.parent_run_id)
     page = files.html.read_text()
-    probe = ("<script>window.addEventListener('load', () => { document.body.dataset.images = document.images.length;"
-             " document.body.dataset.decoded = [...document.images].filter(i => i.complete && i.naturalWidth > 0).length;"
-             " document.body.dataset.tables = document.querySelectorAll('table').length; });</script></body>")
+    probe = (
+        "<script>window.addEventListener('load', () => { document.body.dataset.images = document.images.length;"
+        " document.body.dataset.decoded = [...document.images].filter(i => i.complete && i.naturalWidth > 0).length;"
+        " document.body.dataset.tables = document.querySelectorAll('table').length; });</script></body>"
+    )
     probed = files.html.with_name("probed.html")
     probed.write_text(page.replace("</body>", probe))
-    dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000", "--dump-dom", probed.as_uri()],
-                         capture_output=True, text=True, timeout=120).stdout
+    dom = subprocess.run(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000", "--dump-dom", probed.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
     expected_tables = page.count("<table")
     assert f'data-tables="{expected_tables}"' in dom and expected_tables >= 3, dom[:500]
     images = page.count("<img ")
@@ -194,7 +208,7 @@ def test_interrupted_sweep_resumes_every_trial_once(tmp_path, local_ray, monkeyp
     # a corrupted Optuna storage is one line before anything runs, and leaves no run RUNNING
     optuna_db = tmp_path / "optuna.db"
     kept = optuna_db.read_bytes()
-    optuna_db.write_bytes(kept[:4096] + bytes(range(256)) * 64 + kept[4096 + 256 * 64:])
+    optuna_db.write_bytes(kept[:4096] + bytes(range(256)) * 64 + kept[4096 + 256 * 64 :])
     with pytest.raises(UserError, match=f"the sweep's Optuna storage {optuna_db} cannot be read .*; move it aside"):
         resume_sweep(first.experiment_dir, stream=io.StringIO())
     assert "RUNNING" not in set(load_runs(uri, "sweep-test", parent_run_id=first.parent_run_id).status)
@@ -221,10 +235,17 @@ def test_asha_leaves_every_child_run_with_a_final_status(tmp_path, local_ray):
     # Two learning rates, one that learns and one that cannot; seed 2 draws them good, good, good,
     # bad: the bad trial reaches rung 1 after good ones, below their median, whatever the timing.
     space = {"optim.base_lr": {"type": "choice", "values": [0.5, 1e-7]}}
-    study = load_study(study_file(
-        tmp_path, space, search={"algorithm": "random", "seed": 2}, budget={"trials": 4, "max_concurrent": 2},
-        scheduler={"type": "asha", "grace_period": 1, "reduction_factor": 2}, train={**TINY, "optim": {"epochs": 4, "warmup_epochs": 0}},
-    ), overrides={"tracking.uri": uri, "tracking.system_metrics_s": 0.2, "runtime.log_every": 2})
+    study = load_study(
+        study_file(
+            tmp_path,
+            space,
+            search={"algorithm": "random", "seed": 2},
+            budget={"trials": 4, "max_concurrent": 2},
+            scheduler={"type": "asha", "grace_period": 1, "reduction_factor": 2},
+            train={**TINY, "optim": {"epochs": 4, "warmup_epochs": 0}},
+        ),
+        overrides={"tracking.uri": uri, "tracking.system_metrics_s": 0.2, "runtime.log_every": 2},
+    )
     outcome = run_sweep(study, storage=str(tmp_path / "ray"), stream=io.StringIO())
     assert len(outcome.trials) == 4 and not outcome.failed
     runs = load_runs(uri, "sweep-test", parent_run_id=outcome.parent_run_id)

@@ -2,11 +2,11 @@ from pathlib import Path
 
 import pytest
 
-from trainables.config.schema import TrainConfig
 from trainables.config.build import build_config, flat_params, known_keys, load_config
-from trainables.errors import ConfigError
 from trainables.config.overrides import expand_presets, flatten, parse_override, parse_overrides, set_dotted, unflatten
+from trainables.config.schema import TrainConfig
 from trainables.config.seeds import derive_seed
+from trainables.errors import ConfigError
 
 CONFIGS = Path(__file__).resolve().parents[3] / "trainables" / "configs"
 
@@ -23,7 +23,10 @@ def test_unknown_key_is_named_with_a_suggestion():
 
 
 def test_an_unknown_top_level_key_gets_the_nearest_section_and_the_list():
-    with pytest.raises(ConfigError, match=r"optm: not a key of this section \(did you mean optim\?\); the top level has: data, eval, mjp, model, optim, runtime, scaling, tracking$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"optm: not a key of this section \(did you mean optim\?\); the top level has: data, eval, mjp, model, optim, runtime, scaling, tracking$",
+    ):
         build_config({"optm": {"epochs": 3}})
 
 
@@ -92,13 +95,17 @@ def test_missing_files_and_directories_are_named(tmp_path):
         load_config(tmp_path)
 
 
-@pytest.mark.parametrize("text, message", [
-    ("- just\n- a list\n", "expected a YAML mapping, got a list"),
-    ("", "is empty; it must hold a YAML mapping"),
-    ("optim:\n  epochs: 30\n  base_lr: 0.1\n  epochs: 3\n", "duplicate key 'epochs' on lines 2 and 4; keep one"),
-    ("optim: {epochs: [1, 2}\n", "is not valid YAML"),
-    ("optim: !!python/object/apply:os.system ['touch /tmp/pwned']\n", "is not valid YAML"),  # never runs code
-], ids=["list", "empty", "duplicate key", "malformed", "python tag"])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("- just\n- a list\n", "expected a YAML mapping, got a list"),
+        ("", "is empty; it must hold a YAML mapping"),
+        ("optim:\n  epochs: 30\n  base_lr: 0.1\n  epochs: 3\n", "duplicate key 'epochs' on lines 2 and 4; keep one"),
+        ("optim: {epochs: [1, 2}\n", "is not valid YAML"),
+        ("optim: !!python/object/apply:os.system ['touch /tmp/pwned']\n", "is not valid YAML"),  # never runs code
+    ],
+    ids=["list", "empty", "duplicate key", "malformed", "python tag"],
+)
 def test_a_bad_yaml_file_is_one_clear_error(tmp_path, text, message):
     bad = tmp_path / "bad.yaml"
     bad.write_text(text)
@@ -108,4 +115,8 @@ def test_a_bad_yaml_file_is_one_clear_error(tmp_path, text, message):
 
 def test_presets_expand_labels_into_keys():
     presets = {"backbone": {"r": {"model.name": "resnet18", "mjp.variant": "E"}}}
-    assert expand_presets({"backbone": "r", "optim.epochs": 3}, presets) == {"model.name": "resnet18", "mjp.variant": "E", "optim.epochs": 3}
+    assert expand_presets({"backbone": "r", "optim.epochs": 3}, presets) == {
+        "model.name": "resnet18",
+        "mjp.variant": "E",
+        "optim.epochs": 3,
+    }

@@ -3,13 +3,13 @@ data order; the same seed twice gives the same ones (what error bars over seeds 
 
 import torch
 
+from mjp.config import SEED_BOUND
 from mjp.metrics import sample_eval_shuffle
 from trainables.config.build import build_config
-from trainables.data.info import DataShape
-from trainables.train.engine import build_algorithm, build_model
-from trainables.data.samplers import train_sampler
-from mjp.config import SEED_BOUND
 from trainables.config.seeds import derive_seed
+from trainables.data.info import DataShape
+from trainables.data.samplers import train_sampler
+from trainables.train.engine import build_algorithm, build_model
 
 TINY = {"model": {"kwargs": {"patch_size": 2, "embed_dim": 16, "depth": 1, "num_heads": 2}}}
 X = torch.zeros(16, 1, 8, 8)
@@ -37,6 +37,7 @@ def test_two_seeds_differ_in_every_stream_and_one_seed_repeats_exactly():
 def test_repeated_augmentation_follows_the_seed():
     """DeiT's repeated augmentation: two data seeds give two orders, one seed gives one (timm's
     sampler alone seeds its shuffle with the epoch, the same for every seed)."""
+
     def order(seed, epoch=0, rank=0):
         sampler = train_sampler(range(600), seed=seed, repeats=3, rank=rank, world=2)
         sampler.set_epoch(epoch)
@@ -49,7 +50,12 @@ def test_repeated_augmentation_follows_the_seed():
 
 def test_every_derived_seed_fits_every_consumer():
     """One rule: seeds lie in [0, 2**32) (numpy, Ray Data, torch), so nothing reduces them."""
-    assert all(0 <= derive_seed(s, stream, rank) < SEED_BOUND for s in (0, 1, 2**31) for stream in ("jigsaw", "eval", "data", "process") for rank in (0, 7))
+    assert all(
+        0 <= derive_seed(s, stream, rank) < SEED_BOUND
+        for s in (0, 1, 2**31)
+        for stream in ("jigsaw", "eval", "data", "process")
+        for rank in (0, 7)
+    )
     cfg = build_config({}, {"runtime.seed": 3})
     assert all(0 <= v < SEED_BOUND for v in (cfg.data.seed, cfg.eval.seed, cfg.mjp.seed))
 

@@ -25,10 +25,18 @@ def billion_laughs(levels: int = 9) -> str:
 
 CASES = [
     ("billion laughs", billion_laughs(), f"its aliases expand to more than {MAX_EXPANDED_NODES:,} values"),
-    ("billion laughs in a study's train section", "name: s\ntrain:\n  " + billion_laughs().replace("\n", "\n  ") + "\n", "its aliases expand to more than"),
+    (
+        "billion laughs in a study's train section",
+        "name: s\ntrain:\n  " + billion_laughs().replace("\n", "\n  ") + "\n",
+        "its aliases expand to more than",
+    ),
     ("recursive anchor", "a: &a [1, *a]\n", "an alias refers to a node that contains it"),
     ("nesting thousands deep", "a: " + "[" * 100_000 + "]" * 100_000 + "\n", "lists and mappings nest more than 64 deep"),
-    ("a python tag", "optim: !!python/object/apply:os.system ['true']\n", "is not valid YAML (line 1, column 8: could not determine a constructor for the tag"),
+    (
+        "a python tag",
+        "optim: !!python/object/apply:os.system ['true']\n",
+        "is not valid YAML (line 1, column 8: could not determine a constructor for the tag",
+    ),
     ("malformed flow", "optim: {epochs: [1, 2}\n", "is not valid YAML (line 1, column"),
 ]
 
@@ -59,4 +67,9 @@ def test_a_file_of_megabytes_is_refused_by_its_size_before_it_is_read(tmp_path):
 def test_small_anchors_and_aliases_still_read(tmp_path):
     path = tmp_path / "cluster.yaml"
     path.write_text("ami: &ami ami-123\nhead: {image: *ami}\nworkers: {image: *ami, more: &m [1, 2]}\nagain: *m\n")
-    assert read_yaml_mapping(path, "cluster config") == {"ami": "ami-123", "head": {"image": "ami-123"}, "workers": {"image": "ami-123", "more": [1, 2]}, "again": [1, 2]}
+    assert read_yaml_mapping(path, "cluster config") == {
+        "ami": "ami-123",
+        "head": {"image": "ami-123"},
+        "workers": {"image": "ami-123", "more": [1, 2]},
+        "again": [1, 2],
+    }

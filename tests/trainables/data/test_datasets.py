@@ -7,10 +7,10 @@ import torch
 from PIL import Image
 
 from trainables.config.build import build_config
-from trainables.errors import DataError
+from trainables.data.datasets import load_datasets
 from trainables.data.idx import read_idx
 from trainables.data.info import check_data
-from trainables.data.datasets import load_datasets
+from trainables.errors import DataError
 
 
 def test_digits_split_is_fixed_and_complete():

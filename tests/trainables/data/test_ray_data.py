@@ -27,9 +27,12 @@ def folder(root, per_class=24, size=20):
 
 
 def config(tmp_path, root, **over):
-    tree = {"model": {"kwargs": {"patch_size": 4, "embed_dim": 32, "depth": 1, "num_heads": 2}},
-            "data": {"name": "imagefolder", "root": str(root), "img_size": 16, "batch_size": 8, "loader": "ray_data", "augment": "deit"},
-            "optim": {"epochs": 2}, "eval": {"shuffle_ratios": [0.0, 0.5]}}
+    tree = {
+        "model": {"kwargs": {"patch_size": 4, "embed_dim": 32, "depth": 1, "num_heads": 2}},
+        "data": {"name": "imagefolder", "root": str(root), "img_size": 16, "batch_size": 8, "loader": "ray_data", "augment": "deit"},
+        "optim": {"epochs": 2},
+        "eval": {"shuffle_ratios": [0.0, 0.5]},
+    }
     return build_config(tree, {"tracking.uri": f"sqlite:///{tmp_path}/mlflow.db", "tracking.storage_path": str(tmp_path / "runs"), **over})
 
 

@@ -10,8 +10,8 @@ from mlflow.tracking import MlflowClient
 from mjp import keys
 from trainables.config.build import load_config
 from trainables.data.datasets import load_datasets
-from trainables.train.engine import build_model
 from trainables.evaluation.suite import run_evaluations
+from trainables.train.engine import build_model
 
 CONFIG = "trainables/configs/digits_vit_tiny.yaml"
 SMALL = "model.kwargs={patch_size: 2, embed_dim: 32, depth: 2, num_heads: 2}"
@@ -22,12 +22,21 @@ def linear_position_embedding(model: torch.nn.Module) -> None:
     h, w = model.patch_embed.grid_size
     index = torch.arange(h * w, dtype=torch.float32)
     with torch.no_grad():
-        model.pos_embed[0, 1:] = torch.stack([index // w, index % w], 1) @ torch.randn(2, model.pos_embed.shape[-1], generator=torch.Generator().manual_seed(0))
+        model.pos_embed[0, 1:] = torch.stack([index // w, index % w], 1) @ torch.randn(
+            2, model.pos_embed.shape[-1], generator=torch.Generator().manual_seed(0)
+        )
 
 
 @pytest.fixture(scope="module")
 def digits():
-    cfg = load_config(CONFIG, [SMALL, "eval.robustness={images: 12, corruptions: [gaussian_noise, glass_blur], workers: 1}", "eval.pe_analysis={umap: false, attention_images: 2}"])
+    cfg = load_config(
+        CONFIG,
+        [
+            SMALL,
+            "eval.robustness={images: 12, corruptions: [gaussian_noise, glass_blur], workers: 1}",
+            "eval.pe_analysis={umap: false, attention_images: 2}",
+        ],
+    )
     bundle = load_datasets(cfg)
     model = build_model(cfg, bundle.shape).eval()
     linear_position_embedding(model)
@@ -40,7 +49,12 @@ def test_pe_analysis_of_a_linear_pe_finds_two_dimensions_and_exact_positions(dig
     metrics, figures = result.metrics, result.figures
     assert metrics[keys.pe_ev_key(2)] == pytest.approx(1.0) and metrics[keys.pe_ev_key(1)] < 0.9
     assert metrics[keys.PE_MAE_1D] < 1e-3 and metrics[keys.PE_MAE_2D] < 1e-3
-    assert [name for _, name in figures] == ["pe/explained_variance.png", "pe/pca_3d.png", "pe/cosine_similarity.png", "pe/cls_attention.png"]
+    assert [name for _, name in figures] == [
+        "pe/explained_variance.png",
+        "pe/pca_3d.png",
+        "pe/cosine_similarity.png",
+        "pe/cls_attention.png",
+    ]
     assert result.notes == []
 
 
@@ -50,7 +64,11 @@ def test_robustness_logs_every_configured_corruption_and_says_what_is_absent(dig
     metrics, notes, texts = result.metrics, {"robustness": result.notes}, result.texts
     assert [name for _, name in result.figures] == ["robustness/errors_by_severity.png"]
     errors = json.loads(texts[0][0])["errors_by_severity"]
-    assert texts[0][1] == "robustness/errors.json" and set(errors) == {"gaussian_noise", "glass_blur"} and all(len(v) == 5 for v in errors.values())
+    assert (
+        texts[0][1] == "robustness/errors.json"
+        and set(errors) == {"gaussian_noise", "glass_blur"}
+        and all(len(v) == 5 for v in errors.values())
+    )
     assert metrics[keys.robust_err_key("glass_blur")] == pytest.approx(sum(errors["glass_blur"]) / 5)
     assert metrics[keys.ROBUST_MCE_UNNORMALIZED] == pytest.approx(sum(map(sum, errors.values())) / 10)
     assert keys.ROBUST_MCE not in metrics  # digits: no AlexNet normalisation, and the notes say why
@@ -72,12 +90,29 @@ def test_mjp_evaluate_a_timm_model_with_local_weights_logs_a_new_evaluation_run(
 
     from sweep.cli import main
 
-    source = timm.create_model("vit_tiny_patch16_224", img_size=8, in_chans=1, num_classes=10, patch_size=2, embed_dim=32, depth=2, num_heads=2)
+    source = timm.create_model(
+        "vit_tiny_patch16_224", img_size=8, in_chans=1, num_classes=10, patch_size=2, embed_dim=32, depth=2, num_heads=2
+    )
     linear_position_embedding(source)
     torch.save(source.state_dict(), tmp_path / "weights.pth")
     uri = f"sqlite:///{tmp_path}/mlflow.db"
-    argv = ["evaluate", "--timm", "vit_tiny_patch16_224", "--pretrained-file", str(tmp_path / "weights.pth"), "--config", CONFIG,
-            "--set", SMALL, "--set", "eval.pe_analysis={umap: false, attention_images: 0}", "--what", "pe,shuffle", "--uri", uri]
+    argv = [
+        "evaluate",
+        "--timm",
+        "vit_tiny_patch16_224",
+        "--pretrained-file",
+        str(tmp_path / "weights.pth"),
+        "--config",
+        CONFIG,
+        "--set",
+        SMALL,
+        "--set",
+        "eval.pe_analysis={umap: false, attention_images: 0}",
+        "--what",
+        "pe,shuffle",
+        "--uri",
+        uri,
+    ]
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "| pe/ev_2 | 100.0% |" in out and "logged into MLflow run" in out

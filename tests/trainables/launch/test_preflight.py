@@ -16,13 +16,16 @@ def test_a_good_config_reports_its_data_and_its_model_size():
     assert found.parameters > 10_000 and found.checkpoint_bytes == 12 * found.parameters
 
 
-@pytest.mark.parametrize(("overrides", "message"), [
-    (["model.kwargs.patch_size=3"], "do not tile the 8x8 images"),
-    (["data.batch_size=100000"], "images per step, but the training set has"),
-    (["data.loader=ray_data", "data.repeated_aug=3"], "data.repeated_aug=3 needs the torch loader's sampler"),
-    (["model.name=not_a_timm_model"], "not_a_timm_model"),
-    (["mjp.mask_ratio=0.001"], "mjp.mask_ratio"),
-])
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["model.kwargs.patch_size=3"], "do not tile the 8x8 images"),
+        (["data.batch_size=100000"], "images per step, but the training set has"),
+        (["data.loader=ray_data", "data.repeated_aug=3"], "data.repeated_aug=3 needs the torch loader's sampler"),
+        (["model.name=not_a_timm_model"], "not_a_timm_model"),
+        (["mjp.mask_ratio=0.001"], "mjp.mask_ratio"),
+    ],
+)
 def test_each_refusal_is_one_line_naming_what_to_change(overrides, message):
     with pytest.raises(ConfigError, match=message) as err:
         preflight(load_config(CONFIG, overrides))

@@ -23,7 +23,12 @@ TINY_RUN = {
 def config(tmp_path, **overrides):
     return build_config(
         TINY_RUN,
-        {"tracking.uri": f"sqlite:///{tmp_path}/mlflow.db", "tracking.storage_path": str(tmp_path / "runs"), "tracking.experiment": "t", **overrides},
+        {
+            "tracking.uri": f"sqlite:///{tmp_path}/mlflow.db",
+            "tracking.storage_path": str(tmp_path / "runs"),
+            "tracking.experiment": "t",
+            **overrides,
+        },
     )
 
 
@@ -63,12 +68,17 @@ def test_exhausted_retries_mark_the_run_failed_with_one_line(tmp_path, local_ray
 def test_end_of_training_evaluations_are_logged_and_mjp_attack_and_evaluate_read_the_run(tmp_path, local_ray, capsys, monkeypatch):
     from sweep.cli import main
 
-    cfg = config(tmp_path, **{
-        "optim.epochs": 1, "model.april_block": True, "model.kwargs.embed_dim": 32,
-        "eval.privacy": {"settings": ["a", "c"], "images": 2},
-        "eval.robustness": {"images": 8, "corruptions": ["shot_noise", "pixelate"], "workers": 1},
-        "eval.pe_analysis": {"umap": False, "attention_images": 2},
-    })
+    cfg = config(
+        tmp_path,
+        **{
+            "optim.epochs": 1,
+            "model.april_block": True,
+            "model.kwargs.embed_dim": 32,
+            "eval.privacy": {"settings": ["a", "c"], "images": 2},
+            "eval.robustness": {"images": 8, "corruptions": ["shot_noise", "pixelate"], "workers": 1},
+            "eval.pe_analysis": {"umap": False, "attention_images": 2},
+        },
+    )
     outcome = run_training(cfg, stream=io.StringIO())
     assert outcome.error is None
     assert {"privacy/a_psnr", "privacy/c_psnr", "privacy/a_ssim", "privacy/c_fft2d"} <= outcome.metrics.keys()
@@ -78,7 +88,9 @@ def test_end_of_training_evaluations_are_logged_and_mjp_attack_and_evaluate_read
     assert "lpips" in tags["mjp.privacy.notes"] and "ImageNet-A/O/R: absent" in tags["mjp.robustness.notes"]
     assert {"robust/shot_noise_err", "robust/pixelate_err", "robust/mce_unnormalized", "pe/ev_3", "pe/mae_2d"} <= outcome.metrics.keys()
     assert {"robustness/errors.json"} == {a.path for a in client.list_artifacts(outcome.run_id, "robustness")}
-    assert {"figures/pe/cls_attention.png", "figures/robustness/errors_by_severity.png"} <= {a.path for a in client.list_artifacts(outcome.run_id, "figures/pe")} | {a.path for a in client.list_artifacts(outcome.run_id, "figures/robustness")}
+    assert {"figures/pe/cls_attention.png", "figures/robustness/errors_by_severity.png"} <= {
+        a.path for a in client.list_artifacts(outcome.run_id, "figures/pe")
+    } | {a.path for a in client.list_artifacts(outcome.run_id, "figures/robustness")}
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
     assert main(["attack", "--run", outcome.run_id, "--images", "2", "--setting", "a"]) == 0

@@ -15,8 +15,14 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def _python(code: str, tmp_path: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False,
-                          env={**os.environ, "PYTHONPATH": str(ROOT), "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/mlflow.db"})
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/mlflow.db"},
+    )
 
 
 def test_sigterm_closes_an_open_run_killed_and_exits_143(tmp_path):

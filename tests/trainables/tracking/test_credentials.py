@@ -24,7 +24,9 @@ def clean_env(monkeypatch):
 
 def test_redact_hides_the_user_info_of_every_url_in_a_text():
     text = "at http://bob:s3cret@10.0.0.5:5000/#/x, also https://tok@h and postgresql://u:p@db/m; not sqlite:////a@b.db nor me@example.com"
-    assert redact(text) == ("at http://***@10.0.0.5:5000/#/x, also https://***@h and postgresql://***@db/m; not sqlite:////a@b.db nor me@example.com")
+    assert redact(text) == (
+        "at http://***@10.0.0.5:5000/#/x, also https://***@h and postgresql://***@db/m; not sqlite:////a@b.db nor me@example.com"
+    )
 
 
 def test_a_server_s_credentials_move_into_mlflow_s_variables(clean_env):
@@ -76,4 +78,7 @@ def test_a_password_holding_an_at_sign_moves_whole_and_other_keys_are_left_alone
     assert os.environ["MLFLOW_TRACKING_PASSWORD"] == "p@ss"
     assert redact("at http://alice:p@ss@host:5000/api and http://host:5000/a@b") == "at http://***@host:5000/api and http://host:5000/a@b"
     # only the tracking section's values move into MLflow's variables; a data root is not a tracking server
-    assert scrub_overrides(["data.root=s3://key:secret@bucket/x", "tracking.uri=http://bob:pw@h:1"]) == ["data.root=s3://key:secret@bucket/x", "tracking.uri=http://h:1"]
+    assert scrub_overrides(["data.root=s3://key:secret@bucket/x", "tracking.uri=http://bob:pw@h:1"]) == [
+        "data.root=s3://key:secret@bucket/x",
+        "tracking.uri=http://h:1",
+    ]

@@ -5,21 +5,25 @@ import io
 
 import pytest
 import torch
-from ray.tune.experiment import Trial
 from mlflow.tracking import MlflowClient
+from ray.tune.experiment import Trial
 
 from mjp import keys
 from sweep.console.view import ConsoleView
 from trainables.config.build import build_config
 from trainables.launch.trial import start_run
+from trainables.tracking import schema
 from trainables.tracking.epochs import EpochLogger
 from trainables.tracking.progress import PERF_DATA_WAIT_FRAC, Progress, pace
 from trainables.tracking.runs import MlflowProgress, RunTracker
 from trainables.train.engine import build_model, build_state, seed_everything, train_one_epoch
-from trainables.tracking import schema
 
-TINY = {"model": {"kwargs": {"patch_size": 2, "embed_dim": 16, "depth": 1, "num_heads": 2}}, "optim": {"epochs": 3},
-        "runtime": {"log_every": 1}, "tracking": {"experiment": "progress"}}
+TINY = {
+    "model": {"kwargs": {"patch_size": 2, "embed_dim": 16, "depth": 1, "num_heads": 2}},
+    "optim": {"epochs": 3},
+    "runtime": {"log_every": 1},
+    "tracking": {"experiment": "progress"},
+}
 
 
 class Clock:
@@ -86,8 +90,17 @@ def test_the_console_shows_a_running_trial_s_progress_from_its_mlflow_run(tmp_pa
     assert by_trial == by_run and (by_trial.epoch, by_trial.step, by_trial.steps, by_trial.img_per_s) == (2, 30, 120, 96.0)
     assert MlflowClient(run.uri).get_metric_history(run.run_id, "train/loss_running")[0].step == 150
     out = io.StringIO()
-    view = ConsoleView("sweep s", lambda p: "A baseline seed 0", lambda p: 3, [(keys.VAL_TOP1, "max")], 2, stream=out,
-                       progress_of=MlflowProgress(uri, "progress", run_id=run.run_id), poll_s=0, plain_progress_s=0)
+    view = ConsoleView(
+        "sweep s",
+        lambda p: "A baseline seed 0",
+        lambda p: 3,
+        [(keys.VAL_TOP1, "max")],
+        2,
+        stream=out,
+        progress_of=MlflowProgress(uri, "progress", run_id=run.run_id),
+        poll_s=0,
+        plain_progress_s=0,
+    )
     trial = Trial("fake", config={}, trial_id="t1", stub=True)
     view.on_trial_start(0, [trial], trial)
     view.on_trial_result(0, [trial], trial, {"epoch": 1, keys.VAL_TOP1: 0.5})
@@ -149,7 +162,9 @@ def test_the_console_reads_progress_a_quarter_epoch_apart_when_epochs_are_short(
 
     from sweep.console.view import MIN_POLL_S
 
-    view = ConsoleView("sweep s", lambda p: "A", lambda p: 30, [(keys.VAL_TOP1, "max")], 1, stream=io.StringIO(), progress_of=lambda t: None, poll_s=5)
+    view = ConsoleView(
+        "sweep s", lambda p: "A", lambda p: 30, [(keys.VAL_TOP1, "max")], 1, stream=io.StringIO(), progress_of=lambda t: None, poll_s=5
+    )
     trial = Trial("fake", config={}, trial_id="t1", stub=True)
     view.on_trial_start(0, [trial], trial)
     assert view.poll_interval() == 5  # no epoch yet

@@ -10,9 +10,19 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_sweep_params_round_trip_through_mlflow_s_strings():
-    params = schema.SweepParams(study="tune", search_algorithm="tpe", search_seed=0, objectives=(("val/top1", "max"), ("val/consistency", "max")),
-                                trials=16, max_concurrent=2, scheduler="asha", smoke=True, space=("mjp.mask_ratio", "mjp.dal"),
-                                experiment_dir="/r/tune-1", paper_tables=("3", "4"))
+    params = schema.SweepParams(
+        study="tune",
+        search_algorithm="tpe",
+        search_seed=0,
+        objectives=(("val/top1", "max"), ("val/consistency", "max")),
+        trials=16,
+        max_concurrent=2,
+        scheduler="asha",
+        smoke=True,
+        space=("mjp.mask_ratio", "mjp.dal"),
+        experiment_dir="/r/tune-1",
+        paper_tables=("3", "4"),
+    )
     strings = params.to_params()
     assert all(isinstance(v, str) for v in strings.values())
     assert strings["objectives"] == "val/top1:max,val/consistency:max" and strings["search.algorithm"] == "tpe"

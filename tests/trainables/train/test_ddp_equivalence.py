@@ -10,27 +10,31 @@ code, which also runs per GPU. The pointwise heads are.)
 
 from __future__ import annotations
 
-
 import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from mjp import sample_shuffle
-from trainables.config.build import build_config
 from mjp.algorithm import MJPAlgorithm
-from trainables.train.engine import build_algorithm, build_model, build_state, seed_everything, train_one_epoch
+from trainables.config.build import build_config
 from trainables.data.info import DataShape
+from trainables.train.engine import build_algorithm, build_model, build_state, seed_everything, train_one_epoch
 
 STEPS, PER_RANK, WORLD = 3, 8, 2
-TINY = {"model": {"kwargs": {"patch_size": 2, "embed_dim": 32, "depth": 2, "num_heads": 2}},
-        "optim": {"epochs": 1, "base_lr": 0.04, "warmup_epochs": 0}, "runtime": {"log_every": 1000}}
+TINY = {
+    "model": {"kwargs": {"patch_size": 2, "embed_dim": 32, "depth": 2, "num_heads": 2}},
+    "optim": {"epochs": 1, "base_lr": 0.04, "warmup_epochs": 0},
+    "runtime": {"log_every": 1000},
+}
 SHAPE = DataShape(10, 1, 8)
 
 
 def batches():
     g = torch.Generator().manual_seed(7)
-    return [(torch.randn(WORLD * PER_RANK, 1, 8, 8, generator=g), torch.randint(0, 10, (WORLD * PER_RANK,), generator=g)) for _ in range(STEPS)]
+    return [
+        (torch.randn(WORLD * PER_RANK, 1, 8, 8, generator=g), torch.randint(0, 10, (WORLD * PER_RANK,), generator=g)) for _ in range(STEPS)
+    ]
 
 
 def shuffles(variant: str):
@@ -68,7 +72,9 @@ def test_two_workers_train_the_model_one_worker_trains_on_the_doubled_batch(vari
     single = train(variant, 0, 1).state_dict()
     for name, value in single.items():
         assert torch.equal(ranks[0][name], ranks[1][name]), f"{name} differs between ranks"
-        assert torch.allclose(ranks[0][name], value, atol=2e-5, rtol=1e-4), f"{name}: DDP and one worker differ by {(ranks[0][name] - value).abs().max():.2e}"
+        assert torch.allclose(ranks[0][name], value, atol=2e-5, rtol=1e-4), (
+            f"{name}: DDP and one worker differ by {(ranks[0][name] - value).abs().max():.2e}"
+        )
     if variant == "J":
         assert any(k.startswith("mjp_unk_embed") for k in single) and any(k.startswith("mjp_dal_head") for k in single)
 

@@ -7,8 +7,8 @@ from torch.utils.data import DataLoader
 from mjp import keys
 from trainables.config.build import build_config
 from trainables.data.datasets import load_datasets
-from trainables.train.engine import build_model, build_state, lr_factor, seed_everything, train_one_epoch
 from trainables.evaluation.accuracy import evaluate, evaluate_shuffles
+from trainables.train.engine import build_model, build_state, lr_factor, seed_everything, train_one_epoch
 
 CPU = torch.device("cpu")
 TINY = {"model": {"kwargs": {"patch_size": 2, "embed_dim": 32, "depth": 2, "num_heads": 4}}, "optim": {"epochs": 2, "base_lr": 0.08}}
@@ -102,7 +102,9 @@ def test_masks_do_not_depend_on_the_loader_worker_count():
     for workers in (0, 2):
         cfg, model, state, _, _ = setup({"optim.epochs": 1})
         bundle = load_datasets(cfg)
-        loader = DataLoader(bundle.train, batch_size=64, shuffle=True, drop_last=True, num_workers=workers, generator=torch.Generator().manual_seed(0))
+        loader = DataLoader(
+            bundle.train, batch_size=64, shuffle=True, drop_last=True, num_workers=workers, generator=torch.Generator().manual_seed(0)
+        )
         masks, sample = [], state.algorithm.shuffle
         state.algorithm.shuffle = lambda x, epoch: masks.append(sample(x, epoch)) or masks[-1]
         train_one_epoch(cfg, state, loader, CPU)

@@ -70,7 +70,9 @@ def check_folder(root: str | Path, workers: int | None = None) -> CheckReport:
     """Open every image below ``root`` (``root/{train,val}/<class>/*`` or ``root/<class>/*``)."""
     root = Path(root)
     if not root.is_dir():
-        raise DataError(f"data root {str(root)!r} is not a directory; expected an image folder: ROOT/{{train,val}}/<class>/*.jpg (or ROOT/<class>/*.jpg)")
+        raise DataError(
+            f"data root {str(root)!r} is not a directory; expected an image folder: ROOT/{{train,val}}/<class>/*.jpg (or ROOT/<class>/*.jpg)"
+        )
     report = CheckReport(str(root))
     listed: dict[str, tuple[list[Path], list[str], dict[str, str]]] = {}
     for split, directory in _splits(root).items():
@@ -106,7 +108,9 @@ def describe(report: CheckReport) -> str:
         sizes = list(counts.values())
         total = sum(sizes)
         small = [c for c, n in counts.items() if n == min(sizes)][:3]
-        lines.append(f"  {split}: {total} readable images in {len(counts)} classes; per class {min(sizes)}..{max(sizes)} (fewest: {', '.join(small)})")
+        lines.append(
+            f"  {split}: {total} readable images in {len(counts)} classes; per class {min(sizes)}..{max(sizes)} (fewest: {', '.join(small)})"
+        )
         empty = [c for c, n in counts.items() if n == 0]
         if empty:
             lines.append(f"    classes with no readable image: {', '.join(empty[:10])}")

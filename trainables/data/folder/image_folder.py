@@ -39,7 +39,10 @@ def to_rgb(img: Any, path: str) -> Any:
         values = np.asarray(img, dtype=np.uint32)
         img = Image.fromarray(((values + 128) // 257).clip(0, 255).astype(np.uint8), "L")
     elif img.mode in ("I", "F"):
-        raise UnreadableImage(path, f"{'32-bit integer' if img.mode == 'I' else 'floating-point'} pixels (mode {img.mode}) have no known range; allowed: 8-bit images (L, RGB, RGBA, P) or 16-bit grey PNG")
+        raise UnreadableImage(
+            path,
+            f"{'32-bit integer' if img.mode == 'I' else 'floating-point'} pixels (mode {img.mode}) have no known range; allowed: 8-bit images (L, RGB, RGBA, P) or 16-bit grey PNG",
+        )
     return img.convert("RGB")
 
 
@@ -99,9 +102,11 @@ def scan_imagefolder(root: Path) -> FolderScan:
     for split in ("train", "val"):
         d = root / split
         if not d.is_dir():
-            raise DataError(f"data.root={str(root)!r}: missing {split}/ (expected {root}/train/<class>/*.jpg and {root}/val/<class>/*.jpg; "
-                            f"where the images are on other nodes, as on cluster.yaml's head, `mjp data check ROOT --manifest` "
-                            f"writes the mjp_folder.json this node needs)")
+            raise DataError(
+                f"data.root={str(root)!r}: missing {split}/ (expected {root}/train/<class>/*.jpg and {root}/val/<class>/*.jpg; "
+                f"where the images are on other nodes, as on cluster.yaml's head, `mjp data check ROOT --manifest` "
+                f"writes the mjp_folder.json this node needs)"
+            )
         folders = sorted(p for p in d.iterdir() if p.is_dir())
         if not folders:
             raise DataError(f"{d} has no class folders")
@@ -142,4 +147,6 @@ def check_classes(root: Path, images: dict[str, dict[str, int]], *, complete: bo
     names = next(iter(classes.values()), [])
     if len(names) < 2:
         where = "" if "(root)" in images else " in train/ and val/"
-        raise DataError(f"data.root={str(root)!r} has {len(names)} class folder ({', '.join(names)}){where}; a classifier needs at least 2 classes")
+        raise DataError(
+            f"data.root={str(root)!r} has {len(names)} class folder ({', '.join(names)}){where}; a classifier needs at least 2 classes"
+        )

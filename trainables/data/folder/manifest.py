@@ -34,7 +34,9 @@ def check_splits(root: str | Path) -> None:
     """``DataError`` unless ``root`` has the ``train/`` and ``val/`` a manifest describes."""
     root = Path(root)
     if not ((root / "train").is_dir() and (root / "val").is_dir()):
-        raise DataError(f"a manifest describes a folder with train/ and val/ ({root}/{{train,val}}/<class>/*); {root} has no train/ or no val/")
+        raise DataError(
+            f"a manifest describes a folder with train/ and val/ ({root}/{{train,val}}/<class>/*); {root} has no train/ or no val/"
+        )
 
 
 def write_manifest(root: str | Path) -> Path:
@@ -49,7 +51,9 @@ def write_manifest(root: str | Path) -> Path:
     try:
         path.write_text(json.dumps(manifest, indent=1) + "\n")
     except OSError as err:
-        raise DataError(f"cannot write the manifest {path} ({type(err).__name__}: {err.strerror or err}); write access to {root} is needed, or run the check where it has it") from None
+        raise DataError(
+            f"cannot write the manifest {path} ({type(err).__name__}: {err.strerror or err}); write access to {root} is needed, or run the check where it has it"
+        ) from None
     return path
 
 
@@ -62,7 +66,11 @@ def read_manifest(root: str | Path) -> FolderManifest | None:
         tree = json.loads(path.read_text())
         manifest = FolderManifest([str(c) for c in tree["classes"]], int(tree["train_images"]), int(tree["val_images"]))
     except (ValueError, KeyError, TypeError, OSError) as err:
-        raise DataError(f"{path} is not a folder manifest ({type(err).__name__}: {err}); write it again with `mjp data check {root} --manifest`") from None
+        raise DataError(
+            f"{path} is not a folder manifest ({type(err).__name__}: {err}); write it again with `mjp data check {root} --manifest`"
+        ) from None
     if len(manifest.classes) < 2 or manifest.train_images < 1 or manifest.val_images < 1:
-        raise DataError(f"{path}: {len(manifest.classes)} classes, {manifest.train_images} train and {manifest.val_images} val images; write it again with `mjp data check {root} --manifest`")
+        raise DataError(
+            f"{path}: {len(manifest.classes)} classes, {manifest.train_images} train and {manifest.val_images} val images; write it again with `mjp data check {root} --manifest`"
+        )
     return manifest

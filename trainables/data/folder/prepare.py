@@ -26,16 +26,20 @@ def _files(split_dir: Path, classes: list[str]) -> list[tuple[str, int]]:
     out = []
     for label, name in enumerate(classes):
         with os.scandir(split_dir / name) as entries:
-            out += sorted((e.path, label) for e in entries if e.is_file() and e.name.lower().endswith(IMAGE_EXTENSIONS) and e.stat().st_size > 0)
+            out += sorted(
+                (e.path, label) for e in entries if e.is_file() and e.name.lower().endswith(IMAGE_EXTENSIONS) and e.stat().st_size > 0
+            )
     return out
 
 
 def _write_shard(path: Path, items: list[tuple[str, int]]) -> int:
-    table = pa.table({
-        "image": pa.array([Path(p).read_bytes() for p, _ in items], type=pa.binary()),
-        "label": pa.array([label for _, label in items], type=pa.int64()),
-        "path": pa.array([p for p, _ in items], type=pa.string()),
-    })
+    table = pa.table(
+        {
+            "image": pa.array([Path(p).read_bytes() for p, _ in items], type=pa.binary()),
+            "label": pa.array([label for _, label in items], type=pa.int64()),
+            "path": pa.array([p for p, _ in items], type=pa.string()),
+        }
+    )
     pq.write_table(table, path)
     return len(items)
 
@@ -54,9 +58,19 @@ def prepare_shards(root: str | Path, out: str | Path, *, images_per_shard: int =
     chunks = [files[i : i + images_per_shard] for i in range(0, len(files), images_per_shard)]
     with ThreadPoolExecutor(max_workers=workers or min(16, (os.cpu_count() or 1) * 4)) as pool:  # reading files: I/O bound
         written = sum(pool.map(lambda ic: _write_shard(out / "train" / f"part-{ic[0]:05d}.parquet", ic[1]), enumerate(chunks)))
-    (out / SHARD_MARKER).write_text(json.dumps({
-        "source": str(root), "classes": classes, "train_size": written, "val_root": str(root / "val"),
-        "val_size": scan.counts["val"], "shards": len(chunks), "skipped_empty": len(scan.empty_files),
-    }, indent=2))
+    (out / SHARD_MARKER).write_text(
+        json.dumps(
+            {
+                "source": str(root),
+                "classes": classes,
+                "train_size": written,
+                "val_root": str(root / "val"),
+                "val_size": scan.counts["val"],
+                "shards": len(chunks),
+                "skipped_empty": len(scan.empty_files),
+            },
+            indent=2,
+        )
+    )
     skipped = f"; {len(scan.empty_files)} zero-byte file(s) left out" if scan.empty_files else ""
     return f"{written} training images of {len(classes)} classes in {len(chunks)} Parquet shards under {out / 'train'}{skipped}; validation stays in {root / 'val'}"

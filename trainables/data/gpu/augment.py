@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 import torch
@@ -202,7 +202,13 @@ def _pack_rand_augment(pack: HostPack, draws: list[SampleDraw], recipe: DeviceRe
             if position < len(d.ops):
                 by_op[d.ops[position][0]].append(i)
         for op, rows in by_op.items():
-            groups.append((op, pack.add(np.array(rows, dtype=np.int64)), pack.add(np.array([draws[i].ops[position][1] for i in rows], dtype=np.float64))))
+            groups.append(
+                (
+                    op,
+                    pack.add(np.array(rows, dtype=np.int64)),
+                    pack.add(np.array([draws[i].ops[position][1] for i in rows], dtype=np.float64)),
+                )
+            )
     return groups
 
 

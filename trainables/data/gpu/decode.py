@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import hashlib
 import warnings
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterator, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -35,7 +36,9 @@ from torch.utils.data import Dataset, Sampler
 from trainables.data.gpu.augment import DeviceRecipe, augment_batch
 from trainables.data.gpu.prefetch import prefetched
 
-warnings.filterwarnings("ignore", message="The image decoding and encoding capabilities of TorchVision are deprecated", category=DeprecationWarning)
+warnings.filterwarnings(
+    "ignore", message="The image decoding and encoding capabilities of TorchVision are deprecated", category=DeprecationWarning
+)
 from trainables.data.folder.image_folder import UnreadableImage, readable_loader
 
 JPEG_MAGIC = b"\xff\xd8\xff"
@@ -82,7 +85,7 @@ def jpeg_needs_cpu(data: bytes) -> bool:
     markers up to the frame header only; a header it cannot parse is left to the decoders."""
     pos = 2
     while pos + 4 <= len(data) and data[pos] == 0xFF:
-        marker, length = data[pos + 1], int.from_bytes(data[pos + 2:pos + 4], "big")
+        marker, length = data[pos + 1], int.from_bytes(data[pos + 2 : pos + 4], "big")
         if marker in ALL_SOF:
             if pos + 10 > len(data):
                 return False
@@ -142,9 +145,9 @@ HEADER = ("offset", "nbytes", "channels", "height", "width", "label", "seed", "i
 
 class EncodedBatch(NamedTuple):
     """A batch as the loader workers hand it over: every item's bytes in one flat uint8 buffer
-    ``[total bytes]`` and an int64 ``[len(HEADER), B]`` header (one row per field, so labels and
-seeds are contiguous, pinned views). Two tensors cross the process
-    boundary (two shared-memory segments, not one per image) and the pinning thread pins two."""
+        ``[total bytes]`` and an int64 ``[len(HEADER), B]`` header (one row per field, so labels and
+    seeds are contiguous, pinned views). Two tensors cross the process
+        boundary (two shared-memory segments, not one per image) and the pinning thread pins two."""
 
     buffer: torch.Tensor
     header: torch.Tensor
@@ -154,7 +157,7 @@ seeds are contiguous, pinned views). Two tensors cross the process
         The views share the buffer's memory (pinned when the buffer is)."""
         datas = []
         for offset, nbytes, channels, height, width, *_ in self.header.T.tolist():
-            view = self.buffer[offset:offset + nbytes]
+            view = self.buffer[offset : offset + nbytes]
             datas.append(view.view(channels, height, width) if channels else view)
         return datas, self.header[5], self.header[6], self.header[7]
 
@@ -216,8 +219,16 @@ class DeviceAugmentLoader:
     of encoded batches (``collate_encoded``): decoded and augmented there, ``prefetch`` batches ahead
     in a thread (``trainables.data.gpu.prefetch``). ``len`` = batches per epoch."""
 
-    def __init__(self, loader: Any, sampler: SeededSampler, recipe: DeviceRecipe, device: torch.device,
-                 dataset: EncodedImages, skipped_log: Path | None = None, prefetch: int = 2):
+    def __init__(
+        self,
+        loader: Any,
+        sampler: SeededSampler,
+        recipe: DeviceRecipe,
+        device: torch.device,
+        dataset: EncodedImages,
+        skipped_log: Path | None = None,
+        prefetch: int = 2,
+    ):
         self.loader, self.sampler, self.recipe, self.device = loader, sampler, recipe, torch.device(device)
         self.dataset, self.skipped_log, self.prefetch = dataset, skipped_log, prefetch
 
@@ -227,7 +238,9 @@ class DeviceAugmentLoader:
     def __len__(self) -> int:
         return len(self.loader)
 
-    def _replace_unreadable(self, images: list[torch.Tensor | None], labels: torch.Tensor, seeds: torch.Tensor, indices: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
+    def _replace_unreadable(
+        self, images: list[torch.Tensor | None], labels: torch.Tensor, seeds: torch.Tensor, indices: torch.Tensor
+    ) -> tuple[list[torch.Tensor], torch.Tensor]:
         """Fail naming the first unreadable file, or (skip) log it and reuse the next readable image of the batch."""
         bad = [i for i, im in enumerate(images) if im is None]
         if not bad:

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import queue
 import threading
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 import torch
 
@@ -32,8 +33,9 @@ def _put(q: queue.Queue, item: Any, stop: threading.Event) -> bool:
     return False
 
 
-def prefetched(source: Iterable[Any], work: Callable[[Any], tuple[torch.Tensor, ...]], device: torch.device,
-               depth: int = 2) -> Iterator[tuple[torch.Tensor, ...]]:
+def prefetched(
+    source: Iterable[Any], work: Callable[[Any], tuple[torch.Tensor, ...]], device: torch.device, depth: int = 2
+) -> Iterator[tuple[torch.Tensor, ...]]:
     """``work(item)`` for each item of ``source``, computed up to ``depth`` items ahead in a thread
     (on its own CUDA stream when ``device`` is CUDA); yields the tensors in ``source``'s order,
     ready to use on the consumer's current stream."""

@@ -18,12 +18,36 @@ import torchvision.transforms.v2.functional as TF
 
 #: timm's ``_RAND_INCREASING_TRANSFORMS``, in its order (the op index a sample draws)
 OPS: tuple[str, ...] = (
-    "AutoContrast", "Equalize", "Invert", "Rotate", "PosterizeIncreasing", "SolarizeIncreasing", "SolarizeAdd",
-    "ColorIncreasing", "ContrastIncreasing", "BrightnessIncreasing", "SharpnessIncreasing",
-    "ShearX", "ShearY", "TranslateXRel", "TranslateYRel",
+    "AutoContrast",
+    "Equalize",
+    "Invert",
+    "Rotate",
+    "PosterizeIncreasing",
+    "SolarizeIncreasing",
+    "SolarizeAdd",
+    "ColorIncreasing",
+    "ContrastIncreasing",
+    "BrightnessIncreasing",
+    "SharpnessIncreasing",
+    "ShearX",
+    "ShearY",
+    "TranslateXRel",
+    "TranslateYRel",
 )
 #: ops whose level timm negates with probability 1/2 (one ``random()`` draw after the magnitude)
-SIGNED = frozenset({"Rotate", "ColorIncreasing", "ContrastIncreasing", "BrightnessIncreasing", "SharpnessIncreasing", "ShearX", "ShearY", "TranslateXRel", "TranslateYRel"})
+SIGNED = frozenset(
+    {
+        "Rotate",
+        "ColorIncreasing",
+        "ContrastIncreasing",
+        "BrightnessIncreasing",
+        "SharpnessIncreasing",
+        "ShearX",
+        "ShearY",
+        "TranslateXRel",
+        "TranslateYRel",
+    }
+)
 TRANSLATE_PCT = 0.45
 
 
@@ -127,7 +151,9 @@ def _affine(x: torch.Tensor, matrices: torch.Tensor, fill: tuple[int, int, int] 
     n, _, h, w = x.shape
     dev = x.device
     m = host_values(matrices, dev, torch.float32).view(n, 1, 1, 2, 3)
-    ys, xs = torch.meshgrid(torch.arange(h, device=dev, dtype=torch.float32) + 0.5, torch.arange(w, device=dev, dtype=torch.float32) + 0.5, indexing="ij")
+    ys, xs = torch.meshgrid(
+        torch.arange(h, device=dev, dtype=torch.float32) + 0.5, torch.arange(w, device=dev, dtype=torch.float32) + 0.5, indexing="ij"
+    )
     points = torch.stack([xs, ys, torch.ones_like(xs)], -1)[:, :, None, :]  # [h, w, 1, 3]: (X, Y, 1)
     source = (m * points).sum(-1)  # [n, h, w, 2]: (x, y) read for each output pixel centre
     extent = w + (h - w) * torch.arange(2, device=dev)  # (w, h), made on the device

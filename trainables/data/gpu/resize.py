@@ -23,7 +23,7 @@ GPU, slower than a sparse per-image kernel on a CPU.
 from __future__ import annotations
 
 import warnings
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -43,15 +43,16 @@ def flat_images(images: Sequence[torch.Tensor]) -> torch.Tensor:
         return torch.nested.as_nested_tensor(list(images)).values()
 
 
-def resize_table(shapes: Sequence[tuple[int, int]], boxes: Sequence[tuple[int, int, int, int]], size: int,
-                 eval_resize: int | None = None) -> np.ndarray:
+def resize_table(
+    shapes: Sequence[tuple[int, int]], boxes: Sequence[tuple[int, int, int, int]], size: int, eval_resize: int | None = None
+) -> np.ndarray:
     """The per-sample parameter table, int64 ``[B, len(COLUMNS)]``, from the images' ``(H, W)`` and
     crop boxes ``(top, left, h, w)``. ``eval_resize``: resize the shorter side to it and centre-crop
     ``size`` (torchvision's ``resize`` + ``center_crop``; the box must then be the whole image)."""
     table = np.zeros((len(shapes), len(COLUMNS)), dtype=np.int64)
     offset = 0
     for row, ((h_img, w_img), (top, left, h, w)) in enumerate(zip(shapes, boxes)):
-        if not (0 <= top and top + h <= h_img and 0 <= left and left + w <= w_img and h > 0 and w > 0):
+        if not (top >= 0 and top + h <= h_img and left >= 0 and left + w <= w_img and h > 0 and w > 0):
             raise ValueError(f"crop box {(top, left, h, w)} is not inside an image of {h_img}x{w_img}")
         full_h = full_w = size
         off_h = off_w = 0
@@ -111,7 +112,7 @@ def resize_crops(flat: torch.Tensor, table: np.ndarray, size: int, on_device: to
     if on_device is None:
         host = torch.from_numpy(resize_host_values(table))
         on_device = host.pin_memory().to(dev, non_blocking=True) if dev.type == "cuda" else host.to(dev)
-    p, inverse = on_device[: table.size].view(n, len(COLUMNS)), on_device[table.size:]
+    p, inverse = on_device[: table.size].view(n, len(COLUMNS)), on_device[table.size :]
     offset, height, width, top, left, crop_h, crop_w, full_h, off_h, full_w, off_w = p.unbind(1)
     max_h, max_w = int(table[:, 5].max()), int(table[:, 6].max())  # host values: no sync
     wy = axis_weights(crop_h, full_h, off_h, size, max_h)  # [B, size, max_h]

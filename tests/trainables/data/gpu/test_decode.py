@@ -10,13 +10,13 @@ from PIL import Image
 from torch.utils.data import DataLoader, SequentialSampler
 
 from trainables.config.build import build_config
-from trainables.errors import DataError
-from trainables.data.info import check_data
 from trainables.data.datasets import load_datasets
-from trainables.data.gpu.decode import DeviceAugmentLoader, EncodedImages, SeededSampler, collate_encoded, decode_on_device
-from trainables.data.gpu.augment import DeviceRecipe, augment_batch, hash_normal
-from trainables.data.gpu.randaugment import OPS, apply_op, level_arg
 from trainables.data.folder.image_folder import UnreadableImage
+from trainables.data.gpu.augment import DeviceRecipe, augment_batch, hash_normal
+from trainables.data.gpu.decode import DeviceAugmentLoader, EncodedImages, SeededSampler, collate_encoded, decode_on_device
+from trainables.data.gpu.randaugment import OPS, apply_op, level_arg
+from trainables.data.info import check_data
+from trainables.errors import DataError
 
 CPU = torch.device("cpu")
 
@@ -109,7 +109,7 @@ def test_an_unreadable_jpeg_is_named_or_skipped(tmp_path):
             with pytest.raises(UnreadableImage, match="0.jpg"):
                 list(batches)
         else:
-            (x, y), = list(batches)
+            ((x, y),) = list(batches)
             assert x.shape == (4, 3, 16, 16) and (tmp_path / "skipped-skip.txt").read_text() == f"{bad}\n"
 
 
@@ -136,7 +136,14 @@ def test_ops_match_pil_where_they_are_lookups_or_blends():
         "BrightnessIncreasing": ImageEnhance.Brightness(pil).enhance(1.3),
         "SharpnessIncreasing": ImageEnhance.Sharpness(pil).enhance(1.8),
     }
-    args = {"SolarizeIncreasing": 128, "PosterizeIncreasing": 2, "ColorIncreasing": 1.6, "ContrastIncreasing": 0.4, "BrightnessIncreasing": 1.3, "SharpnessIncreasing": 1.8}
+    args = {
+        "SolarizeIncreasing": 128,
+        "PosterizeIncreasing": 2,
+        "ColorIncreasing": 1.6,
+        "ContrastIncreasing": 0.4,
+        "BrightnessIncreasing": 1.3,
+        "SharpnessIncreasing": 1.8,
+    }
     for op, want in expected.items():
         got = apply_op(op, x, [float(args[op])], (0, 0, 0))[0].permute(1, 2, 0).numpy().astype(int)
         assert np.abs(got - np.asarray(want, dtype=int)).max() <= 1, op
@@ -166,17 +173,27 @@ def test_decode_gpu_is_refused_for_in_memory_data_and_ray_data(tmp_path):
 
 
 def test_one_epoch_of_training_from_a_jpeg_folder_with_decode_gpu(tmp_path):
+    from trainables.data.loaders import make_loaders
     from trainables.train.engine import build_model, build_state, train_one_epoch
     from trainables.train.session import TuneSession
-    from trainables.data.loaders import make_loaders
 
     root = jpeg_folder(tmp_path, per_class=8)
-    cfg = build_config({
-        "data": {"name": "imagefolder", "root": str(root), "img_size": 16, "batch_size": 4, "augment": "deit", "decode": "gpu", "loader_workers": 1},
-        "model": {"kwargs": {"patch_size": 4, "embed_dim": 32, "depth": 1, "num_heads": 2}},
-        "optim": {"epochs": 1, "mixup": 0.8, "cutmix": 1.0},
-        "mjp": {"variant": "J"},
-    })
+    cfg = build_config(
+        {
+            "data": {
+                "name": "imagefolder",
+                "root": str(root),
+                "img_size": 16,
+                "batch_size": 4,
+                "augment": "deit",
+                "decode": "gpu",
+                "loader_workers": 1,
+            },
+            "model": {"kwargs": {"patch_size": 4, "embed_dim": 32, "depth": 1, "num_heads": 2}},
+            "optim": {"epochs": 1, "mixup": 0.8, "cutmix": 1.0},
+            "mjp": {"variant": "J"},
+        }
+    )
     check_data(cfg)
     bundle = load_datasets(cfg)
     loaders = make_loaders(cfg, bundle, TuneSession())
@@ -207,7 +224,7 @@ def test_random_choices_follow_timm_s_deit_recipe():
     assert abs(np.mean([d.erase is not None for d in draws]) - 0.25) < 0.03
     for d in draws:
         top, left, h, w = d.crop
-        assert 0 <= top and top + h <= 375 and 0 <= left and left + w <= 500 and h * w >= 0.07 * 375 * 500
+        assert top >= 0 and top + h <= 375 and left >= 0 and left + w <= 500 and h * w >= 0.07 * 375 * 500
 
 
 @pytest.mark.gpu

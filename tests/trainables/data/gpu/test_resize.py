@@ -75,10 +75,10 @@ def test_crop_boxes_follow_timm_s_random_resized_crop():
     """Two-sample Kolmogorov-Smirnov distances of area fraction, log aspect ratio and relative
     position against timm's own ``RandomResizedCropAndInterpolation.get_params`` (critical value
     1.95 sqrt(2/n), alpha 0.001), on a landscape and a portrait image."""
+    import random
+
     from PIL import Image
     from timm.data.transforms import RandomResizedCropAndInterpolation
-
-    import random
 
     n, timm_crop = 3000, RandomResizedCropAndInterpolation(224)
     random.seed(0)
