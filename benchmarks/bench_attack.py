@@ -10,6 +10,7 @@ the given step budget. CPU here; on a GPU machine pass --device cuda.
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 
 import torch
@@ -54,9 +55,9 @@ def main() -> None:
         size = kw.get("img_size", 224)
         x, y = torch.rand(1, 3, size, size, device=device), torch.tensor([1], device=device)
         grads = sample_gradients(model, x, y)
-        t_grads = timed(lambda: sample_gradients(model, x, y), device)
-        t_april = timed(lambda: april_reconstruct(model, grads), device)
-        t_step = timed(lambda: invert_gradients(model, grads, y, tuple(x.shape), steps=2), device, repeat=2) / 2
+        t_grads = timed(functools.partial(sample_gradients, model, x, y), device)
+        t_april = timed(functools.partial(april_reconstruct, model, grads), device)
+        t_step = timed(functools.partial(invert_gradients, model, grads, y, tuple(x.shape), steps=2), device, repeat=2) / 2
         rows.append(f"| {label} | {t_grads:.0f} | {t_april:.0f} | {t_step:.0f} | {t_step * args.steps / 1e3:.1f} |")
     append(
         args.out,
@@ -65,7 +66,8 @@ def main() -> None:
                 f"### bench_attack: time per image on {device.type}",
                 environment(device.type),
                 "",
-                f"| model | client gradients (ms) | APRIL solve (ms) | matching attack, per step (ms) | matching attack, {args.steps} steps (s) |",
+                f"| model | client gradients (ms) | APRIL solve (ms) | matching attack, per step (ms) | matching attack, {args.steps} "
+                "steps (s) |",
                 "| --- | ---: | ---: | ---: | ---: |",
                 *rows,
                 "",

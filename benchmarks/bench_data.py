@@ -456,7 +456,8 @@ def main() -> None:
         "",
         *_stage_table(stages, args.device),
         "",
-        "Host budget of `data.decode: gpu` per batch (one thread; ops counted with a TorchDispatchMode, each one or more kernel launches on CUDA):",
+        "Host budget of `data.decode: gpu` per batch (one thread; ops counted with a TorchDispatchMode, each one or more kernel launches "
+        "on CUDA):",
         "",
         *_budget_table(budget),
     ]
@@ -467,7 +468,8 @@ def main() -> None:
             "",
             *_loader_table(results, cores),
             "",
-            f"Ray Data's block -> torch conversion alone (a materialized dataset, no streaming execution): {conversion:.3f} CPU ms per image in the consumer.",
+            f"Ray Data's block -> torch conversion alone (a materialized dataset, no streaming execution): {conversion:.3f} CPU ms per "
+            "image in the consumer.",
         ]
     append(args.out, "\n".join(lines + [""]))
 

@@ -124,12 +124,14 @@ def main() -> None:
         "\n".join(
             [
                 f"### bench_gpu_train: Ray Train, 1 worker on {args.device}, {args.model} + MJP (J), batch {args.batch}, "
-                f"{args.amp if args.amp != 'none' else 'fp32'}, {'compiled' if args.compile else 'eager'}, {args.steps} steps on a fixed synthetic batch",
+                f"{args.amp if args.amp != 'none' else 'fp32'}, {'compiled' if args.compile else 'eager'}, {args.steps} steps on a fixed "
+                "synthetic batch",
                 where,
                 "",
                 "| img/s (timed steps) | step (ms) | first steps incl. compile (s) | peak memory (GiB) | final train loss |",
                 "| ---: | ---: | ---: | ---: | ---: |",
-                f"| {m['perf/img_per_s']:,.0f} | {m['perf/step_ms']:.1f} | {m['warmup_s']:.1f} | {'n/a' if m['peak_gib'] != m['peak_gib'] else format(m['peak_gib'], '.2f')} | {m['train/loss']:.3f} |",
+                f"| {m['perf/img_per_s']:,.0f} | {m['perf/step_ms']:.1f} | {m['warmup_s']:.1f} | "
+                f"{'n/a' if m['peak_gib'] != m['peak_gib'] else format(m['peak_gib'], '.2f')} | {m['train/loss']:.3f} |",
                 "",
             ]
         ),

@@ -140,7 +140,8 @@ def main() -> None:
     for name in args.models:
         r = bench_model(name, device, args.batch, args.steps, args.amp == "bf16", args.compile)
         lines.append(
-            f"| {name} | {r['base']:.1f} | {r['mjp']:.1f} | {r['ratio']:.3f} | {1e3 * args.batch / r['base']:,.0f} | {1e3 * args.batch / r['mjp']:,.0f} "
+            f"| {name} | {r['base']:.1f} | {r['mjp']:.1f} | {r['ratio']:.3f} | {1e3 * args.batch / r['base']:,.0f} | "
+            f"{1e3 * args.batch / r['mjp']:,.0f} "
             f"| {r['mask']:.2f} | {100 * r['mask'] / r['mjp']:.2f}% |"
         )
     table = "\n".join(lines) + "\n"

@@ -107,9 +107,11 @@ def main() -> None:
     old, previous = baseline_sampler(args.baseline), baseline_sampler(args.previous)
     lines = [
         f"### bench_sampler: sample_shuffle on {device.type} ({where}), median of {args.repeats} interleaved calls each",
-        f"torch {torch.__version__}; loop: the per-round loop sampler of commit {args.baseline}; previous: the one-pass sampler of commit {args.previous}",
+        f"torch {torch.__version__}; loop: the per-round loop sampler of commit {args.baseline}; previous: the one-pass sampler of commit "
+        f"{args.previous}",
         "",
-        "| batch | ratio | grid | aten ops: loop | aten ops: previous | aten ops: ours | ms: loop | ms: previous | ms: ours | top-up share (ours) |",
+        "| batch | ratio | grid | aten ops: loop | aten ops: previous | aten ops: ours | ms: loop | ms: previous | ms: ours | top-up "
+        "share (ours) |",
         "| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for batch, ratio, grid in CASES:

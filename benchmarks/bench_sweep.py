@@ -61,7 +61,7 @@ def study(tmp: str, n: int, trainer: str):
 def plain(s, n: int) -> float:
     start = time.perf_counter()
     for i in range(n):
-        cfg = s.train_config({"mjp.mask_ratio": 0.25 + 0.25 * i / max(n - 1, 1)})
+        cfg = s.recipe.config({"mjp.mask_ratio": 0.25 + 0.25 * i / max(n - 1, 1)})
         seed_everything(0)
         bundle = load_datasets(cfg)
         model = build_model(cfg, bundle.shape)
@@ -126,7 +126,8 @@ def main() -> None:
         "### bench_sweep: start-up per trial, N tiny digits trials (2 epochs each), one at a time",
         environment(),
         "",
-        "| N | plain loop (s) | sweep via TorchTrainer (s) | start-up per trial (s) | sweep in the trial process (s) | start-up per trial (s) | before / after |",
+        "| N | plain loop (s) | sweep via TorchTrainer (s) | start-up per trial (s) | sweep in the trial process (s) | start-up per "
+        "trial (s) | before / after |",
         "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
         *rows,
         "",

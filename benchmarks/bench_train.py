@@ -85,7 +85,8 @@ def main() -> None:
     ray.shutdown()
     table = "\n".join(
         [
-            f"### bench_train: {cfg.data.name}, {cfg.model.name} {cfg.model.kwargs}, batch {cfg.data.batch_size}, {args.epochs} epochs, {args.threads} threads",
+            f"### bench_train: {cfg.data.name}, {cfg.model.name} {cfg.model.kwargs}, batch {cfg.data.batch_size}, {args.epochs} epochs, "
+            f"{args.threads} threads",
             environment(),
             "",
             "| loop | img/s (last epoch) | wall (s, incl. start-up) | plain img/s / this |",

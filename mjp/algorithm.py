@@ -34,7 +34,7 @@ class MJPAlgorithm:
         self, cfg: MJPConfig, patch_size: tuple[int, int], *, seed: int, device: torch.device | str = "cpu", warmup_epochs: int = 0
     ):
         self.cfg = cfg
-        self.patch_size = tuple(patch_size)
+        self.patch_size: tuple[int, int] = (patch_size[0], patch_size[1])
         self.warmup_epochs = warmup_epochs
         self.generator = torch.Generator(device=device).manual_seed(seed)
 

@@ -122,6 +122,11 @@ class DALHead(nn.Module):
     ``seed`` draws the reference mode's start ``[D, 2]`` from N(0, 1), once.
     """
 
+    #: the reference mode's start ``[D, 2]``, a buffer (not saved in checkpoints); absent otherwise
+    start: torch.Tensor
+    #: the ``linear`` / ``mlp`` head; absent for ``pca``
+    proj: nn.Module
+
     def __init__(self, kind: str, dim: int, *, pca_mode: str = "reference", seed: int = 0):
         super().__init__()
         if kind not in ("pca", "linear", "mlp"):

@@ -9,6 +9,7 @@ shuffling tokens after the embedding equals shuffling image patches before it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -92,12 +93,20 @@ def sample_shuffle(
     if per_batch:
         mask, perm = mask.expand(batch_size, -1), perm.expand(batch_size, -1)
     out_device = torch.device(device) if device is not None else mask.device
-    return JigsawShuffle(mask, perm, tuple(grid)).to(out_device)
+    return JigsawShuffle(mask, perm, (grid[0], grid[1])).to(out_device)
 
 
 def shuffle_tokens(tokens: torch.Tensor, perm: torch.Tensor) -> torch.Tensor:
     """Apply a permutation to a token sequence. ``tokens [B, N, D]``, ``perm [B, N]`` -> ``[B, N, D]``."""
     return tokens.gather(1, perm.unsqueeze(-1).expand_as(tokens))
+
+
+def _pair(patch: int | tuple[int, int]) -> tuple[int, int]:
+    """A patch size as ``(ph, pw)``: an int is a square patch."""
+    if isinstance(patch, int):
+        return patch, patch
+    ph, pw = patch
+    return ph, pw
 
 
 def _to_patches(images: torch.Tensor, patch: tuple[int, int]) -> tuple[torch.Tensor, tuple[int, int]]:
@@ -117,8 +126,8 @@ def _from_patches(patches: torch.Tensor, grid: tuple[int, int]) -> torch.Tensor:
     return patches.reshape(b, gh, gw, c, ph, pw).permute(0, 3, 1, 4, 2, 5).reshape(b, c, gh * ph, gw * pw)
 
 
-def patch_grid(image_size: tuple[int, int], patch: int | tuple[int, int]) -> tuple[int, int]:
-    """Patch grid (H/ph, W/pw) for an image size; raises when the size is not divisible."""
+def patch_grid(image_size: Sequence[int], patch: int | tuple[int, int]) -> tuple[int, int]:
+    """Patch grid (H/ph, W/pw) for an image size ``(H, W)``; raises when the size is not divisible."""
     ph, pw = (patch, patch) if isinstance(patch, int) else patch
     h, w = image_size
     if h % ph or w % pw:
@@ -131,8 +140,7 @@ def shuffle_image_patches(images: torch.Tensor, perm: torch.Tensor, patch: int |
 
     ``images [B, C, H, W]``, ``perm [B, N]`` with N = (H/ph)(W/pw) -> shuffled ``[B, C, H, W]``.
     """
-    patch = (patch, patch) if isinstance(patch, int) else tuple(patch)
-    patches, grid = _to_patches(images, patch)
+    patches, grid = _to_patches(images, _pair(patch))
     if perm.shape != patches.shape[:2]:
         raise ValueError(f"perm of shape {tuple(perm.shape)} does not match the {grid} patch grid")
     moved = patches.gather(1, perm.view(*perm.shape, 1, 1, 1).expand_as(patches))
@@ -151,7 +159,7 @@ def pixel_orders(
     ``mask [B, N]`` -> long ``[B, N, ph * pw]``; the identity where ``mask`` is False. ``shared``:
     one order for every patch of the batch (the reference code's SPP); else one per (image, patch).
     """
-    ph, pw = (patch, patch) if isinstance(patch, int) else tuple(patch)
+    ph, pw = _pair(patch)
     b, n = mask.shape
     gen_device = generator.device if generator is not None else mask.device
     keys = torch.rand(1 if shared else b, 1 if shared else n, ph * pw, generator=generator, device=gen_device).to(mask.device)
@@ -163,8 +171,7 @@ def apply_pixel_order(images: torch.Tensor, order: torch.Tensor, patch: int | tu
 
     ``images [B, C, H, W]``, ``order [B, N, ph * pw]`` (``pixel_orders``) -> ``[B, C, H, W]``.
     """
-    patch = (patch, patch) if isinstance(patch, int) else tuple(patch)
-    patches, grid = _to_patches(images, patch)
+    patches, grid = _to_patches(images, _pair(patch))
     b, n, c, ph, pw = patches.shape
     flat = patches.reshape(b, n, c, ph * pw)
     moved = flat.gather(3, order.unsqueeze(2).expand_as(flat)).reshape(b, n, c, ph, pw)

@@ -29,11 +29,6 @@ CONSISTENCY_RATIO = 0.5
 #: Test-time shuffle ratios reported by default (Fig. 3).
 SHUFFLE_EVAL_RATIOS: tuple[float, ...] = (0.0, 0.1, 0.3, 0.5, 0.9)
 
-PRIVACY_SETTINGS: tuple[str, ...] = ("a", "b", "c")
-#: image scores of an attack; ``lpips`` only with a local backbone, ``cond`` is the analytic
-#: attack's condition number of the PE-gradient matrix (how solvable its linear system was)
-PRIVACY_METRICS: tuple[str, ...] = ("mse", "psnr", "ssim", "fft2d", "lpips", "cond")
-
 #: the 15 corruptions of ImageNet-C (``imagecorruptions`` spelling, the benchmark's order)
 CORRUPTIONS: tuple[str, ...] = (
     "gaussian_noise",
@@ -78,7 +73,9 @@ def top1_shuffled_key(ratio: float) -> str:
 
 
 def privacy_key(setting: str, metric: str) -> str:
-    """``privacy/<setting>_<metric>`` (settings a, b, c; metrics in ``PRIVACY_METRICS``)."""
+    """``privacy/<setting>_<metric>``: setting a, b or c; metric one of the attack's image scores ``mse``, ``psnr``, ``ssim``,
+    ``fft2d``, ``lpips`` (only with a local backbone) or ``cond`` (the analytic attack's condition number of the PE-gradient
+    matrix, how solvable its linear system was)."""
     return f"privacy/{setting}_{metric}"
 
 

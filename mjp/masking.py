@@ -70,10 +70,9 @@ import torch.nn.functional as F
 
 #: BEiT's aspect-ratio bounds for a block: [0.3, 1/0.3].
 DEFAULT_ASPECT_RATIO: tuple[float, float] = (0.3, 1 / 0.3)
-#: Algorithm 1's (BEiT's) smallest block, in patches; the paper's reference code uses 8.
+#: Algorithm 1's (BEiT's) smallest block, in patches; the paper's reference code uses 8
+#: (``min_num_patches=8`` in its generator), an option (``MJPConfig.min_block_patches=8``).
 DEFAULT_MIN_BLOCK = 16
-#: The reference code's smallest block (``min_num_patches=8`` in its generator), an option.
-REFERENCE_MIN_BLOCK = 8
 #: Tries per slot (BEiT proposes again until a rectangle fits; 32 tries rarely run out).
 TRIES = 32
 #: After the first slot, tries share one area draw per this many tries (retries then vary the

@@ -12,12 +12,14 @@ Accuracies and consistency are fractions in [0, 1].
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 from torch import nn
 
 from mjp.jigsaw import JigsawShuffle, patch_grid, sample_shuffle, shuffle_image_patches
 from mjp.keys import CONSISTENCY_RATIO
-from mjp.models.base import MJPMixin
+from mjp.models.base import MJPMixin, TimmClassifier
 
 
 def model_patch_size(model: nn.Module, default: int = 16) -> tuple[int, int]:
@@ -38,13 +40,14 @@ def sample_eval_shuffle(model: nn.Module, images: torch.Tensor, ratio: float, ge
 
 def pre_logits(model: nn.Module, images: torch.Tensor, shuffle: JigsawShuffle | None = None) -> torch.Tensor:
     """Features right before the classifier: ``[B, C, H, W]`` -> ``[B, D]``."""
+    timm_model = cast(TimmClassifier, model)
     if isinstance(model, MJPMixin):
         feats = model.forward_features(images, shuffle=shuffle)
     else:
         if shuffle is not None:
             images = shuffle_image_patches(images, shuffle.perm, model_patch_size(model))
-        feats = model.forward_features(images)
-    return model.forward_head(feats, pre_logits=True)
+        feats = timm_model.forward_features(images)
+    return timm_model.forward_head(feats, pre_logits=True)
 
 
 @torch.no_grad()
@@ -55,7 +58,7 @@ def consistency_per_image(
     L2 distance of their pre-head features (float ``[B]``). Call in eval mode."""
     shuffle = sample_eval_shuffle(model, images, ratio, generator)
     clean, mixed = pre_logits(model, images), pre_logits(model, images, shuffle)
-    head = model.get_classifier()
+    head = cast(TimmClassifier, model).get_classifier()
     return head(clean).argmax(-1) == head(mixed).argmax(-1), (clean.float() - mixed.float()).norm(dim=-1)
 
 
@@ -83,7 +86,7 @@ def shuffled_correct(
 ) -> torch.Tensor:
     """Correct top-1 predictions under a test-time shuffle at ``ratio``: bool ``[B]`` (eval mode)."""
     shuffle = sample_eval_shuffle(model, images, ratio, generator) if ratio > 0 else None
-    logits = model.get_classifier()(pre_logits(model, images, shuffle))
+    logits = cast(TimmClassifier, model).get_classifier()(pre_logits(model, images, shuffle))
     return logits.argmax(-1) == labels
 
 

@@ -21,10 +21,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import torch
 from torch import nn
+
+if TYPE_CHECKING:
+    from timm.models.vision_transformer import VisionTransformer
 
 
 def _matrix(pe: torch.Tensor | np.ndarray) -> np.ndarray:
@@ -121,12 +125,13 @@ def cls_attention_maps(model: nn.Module, images: torch.Tensor) -> torch.Tensor:
     attn = getattr(blocks[-1], "attn", None) if blocks is not None else None
     if attn is None or not hasattr(attn, "qkv") or getattr(model, "cls_token", None) is None:
         raise ValueError(f"{type(model).__name__} is not a ViT with a class token and timm's attention")
+    vit = cast("VisionTransformer", model)  # what the checks above found: timm's ViT interface
     captured: list[torch.Tensor] = []
     handle = attn.register_forward_hook(lambda module, args, output: captured.append(args[0]))
     was_training = model.training
     model.eval()
     try:
-        model.forward_features(images)
+        vit.forward_features(images)
     finally:
         handle.remove()
         model.train(was_training)
@@ -136,5 +141,5 @@ def cls_attention_maps(model: nn.Module, images: torch.Tensor) -> torch.Tensor:
     q, k = attn.q_norm(qkv[0]), attn.k_norm(qkv[1])
     weights = ((q * attn.scale) @ k.transpose(-2, -1)).softmax(-1)
     prefix = getattr(model, "num_prefix_tokens", 1)
-    gh, gw = model.patch_embed.grid_size
+    gh, gw = vit.patch_embed.grid_size
     return weights[:, :, 0, prefix:].reshape(b, attn.num_heads, gh, gw)

@@ -13,6 +13,13 @@ from __future__ import annotations
 import torch
 
 
+def _given(table: torch.Tensor | None, name: str, kind: str) -> torch.Tensor:
+    """``table`` itself; a ``ValueError`` naming the missing argument when it is None."""
+    if table is None:
+        raise ValueError(f"position-embedding kind {kind!r} needs the {name} table; got None")
+    return table
+
+
 def slot_position_embedding(
     rows: torch.Tensor,
     mask: torch.Tensor | None,
@@ -34,12 +41,12 @@ def slot_position_embedding(
         ``[1, N, D]`` when no slot-dependent choice is made, else ``[B, N, D]``.
     """
     if kind == "idx" and idx_mode == "reference":
-        return rows + idx.to(rows.dtype)
+        return rows + _given(idx, "idx", kind).to(rows.dtype)
     if mask is None or kind == "standard":
         return rows
     marked = mask.unsqueeze(-1)
     if kind == "unk":
-        return torch.where(marked, unk.to(rows.dtype), rows)
+        return torch.where(marked, _given(unk, "unk", kind).to(rows.dtype), rows)
     if kind == "idx":
-        return torch.where(marked, idx.to(rows.dtype), rows)
+        return torch.where(marked, _given(idx, "idx", kind).to(rows.dtype), rows)
     raise ValueError(f"unknown position-embedding kind {kind!r}; allowed: standard, unk, idx")

@@ -65,7 +65,8 @@ CASES = [
     (
         "ratio selects no patch",
         lambda t: TRAIN + ["--set", "mjp.mask_ratio=0.01"],
-        "mjp.mask_ratio=0.01 selects round(16 x 0.01) = 0 of the 16 patches, and a jigsaw needs at least 2; allowed: 0 (no shuffle) or >= 0.0938 (2 patches)",
+        "mjp.mask_ratio=0.01 selects round(16 x 0.01) = 0 of the 16 patches, and a jigsaw needs at least 2; allowed: 0 (no shuffle) or "
+        ">= 0.0938 (2 patches)",
     ),
     (
         "eval ratio selects no patch",
@@ -110,8 +111,8 @@ CASES = [
     (
         "tens of thousands of tokens in a plan",
         lambda t: ["sweep", "plan", "variants", "--set", "model.kwargs.patch_size=2"],
-        "data.img_size=224 with model.kwargs.patch_size=2 makes 12,544 tokens per image: one layer's attention for data.batch_size=128 has 120,"
-        "846,286,848 scores, 450 GiB where they are materialised",
+        "data.img_size=224 with model.kwargs.patch_size=2 makes 12,544 tokens per image: one layer's attention for data.batch_size=128 "
+        "has 120,846,286,848 scores, 450 GiB where they are materialised",
     ),
     (
         "tens of thousands of tokens",
@@ -128,7 +129,8 @@ CASES = [
                 "data.batch_size=2",
             ]
         ),
-        "data.img_size=512 with model.kwargs.patch_size=2 makes 65,536 tokens per image: one layer's attention for data.batch_size=2 has 34,359,738,368 scores, 128 GiB where they are materialised (more than an 80 GB GPU",
+        "data.img_size=512 with model.kwargs.patch_size=2 makes 65,536 tokens per image: one layer's attention for data.batch_size=2 has "
+        "34,359,738,368 scores, 128 GiB where they are materialised (more than an 80 GB GPU",
     ),
     ("unknown model", lambda t: TRAIN + ["--set", "model.name=no_such_net"], "model.name='no_such_net' is not a timm model"),
     ("model typo", lambda t: TRAIN + ["--set", "model.name=deit_smal_patch16_224"], "did you mean deit_small_patch16_224?"),
@@ -166,7 +168,8 @@ CASES = [
     (
         "pretrained file that runs code",
         lambda t: TRAIN + ["--set", f"model.pretrained_file={evil_checkpoint(t)}"],
-        "is a pickle that would call os.makedirs (a whole model saved with torch.save?); it is not loaded, since unpickling it can run code; allowed: a .safetensors file, or a torch.save'd state dict",
+        "is a pickle that would call os.makedirs (a whole model saved with torch.save?); it is not loaded, since unpickling it can run "
+        "code; allowed: a .safetensors file, or a torch.save'd state dict",
     ),
     (
         "pretrained file a whole model",
@@ -429,7 +432,8 @@ CASES = [
                 },
             ),
         ],
-        "space.mjp.dal_weight.when.mjp.dal lists ['mpl'], which space.mjp.dal never takes (its values: ['none', 'mlp']) (did you mean mlp?)",
+        "space.mjp.dal_weight.when.mjp.dal lists ['mpl'], which space.mjp.dal never takes (its values: ['none', 'mlp']) (did you mean "
+        "mlp?)",
     ),
     ("data for a bundled study", lambda t: ["sweep", "run", "quickstart", "--data", "/data"], "data.name='digits' is bundled"),
     ("data given twice", lambda t: ["sweep", "run", "fashion", "--data", "/a", "--set", "data.root=/b"], "both give the data root"),
@@ -491,7 +495,8 @@ CASES = [
                 },
             ),
         ],
-        "has 1,000,000 trials (a grid of 100 x 100 x 100), more than the 1,000 a sweep starts without asking; see what it costs with `mjp sweep plan s`, then shrink it or pass --max-trials 1000000",
+        "has 1,000,000 trials (a grid of 100 x 100 x 100), more than the 1,000 a sweep starts without asking; see what it costs with "
+        "`mjp sweep plan s`, then shrink it or pass --max-trials 1000000",
     ),
     (
         "a config error is one line",
@@ -534,7 +539,8 @@ CASES = [
                 "data.batch_size=2",
             ]
         ),
-        "data.img_size=224 with model.kwargs.patch_size=2 makes 12,544 tokens per image: on a CPU (scaling.use_gpu=false) one image's attention, forward and backward, is 483 GFLOP",
+        "data.img_size=224 with model.kwargs.patch_size=2 makes 12,544 tokens per image: on a CPU (scaling.use_gpu=false) one image's "
+        "attention, forward and backward, is 483 GFLOP",
     ),
     (
         "tokens a CPU cannot train in a plan",
@@ -551,7 +557,8 @@ CASES = [
             "--set",
             "data.batch_size=2",
         ],
-        "data.img_size=224 with model.kwargs.patch_size=2 makes 12,544 tokens per image: on a CPU (scaling.use_gpu=false) one image's attention, forward and backward, is 483 GFLOP",
+        "data.img_size=224 with model.kwargs.patch_size=2 makes 12,544 tokens per image: on a CPU (scaling.use_gpu=false) one image's "
+        "attention, forward and backward, is 483 GFLOP",
     ),
     # --- damaged MLflow stores ------------------------------------------------------------------
     ("status of a damaged store", lambda t: ["sweep", "status", "--uri", damaged_store(t)], "/mlflow.db is damaged ("),
@@ -667,6 +674,6 @@ def test_a_warmup_longer_than_the_training_is_named_before_ray_starts(tmp_path, 
         main(TRAIN + ["--set", "optim.epochs=1", "--set", "optim.warmup_epochs=50", "--set", f"tracking.storage_path={tmp_path}"])
     out = capsys.readouterr().out
     assert (
-        "warning: optim.warmup_epochs=50 is longer than optim.epochs=1: the learning rate never reaches optim.base_lr; set optim.warmup_epochs to at most 1"
-        in out
+        "warning: optim.warmup_epochs=50 is longer than optim.epochs=1: the learning rate never reaches optim.base_lr; set "
+        "optim.warmup_epochs to at most 1" in out
     ), out

@@ -51,7 +51,8 @@ LEAKS = textwrap.dedent("""
 
         alive = [a for a in state.actor_table(None).values() if a["State"] != "DEAD"]
         groups = [g for g in ray.util.placement_group_table().values() if g["state"] != "REMOVED"]
-        assert alive == [] and groups == [], f"left in Ray: {sorted(a['Name'] or 'unnamed' for a in alive)} actors, {len(groups)} placement groups"
+        left = sorted(a["Name"] or "unnamed" for a in alive)
+        assert alive == [] and groups == [], f"left in Ray: {left} actors, {len(groups)} placement groups"
         assert "MJP_LEFT_BEHIND" not in os.environ
         assert mlflow.active_run() is None and "leak.db" not in mlflow.get_tracking_uri()
         assert os.getcwd() == os.environ["INNER_START_DIR"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import errno
 
 
-def _rebuilt(cls: type, args: tuple, state: dict) -> BaseException:
+def _rebuilt(cls: type[BaseException], args: tuple, state: dict) -> BaseException:
     """An error unpickled without calling its ``__init__`` (see ``UserError.__reduce__``)."""
     err = cls.__new__(cls)
     err.args = args

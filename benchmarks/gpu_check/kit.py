@@ -38,7 +38,9 @@ def unpack(kit: Path, target: Path) -> list[str]:
                     raise zipfile.BadZipFile(f"member {bad} is corrupt")
                 archive.extractall(target)
         except (zipfile.BadZipFile, OSError) as exc:
-            raise SystemExit(f"gpu check: {wheel} is not a readable wheel ({exc}); run `make gpu-kit` again and copy .gpu-kit/ over")
+            raise SystemExit(
+                f"gpu check: {wheel} is not a readable wheel ({exc}); run `make gpu-kit` again and copy .gpu-kit/ over"
+            ) from exc
     return [w.name for w in wheels]
 
 

@@ -90,7 +90,8 @@ def write_report(out: Path) -> tuple[str, dict[str, Any]]:
         f"# GPU check: {env.get('gpu') or ('no GPU (--cpu: tiny sizes, the check of the check)' if mode == 'cpu' else 'unknown GPU')}",
         "",
         f"- machine: {env.get('nvidia_smi') or env.get('gpu') or 'no GPU'}; {env.get('machine', '?')}",
-        f"- torch {env.get('torch', '?')}, CUDA {env.get('cuda', '?')}, timm {env.get('timm', '?')}, Python {env.get('python', '?')}; commit {env.get('commit', '?')}",
+        f"- torch {env.get('torch', '?')}, CUDA {env.get('cuda', '?')}, timm {env.get('timm', '?')}, Python {env.get('python', '?')}; "
+        f"commit {env.get('commit', '?')}",
         f"- mode: {mode}; libraries: " + ", ".join(f"{k} {v}" for k, v in (env.get("libraries") or {}).items()),
         (
             "- Ray Train cannot travel in the kit (Ray's wheel alone is 78 MB): the engine rows time `train_one_epoch`, the step "

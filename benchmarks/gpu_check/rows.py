@@ -44,14 +44,20 @@ def _stage(key: str) -> Callable[[dict[str, Any]], str]:
         value = st[key]
         if value is None:
             return "not measured (needs CUDA)"
-        return f"**{value:,.0f}** img/s ({1e3 / value:.2f} ms per image; {st['images']} images of {r['jpeg_hw'][1]}x{r['jpeg_hw'][0]}, {st['decoder']})"
+        return (
+            f"**{value:,.0f}** img/s ({1e3 / value:.2f} ms per image; "
+            f"{st['images']} images of {r['jpeg_hw'][1]}x{r['jpeg_hw'][0]}, {st['decoder']})"
+        )
 
     return measure
 
 
 def _loader(r: dict[str, Any]) -> str:
     rates = ", ".join(f"{v:,.0f}" for v in r["loader_img_s"])
-    return f"**{max(r['loader_img_s']):,.0f}** img/s at best; epochs {rates} (the first starts the workers; {r['jpegs']} JPEGs, {r['workers']} workers, batch {r['batch']})"
+    return (
+        f"**{max(r['loader_img_s']):,.0f}** img/s at best; epochs {rates} "
+        f"(the first starts the workers; {r['jpegs']} JPEGs, {r['workers']} workers, batch {r['batch']})"
+    )
 
 
 def _with_step(r: dict[str, Any]) -> str:

@@ -11,14 +11,19 @@ attention half (the MLP half keeps its norm and residual). Models built with
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 from torch import nn
+
+if TYPE_CHECKING:
+    from timm.models.vision_transformer import Block
 
 
 class AprilBlock(nn.Module):
     """``x [B, T, D]`` -> ``attn(x)`` then the usual residual MLP: ``[B, T, D]``."""
 
-    def __init__(self, block: nn.Module):
+    def __init__(self, block: Block):
         super().__init__()
         self.attn = block.attn
         self.ls1 = block.ls1

@@ -7,7 +7,7 @@ with DAL on an ``MJPOutput(logits, loss_dal)`` so that DDP sees the DAL head's p
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import torch
 from timm.layers import resample_abs_pos_embed, trunc_normal_
@@ -17,6 +17,16 @@ from mjp.config import MJPConfig
 from mjp.dal import DALHead, dal_loss
 from mjp.jigsaw import JigsawShuffle, apply_pixel_order
 from mjp.pos_embed import slot_position_embedding
+
+
+class TimmClassifier(Protocol):
+    """What every timm classification model has beyond ``nn.Module`` (and what this code calls)."""
+
+    def forward_features(self, x: torch.Tensor) -> torch.Tensor: ...
+
+    def forward_head(self, x: torch.Tensor, pre_logits: bool = False) -> torch.Tensor: ...
+
+    def get_classifier(self) -> nn.Module: ...
 
 
 class MJPOutput(NamedTuple):
@@ -30,10 +40,19 @@ class MJPMixin:
     """Mixed in before a timm model class; call ``_init_mjp`` after the timm model is built."""
 
     mjp_cfg: MJPConfig
+    mjp_grid: tuple[int, int]
+
+    if TYPE_CHECKING:
+        # what the timm model class mixed in after this one (an nn.Module) and the family provide
+        training: bool
+
+        def forward_features(self, x: torch.Tensor, *, shuffle: JigsawShuffle | None = None) -> torch.Tensor: ...
+
+        def forward_head(self, x: torch.Tensor, pre_logits: bool = False) -> torch.Tensor: ...
 
     def _init_mjp(self, cfg: MJPConfig, dim: int, grid: tuple[int, int]) -> None:
         self.mjp_cfg = cfg
-        self.mjp_grid = tuple(grid)
+        self.mjp_grid = (grid[0], grid[1])
         if cfg.pos_embed == "unk":
             self.mjp_unk_embed = nn.Parameter(torch.zeros(1, 1, dim))
             trunc_normal_(self.mjp_unk_embed, std=cfg.unk_init_std)
@@ -82,10 +101,14 @@ class MJPMixin:
     def mjp_dal_loss(self, shuffle: JigsawShuffle | None) -> torch.Tensor:
         """DAL on the native-grid PE rows; rows shuffled in this batch are left out."""
         mask = shuffle.mask if shuffle is not None and shuffle.grid == self.mjp_grid else None
-        return dal_loss(self.mjp_dal_head, self.mjp_pe_rows()[0], self.mjp_grid, mask)
+        rows = self.mjp_pe_rows()
+        if rows is None:
+            raise ValueError(f"dal={self.mjp_cfg.dal!r} regresses positions from the PE, but {type(self).__name__} has none")
+        return dal_loss(self.mjp_dal_head, rows[0], self.mjp_grid, mask)
 
     def no_weight_decay(self) -> set[str]:
-        base = super().no_weight_decay() if hasattr(super(), "no_weight_decay") else set()
+        timm_no_weight_decay = getattr(super(), "no_weight_decay", None)
+        base = timm_no_weight_decay() if timm_no_weight_decay is not None else set()
         return set(base) | {"mjp_unk_embed", "mjp_idx_embed", "pos_embed", "absolute_pos_embed"}
 
     # --- forward ----------------------------------------------------------------------------

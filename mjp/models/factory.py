@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import difflib
 import functools
-from typing import Any
+from typing import Any, cast
 
 import timm
 import torch
+from timm.layers import PatchEmbed
 from timm.models.resnet import ResNet
 from timm.models.swin_transformer import SwinTransformer
 from timm.models.vision_transformer import VisionTransformer
@@ -21,6 +22,7 @@ from torch import nn
 from mjp.config import MJPConfig
 from mjp.masking import check_grid_ratio
 from mjp.models.april_block import use_april_block
+from mjp.models.base import MJPMixin
 from mjp.models.resnet import MJPResNet
 from mjp.models.swin import MJPSwinTransformer
 from mjp.models.vit import MJPVisionTransformer
@@ -113,11 +115,12 @@ def create_model(name: str, mjp: MJPConfig | None = None, *, april_block: bool =
             )
         dim, grid = 0, (0, 0)
     else:
-        grid = tuple(model.patch_embed.grid_size)
-        dim = model.patch_embed.proj.out_channels
+        embed = cast(PatchEmbed, model.patch_embed)  # ViT and Swin: timm builds their stem with PatchEmbed
+        grid = tuple(embed.grid_size)
+        dim = embed.proj.out_channels
         if isinstance(model, VisionTransformer) and model.pos_embed is None and mjp.pos_embed != "none":
             raise ValueError(f"{name!r} has no absolute position embedding; mjp.pos_embed={mjp.pos_embed!r} needs one; allowed: 'none'")
         _check_grid(mjp, grid, name)
     model.__class__ = mjp_class
-    model._init_mjp(mjp, dim, grid)
+    cast(MJPMixin, model)._init_mjp(mjp, dim, grid)  # the model's class is now its MJP family class
     return use_april_block(model) if april_block else model

@@ -9,7 +9,7 @@ from mjp.jigsaw import JigsawShuffle, shuffle_image_patches
 from mjp.models.base import MJPMixin
 
 
-class MJPResNet(MJPMixin, ResNet):
+class MJPResNet(MJPMixin, ResNet):  # type: ignore[misc]  # forward(x, shuffle) may return an MJPOutput: not timm's signature, on purpose
     """Selected ``patch_size`` x ``patch_size`` image patches are shuffled before the stem."""
 
     def mjp_patch_size(self) -> tuple[int, int]:

@@ -5,8 +5,10 @@ The jigsaw runs in token space on the patch-embedding output (NHWC), before the 
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
-from timm.layers import trunc_normal_
+from timm.layers import PatchEmbed, trunc_normal_
 from timm.models.swin_transformer import SwinTransformer
 from torch import nn
 
@@ -15,7 +17,7 @@ from mjp.jigsaw import JigsawShuffle, shuffle_tokens
 from mjp.models.base import MJPMixin
 
 
-class MJPSwinTransformer(MJPMixin, SwinTransformer):
+class MJPSwinTransformer(MJPMixin, SwinTransformer):  # type: ignore[misc]  # forward(x, shuffle) may return an MJPOutput: not timm's signature, on purpose
     """timm's Swin with an added absolute PE ``[1, H * W, C]`` and MJP on it."""
 
     def _init_mjp(self, cfg: MJPConfig, dim: int, grid: tuple[int, int]) -> None:
@@ -26,7 +28,7 @@ class MJPSwinTransformer(MJPMixin, SwinTransformer):
             trunc_normal_(self.absolute_pos_embed, std=0.02)
 
     def mjp_patch_size(self) -> tuple[int, int]:
-        return tuple(self.patch_embed.patch_size)
+        return tuple(cast(PatchEmbed, self.patch_embed).patch_size)  # timm's Swin builds its stem with PatchEmbed
 
     def mjp_pe_rows(self) -> torch.Tensor | None:
         return self.absolute_pos_embed

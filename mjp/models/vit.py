@@ -15,8 +15,9 @@ from mjp.jigsaw import JigsawShuffle, shuffle_tokens
 from mjp.models.base import MJPMixin
 
 
-class MJPViTMixin(MJPMixin):
-    """Token-space jigsaw after the patch embedding; E_unk at shuffled slots; CLS keeps its PE."""
+class MJPVisionTransformer(MJPMixin, VisionTransformer):  # type: ignore[misc]  # forward(x, shuffle) may return an MJPOutput: not timm's signature, on purpose
+    """timm's ``VisionTransformer`` with MJP: token-space jigsaw after the patch embedding; E_unk at
+    shuffled slots; CLS keeps its PE."""
 
     def mjp_patch_size(self) -> tuple[int, int]:
         return tuple(self.patch_embed.patch_size)
@@ -62,14 +63,10 @@ class MJPViTMixin(MJPMixin):
         pos = self.mjp_slot_pos(grid, shuffle)
         if pos is not None:
             x = x + pos
-        prefix = [t.expand(x.shape[0], -1, -1) for t in (self.cls_token, self.reg_token) if t is not None]
-        if prefix:
-            prefix = torch.cat(prefix, dim=1)
+        prefix_tokens = [t.expand(x.shape[0], -1, -1) for t in (self.cls_token, self.reg_token) if t is not None]
+        if prefix_tokens:
+            prefix = torch.cat(prefix_tokens, dim=1)
             if self.pos_embed is not None and not self.no_embed_class:
                 prefix = prefix + self.pos_embed[:, : self.num_prefix_tokens]
             x = torch.cat([prefix, x], dim=1)
         return self.pos_drop(x)
-
-
-class MJPVisionTransformer(MJPViTMixin, VisionTransformer):
-    """timm's ``VisionTransformer`` with MJP."""

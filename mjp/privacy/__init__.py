@@ -1,7 +1,8 @@
 """Gradient-inversion attacks against (MJP) ViTs and their scores (the paper's Table 5).
 
 ``april_reconstruct`` (analytic, exact where theory allows), ``invert_gradients`` (optimisation,
-any model), ``image_scores`` (MSE, PSNR, SSIM, FFT-2D, LPIPS), ``attack_images`` (settings a/b/c), ``choose_attack`` (the one that applies to a model).
+any model), ``image_scores`` (MSE, PSNR, SSIM, FFT-2D, LPIPS), ``attack_images`` (settings a/b/c),
+``choose_attack`` (the one that applies to a model).
 """
 
 from mjp.models.april_block import AprilBlock, use_april_block

@@ -24,10 +24,16 @@ reports that number; the platform logs it with every attack and can simulate a f
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 import torch
 from torch import nn
 
 from mjp.models.april_block import AprilBlock
+from mjp.models.base import MJPMixin
+
+if TYPE_CHECKING:
+    from timm.models.vision_transformer import VisionTransformer
 
 
 class NotAttackable(ValueError):
@@ -54,18 +60,28 @@ def _param(grads: dict[str, torch.Tensor], name: str) -> torch.Tensor:
 
 def remove_dal_gradient(model: nn.Module, pe_grad: torch.Tensor, dal_weight: float) -> torch.Tensor:
     """The PE gradient minus ``dal_weight * dL_DAL/dE_pos`` (DAL over all rows)."""
-    if dal_weight == 0 or not hasattr(model, "mjp_dal_head"):
+    if dal_weight == 0 or not isinstance(model, MJPMixin) or not hasattr(model, "mjp_dal_head"):
         return pe_grad
     with torch.enable_grad():
-        (dal_pe,) = torch.autograd.grad(model.mjp_dal_loss(None), model.pos_embed)
+        (dal_pe,) = torch.autograd.grad(model.mjp_dal_loss(None), model.get_parameter("pos_embed"))
     return pe_grad - dal_weight * dal_pe[0].double()
 
 
-def _patch_pe_gradient(model: nn.Module, grads: dict[str, torch.Tensor], dal_weight: float) -> tuple[torch.Tensor, torch.Tensor, int]:
+def _attackable(model: nn.Module) -> VisionTransformer:
+    """``model``, which ``april_requirements`` accepted: a timm ViT (its attributes) with an APRIL block."""
+    why = april_requirements(model)
+    if why:
+        raise NotAttackable(f"APRIL's analytic attack does not apply: {why}")
+    return cast("VisionTransformer", model)
+
+
+def _patch_pe_gradient(
+    model: VisionTransformer, grads: dict[str, torch.Tensor], dal_weight: float
+) -> tuple[torch.Tensor, torch.Tensor, int]:
     """``G_p`` (the patch rows of the PE gradient, DAL's share removed) ``[N, D]``, the PE's patch
     rows ``[N, D]`` and the number of prefix rows, in float64."""
     pe_grad = remove_dal_gradient(model, _param(grads, "pos_embed")[0], dal_weight)  # [T_pe, D]
-    pos = model.pos_embed.detach().double()[0]
+    pos = model.get_parameter("pos_embed").detach().double()[0]
     prefix = 0 if model.no_embed_class else model.num_prefix_tokens
     return pe_grad[prefix:], pos[prefix:], prefix
 
@@ -85,10 +101,7 @@ def min_norm_lstsq(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 def pe_gradient_condition(model: nn.Module, grads: dict[str, torch.Tensor], *, dal_weight: float = 0.0) -> float:
     """Condition number (largest / smallest singular value) of the solvable rows of ``G_p``: how
     much the solve of step 3 amplifies the gradients' rounding errors (float32: ~1e-7 relative)."""
-    why = april_requirements(model)
-    if why:
-        raise NotAttackable(f"APRIL's analytic attack does not apply: {why}")
-    g_patch = _patch_pe_gradient(model, grads, dal_weight)[0]
+    g_patch = _patch_pe_gradient(_attackable(model), grads, dal_weight)[0]
     known = g_patch[g_patch.abs().sum(-1) != 0]
     return float(torch.linalg.cond(known)) if len(known) else float("inf")
 
@@ -100,28 +113,26 @@ def april_reconstruct(model: nn.Module, grads: dict[str, torch.Tensor], *, dal_w
     Returns the image ``[1, C, H, W]`` in the model's input space (as fed to the model, i.e. the
     shuffled image when the sample was shuffled). Raises ``NotAttackable`` for other models.
     """
-    why = april_requirements(model)
-    if why:
-        raise NotAttackable(f"APRIL's analytic attack does not apply: {why}")
-    w_qkv = model.blocks[0].attn.qkv.weight.detach().double()  # [3D, D]
+    vit = _attackable(model)
+    w_qkv = vit.get_parameter("blocks.0.attn.qkv.weight").detach().double()  # [3D, D]
     a = w_qkv.T @ _param(grads, "blocks.0.attn.qkv.weight")  # [D, D] = G^T Z
-    g_patch, pos_patch, prefix = _patch_pe_gradient(model, grads, dal_weight)
-    pos = model.pos_embed.detach().double()[0]
-    if model.cls_token is not None:
+    g_patch, pos_patch, prefix = _patch_pe_gradient(vit, grads, dal_weight)
+    pos = vit.get_parameter("pos_embed").detach().double()[0]
+    if vit.cls_token is not None:
         g_cls = _param(grads, "cls_token")[0]  # [1, D]
-        z_cls = model.cls_token.detach().double()[0] + (pos[:1] if prefix else 0)
+        z_cls = vit.cls_token.detach().double()[0] + (pos[:1] if prefix else 0)
         a = a - g_cls.T @ z_cls
     z_patch = min_norm_lstsq(g_patch.T, a)  # [N, D]
     unknown = g_patch.abs().sum(-1) == 0  # slots whose PE got no gradient (E_unk): unrecoverable
-    proj = model.patch_embed.proj
+    proj = vit.patch_embed.proj
     bias = proj.bias.detach().double() if proj.bias is not None else 0
     e = proj.weight.detach().double().flatten(1)  # [D, C * ph * pw]
     x_p = min_norm_lstsq(e, (z_patch - pos_patch - bias).T).T  # [N, C*ph*pw]
     x_p[unknown] = 0
-    return _assemble(x_p, model).float()
+    return _assemble(x_p, vit).float()
 
 
-def _assemble(x_p: torch.Tensor, model: nn.Module) -> torch.Tensor:
+def _assemble(x_p: torch.Tensor, model: VisionTransformer) -> torch.Tensor:
     c = model.patch_embed.proj.in_channels
     ph, pw = model.patch_embed.patch_size
     gh, gw = model.patch_embed.grid_size

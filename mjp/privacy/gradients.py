@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 from torch import nn
 
 from mjp.jigsaw import JigsawShuffle
-from mjp.models.base import MJPMixin
+from mjp.models.base import MJPMixin, TimmClassifier
 
 
 def sample_gradients(
@@ -29,7 +31,7 @@ def sample_gradients(
         with torch.enable_grad():
             logits = model(image, shuffle=shuffle) if isinstance(model, MJPMixin) else model(image)
             loss = nn.functional.cross_entropy(logits, label)
-            if dal_weight and hasattr(model, "mjp_dal_head"):
+            if dal_weight and isinstance(model, MJPMixin) and hasattr(model, "mjp_dal_head"):
                 loss = loss + dal_weight * model.mjp_dal_loss(shuffle)
             grads = torch.autograd.grad(loss, list(params.values()), allow_unused=True)
         return {n: (g if g is not None else torch.zeros_like(p)).detach() for (n, p), g in zip(params.items(), grads)}
@@ -40,6 +42,6 @@ def sample_gradients(
 def infer_label(model: nn.Module, grads: dict[str, torch.Tensor]) -> torch.Tensor:
     """The label of a single sample from the classifier bias gradient (softmax - one-hot: the only
     negative entry), as iDLG does. Returns ``[1]``."""
-    head = model.get_classifier()
+    head = cast(TimmClassifier, model).get_classifier()
     name = next(n for n, p in model.named_parameters() if p is head.bias)
     return grads[name].argmin().reshape(1)

@@ -4,7 +4,9 @@ total-variation prior, with Adam, a fixed budget and a seeded start."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+import operator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import torch
@@ -25,11 +27,16 @@ def total_variation(x: torch.Tensor) -> torch.Tensor:
     return (x[..., 1:, :] - x[..., :-1, :]).abs().mean() + (x[..., :, 1:] - x[..., :, :-1]).abs().mean()
 
 
+def _total(terms: Iterable[torch.Tensor]) -> torch.Tensor:
+    """The sum of one or more tensors (``sum`` without its leading ``0 +``, so typed as a tensor)."""
+    return functools.reduce(operator.add, terms)
+
+
 def invert_gradients(
     model: nn.Module,
     grads: dict[str, torch.Tensor],
     label: torch.Tensor,
-    shape: tuple[int, int, int, int],
+    shape: tuple[int, ...],
     *,
     steps: int = 200,
     lr: float = 0.1,
@@ -37,14 +44,14 @@ def invert_gradients(
     generator: torch.Generator | None = None,
     on_step: Callable[[], None] | None = None,
 ) -> InversionResult:
-    """Reconstruct an input of ``shape`` whose gradients (for ``label``) match ``grads``;
+    """Reconstruct an input of ``shape`` (``[1, C, H, W]``) whose gradients (for ``label``) match ``grads``;
     ``on_step()`` after each of the ``steps`` (a caller's progress)."""
     was_training = model.training
     model.eval()
     names = [n for n, p in model.named_parameters() if p.requires_grad and n in grads and grads[n].abs().sum() > 0]
     params = dict(model.named_parameters())
     targets = [grads[n].detach() for n in names]
-    target_norm = torch.sqrt(sum((t * t).sum() for t in targets))
+    target_norm = torch.sqrt(_total((t * t).sum() for t in targets))
     x = torch.randn(shape, generator=generator).to(targets[0].device).requires_grad_(True)
     opt = torch.optim.Adam([x], lr=lr)
     sched = torch.optim.lr_scheduler.MultiStepLR(opt, milestones=[int(steps * f) for f in (0.375, 0.625, 0.875)], gamma=0.1)
@@ -58,10 +65,11 @@ def invert_gradients(
             logits = model(x, shuffle=None) if isinstance(model, MJPMixin) else model(x)
             loss = nn.functional.cross_entropy(logits, label)
             trial = torch.autograd.grad(loss, [params[n] for n in names], create_graph=True)
-            dot = sum((a * b).sum() for a, b in zip(trial, targets))
-            norm = torch.sqrt(sum((a * a).sum() for a in trial))
+            dot = _total((a * b).sum() for a, b in zip(trial, targets))
+            norm = torch.sqrt(_total((a * a).sum() for a in trial))
             objective = 1 - dot / (norm * target_norm + 1e-12) + tv_weight * total_variation(x)
             objective.backward()
+            assert x.grad is not None  # backward() just filled it
             x.grad.sign_()  # signed gradients, as in the original attack
             opt.step()
             sched.step()

@@ -15,7 +15,10 @@ from pathlib import Path
 import torch
 from pytorch_msssim import ssim
 
-LPIPS_MISSING = "lpips: no backbone weights given (pass a torchvision AlexNet state dict: `mjp attack --lpips-backbone FILE`, or eval.privacy.lpips_backbone)"
+LPIPS_MISSING = (
+    "lpips: no backbone weights given (pass a torchvision AlexNet state dict: `mjp attack --lpips-backbone FILE`, "
+    "or eval.privacy.lpips_backbone)"
+)
 
 
 def to_unit(images: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
@@ -38,6 +41,11 @@ def fft2d_distance(recon: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return 1 - torch.nn.functional.cosine_similarity(a, b, dim=1)
 
 
+def _rgb(images: torch.Tensor) -> torch.Tensor:
+    """``[B, 1, H, W]`` grey images as ``[B, 3, H, W]`` (a view); ``[B, 3, H, W]`` as they are."""
+    return images.expand(-1, 3, -1, -1) if images.shape[1] == 1 else images
+
+
 class LPIPS:
     """LPIPS (AlexNet, v0.1) with the backbone read from a local torchvision state-dict file."""
 
@@ -50,7 +58,8 @@ class LPIPS:
             state = torch.load(backbone_file, map_location="cpu", weights_only=True)
         except pickle.UnpicklingError:  # torch's own message suggests loading it unsafely: not ours
             raise ValueError(
-                f"LPIPS backbone {str(backbone_file)!r} holds more than weights and is not loaded (unpickling it can run code); allowed: a torchvision AlexNet state dict of tensors"
+                f"LPIPS backbone {str(backbone_file)!r} holds more than weights and is not loaded (unpickling it can run code); "
+                "allowed: a torchvision AlexNet state dict of tensors"
             ) from None
         net.load_state_dict(state)
         self.metric = lpips.LPIPS(net="alex", pnet_rand=True, verbose=False).eval()
@@ -60,8 +69,7 @@ class LPIPS:
 
     @torch.no_grad()
     def __call__(self, recon: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        rgb = lambda x: x.expand(-1, 3, -1, -1) if x.shape[1] == 1 else x
-        return self.metric(rgb(recon) * 2 - 1, rgb(target) * 2 - 1).flatten()
+        return self.metric(_rgb(recon) * 2 - 1, _rgb(target) * 2 - 1).flatten()
 
 
 @torch.no_grad()

@@ -8,8 +8,9 @@ model.kwargs={}`` clears it, while ``--set model.kwargs.depth=2`` sets one argum
 
 from __future__ import annotations
 
+import contextlib
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import yaml
@@ -38,10 +39,8 @@ def parse_override(item: str) -> tuple[str, Any]:
     except (yaml.YAMLError, ConfigError) as err:
         raise ConfigError(f"--set {shown(item)}: the value is not valid YAML ({str(err).splitlines()[0][:200]})") from None
     if isinstance(value, str):  # YAML 1.1 reads "1e-3" as a string
-        try:
+        with contextlib.suppress(ValueError):
             value = float(value)
-        except ValueError:
-            pass
     return key, value
 
 
@@ -108,7 +107,7 @@ def unflatten(flat: dict[str, Any]) -> dict[str, Any]:
     return tree
 
 
-def expand_presets(params: dict[str, Any], presets: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:
+def expand_presets(params: Mapping[str, Any], presets: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> dict[str, Any]:
     """Sampled params with each preset label (``presets[key][label]``) replaced by the keys it sets."""
     out: dict[str, Any] = {}
     for key, value in params.items():

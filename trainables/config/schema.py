@@ -246,8 +246,8 @@ class TrainConfig(_Section):
         found = []
         if self.optim.warmup_epochs > self.optim.epochs:
             found.append(
-                f"optim.warmup_epochs={self.optim.warmup_epochs:g} is longer than optim.epochs={self.optim.epochs}: the learning rate never "
-                f"reaches optim.base_lr; set optim.warmup_epochs to at most {self.optim.epochs}"
+                f"optim.warmup_epochs={self.optim.warmup_epochs:g} is longer than optim.epochs={self.optim.epochs}: "
+                f"the learning rate never reaches optim.base_lr; set optim.warmup_epochs to at most {self.optim.epochs}"
             )
         if self.data.ray_data_resources and self.data.loader != "ray_data":
             found.append(

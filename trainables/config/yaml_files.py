@@ -59,7 +59,8 @@ def expanded_size(root: yaml.Node | None) -> int:
             return sizes[key]
         if key in open_nodes:
             raise ConfigError(
-                f"line {node.start_mark.line + 1}: an alias refers to a node that contains it (a recursive YAML anchor); write the values out"
+                f"line {node.start_mark.line + 1}: an alias refers to a node that contains it (a recursive YAML anchor); "
+                "write the values out"
             )
         open_nodes.add(key)
         total = 1
@@ -73,7 +74,8 @@ def expanded_size(root: yaml.Node | None) -> int:
             total += size(child)
             if total > MAX_EXPANDED_NODES:
                 raise ConfigError(
-                    f"its aliases expand to more than {MAX_EXPANDED_NODES:,} values (nested YAML anchors, a 'billion laughs'); write the values out or use fewer aliases"
+                    f"its aliases expand to more than {MAX_EXPANDED_NODES:,} values (nested YAML anchors, a 'billion laughs'); write the "
+                    "values out or use fewer aliases"
                 )
         open_nodes.discard(key)
         sizes[key] = total
@@ -133,7 +135,8 @@ def read_yaml_mapping(path: str | Path, what: str, *, allow_empty: bool = False)
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
         raise ConfigError(
-            f"{what} {str(path)!r} is {size:,} bytes; a YAML file read here may hold at most {MAX_FILE_BYTES:,} (the shipped ones are a few KiB)"
+            f"{what} {str(path)!r} is {size:,} bytes; a YAML file read here may hold at most {MAX_FILE_BYTES:,} "
+            "(the shipped ones are a few KiB)"
         )
     try:
         tree = parse_yaml(path.read_text())

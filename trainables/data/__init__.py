@@ -1,1 +1,2 @@
-"""Where the images come from: the datasets, what they hold without loading them, and the one module (loaders.py) that picks the torch, Ray Data or device-decode input path."""
+"""Where the images come from: the datasets, what they hold without loading them, and the one module
+(loaders.py) that picks the torch, Ray Data or device-decode input path."""

@@ -6,8 +6,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sized
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import torch
@@ -15,11 +17,8 @@ from torch.utils.data import Dataset, Subset
 
 from trainables.config.schema import DataSection, TrainConfig
 from trainables.data.folder.image_folder import SkippingImages, readable_loader
-
-#: scikit-learn's digits (1,797 images) split 80/20, stratified, fixed
-DIGITS_TRAIN, DIGITS_VAL = 1437, 360
 from trainables.data.idx import FASHION_MNIST_DEFAULT, fashion_files, read_idx
-from trainables.data.info import DataShape, data_info
+from trainables.data.info import DataShape, data_info, imagefolder_root
 from trainables.data.transforms import image_transforms
 
 
@@ -111,7 +110,7 @@ def _imagefolder(cfg: DataSection) -> DatasetBundle:
 
     from trainables.data.folder.shards import shard_metadata
 
-    root, size = Path(cfg.root), cfg.img_size or 224
+    root, size = imagefolder_root(cfg), cfg.img_size or 224
     meta = shard_metadata(root)
     val = ImageFolder(meta["val_root"] if meta else str(root / "val"), transform=image_transforms(cfg, size, False), loader=readable_loader)
     # the Ray Data loader reads the training split itself (trainables/data/ray_data.py)
@@ -145,8 +144,14 @@ def _cifar(cfg: DataSection) -> DatasetBundle:
     return DatasetBundle(train, val, DataShape(10 if cfg.name == "cifar10" else 100, 3, size))
 
 
+def dataset_size(dataset: Dataset) -> int:
+    """``len(dataset)``: every dataset here is map-style and has a length, which torch's ``Dataset``
+    type leaves out (an ``IterableDataset`` may have none)."""
+    return len(cast(Sized, dataset))
+
+
 def _limit(ds: Dataset, n: int | None) -> Dataset:
-    return ds if n is None or n >= len(ds) else Subset(ds, range(n))
+    return ds if n is None or n >= dataset_size(ds) else Subset(ds, range(n))
 
 
 def load_datasets(cfg: TrainConfig) -> DatasetBundle:
@@ -160,7 +165,7 @@ def load_datasets(cfg: TrainConfig) -> DatasetBundle:
 
 def fixed_images(dataset: Dataset, n: int | None) -> tuple[torch.Tensor, torch.Tensor]:
     """The first ``n`` items of ``dataset`` (all when None): ``[n, C, H, W]``, ``[n]``; the same set every run."""
-    count = len(dataset) if n is None else min(n, len(dataset))
+    count = dataset_size(dataset) if n is None else min(n, dataset_size(dataset))
     items = [dataset[i] for i in range(count)]
     return torch.stack([x for x, _ in items]), torch.tensor([int(y) for _, y in items])
 
@@ -191,7 +196,7 @@ def dataset_inputs(cfg: TrainConfig, bundle: DatasetBundle) -> list[DatasetInput
         source = str(Path(d.root).resolve()) if d.root else d.name
     out = []
     for split, ds, context in (("train", bundle.train, "training"), ("val", bundle.val, "evaluation")):
-        size = len(ds) if d.loader == "torch" or split == "val" else data_info(cfg).train_size
+        size = dataset_size(ds) if d.loader == "torch" or split == "val" else data_info(cfg).train_size
         limit = d.train_limit if split == "train" else d.val_limit
         digest = hashlib.sha256(f"{d.name}|{source}|{split}|{size}|{limit}|{d.seed if split == 'train' else ''}".encode()).hexdigest()[:16]
         profile = {

@@ -10,10 +10,6 @@ import numpy as np
 
 from trainables.errors import DataError
 
-#: scikit-learn's digits (1,797 images) split 80/20, stratified, fixed
-DIGITS_TRAIN, DIGITS_VAL = 1437, 360
-
-
 FASHION_MNIST_DEFAULT = "/usr/share/datasets/fashion-mnist"
 
 
@@ -65,7 +61,7 @@ def fashion_files(root: Path) -> dict[str, Path]:
             "Install Debian's package (apt-get install dataset-fashion-mnist, which puts them in "
             f"{FASHION_MNIST_DEFAULT}) or point data.root at a directory holding the four IDX files"
         )
-    return found
+    return {key: path for key, path in found.items() if path is not None}  # all four, none missing
 
 
 def fashion_sizes(root: Path) -> dict[str, int]:

@@ -7,13 +7,23 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainables.config.schema import TrainConfig
+from trainables.config.schema import DataSection, TrainConfig
 from trainables.data.folder.image_folder import scan_imagefolder
+from trainables.data.idx import FASHION_MNIST_DEFAULT, fashion_sizes
 from trainables.errors import DataError
 
 #: scikit-learn's digits (1,797 images) split 80/20, stratified, fixed
 DIGITS_TRAIN, DIGITS_VAL = 1437, 360
-from trainables.data.idx import FASHION_MNIST_DEFAULT, fashion_sizes
+
+
+IMAGEFOLDER_NEEDS_ROOT = "data.name='imagefolder' needs data.root (a directory with train/ and val/, or shards from `mjp data prepare`)"
+
+
+def imagefolder_root(d: DataSection) -> Path:
+    """``data.root`` of an imagefolder (``check_data`` refuses a config without one)."""
+    if d.root is None:
+        raise DataError(IMAGEFOLDER_NEEDS_ROOT)
+    return Path(d.root)
 
 
 @dataclass(frozen=True)
@@ -54,15 +64,18 @@ def check_data_settings(cfg: TrainConfig) -> None:
     d = cfg.data
     if d.root is not None and d.name == "digits":
         raise DataError(
-            f"data.root={d.root!r} is given, but data.name='digits' is bundled with scikit-learn and reads no directory; drop data.root or pick fashion_mnist / imagefolder / cifar10"
+            f"data.root={d.root!r} is given, but data.name='digits' is bundled with scikit-learn and reads no directory; drop data.root or "
+            "pick fashion_mnist / imagefolder / cifar10"
         )
     if d.decode == "gpu" and d.name != "imagefolder":
         raise DataError(
-            f"data.decode='gpu' decodes image files on the training device; data.name={d.name!r} is decoded in memory already: use data.decode=cpu (gpu needs data.name=imagefolder)"
+            f"data.decode='gpu' decodes image files on the training device; data.name={d.name!r} is decoded in memory already: use "
+            "data.decode=cpu (gpu needs data.name=imagefolder)"
         )
     if d.decode == "gpu" and d.loader == "ray_data":
         raise DataError(
-            "data.decode='gpu' ships encoded images through the torch loader; data.loader='ray_data' decodes on CPU nodes: use one of them (data.loader=torch with data.decode=gpu)"
+            "data.decode='gpu' ships encoded images through the torch loader; data.loader='ray_data' decodes on CPU nodes: use one of "
+            "them (data.loader=torch with data.decode=gpu)"
         )
     if d.loader == "ray_data" and d.name not in ("imagefolder", "digits"):
         raise DataError(f"data.loader='ray_data' reads image folders; data.name={d.name!r} is an in-memory dataset: use data.loader=torch")
@@ -106,14 +119,15 @@ def data_info(cfg: TrainConfig) -> DataInfo:
         return DataInfo(DataShape(10, 1, 28), sizes["train_images"], sizes["val_images"])
     if d.name == "imagefolder":
         if not d.root:
-            raise DataError("data.name='imagefolder' needs data.root (a directory with train/ and val/, or shards from `mjp data prepare`)")
+            raise DataError(IMAGEFOLDER_NEEDS_ROOT)
         from trainables.data.folder.shards import shard_metadata
 
         meta = shard_metadata(d.root)
         if meta is not None:
             if d.loader != "ray_data":
                 raise DataError(
-                    f"data.root={d.root!r} holds Parquet shards (mjp data prepare), which only data.loader=ray_data reads; set it, or point data.root at the image folder"
+                    f"data.root={d.root!r} holds Parquet shards (mjp data prepare), which only data.loader=ray_data reads; set it, or "
+                    "point data.root at the image folder"
                 )
             if len(meta["classes"]) < 2:
                 raise DataError(f"data.root={d.root!r} holds shards of {len(meta['classes'])} class; a classifier needs at least 2 classes")
@@ -128,7 +142,8 @@ def data_info(cfg: TrainConfig) -> DataInfo:
         if scan.empty_files and d.on_bad_image == "fail":
             shown = ", ".join(scan.empty_files[:3]) + (f" and {len(scan.empty_files) - 3} more" if len(scan.empty_files) > 3 else "")
             raise DataError(
-                f"{len(scan.empty_files)} zero-byte image(s) in {d.root}: {shown}; remove them, or set data.on_bad_image=skip (`mjp data check {d.root}` lists every bad file)"
+                f"{len(scan.empty_files)} zero-byte image(s) in {d.root}: {shown}; remove them, or set data.on_bad_image=skip (`mjp data "
+                f"check {d.root}` lists every bad file)"
             )
         return DataInfo(DataShape(len(scan.classes["train"]), 3, d.img_size or 224), scan.counts["train"], scan.counts["val"])
     if not d.root:

@@ -27,6 +27,7 @@ from mjp.config import SEED_BOUND
 from trainables.config.schema import DataSection, TrainConfig
 from trainables.data.folder.image_folder import IMAGE_EXTENSIONS, UnreadableImage, to_rgb
 from trainables.data.folder.shards import shard_metadata
+from trainables.data.info import imagefolder_root
 
 #: images each decode-and-augment task of a Parquet source handles at once (a folder's read
 #: tasks decode ``data.batch_size`` files each, see ``train_dataset``)
@@ -43,7 +44,10 @@ def _transform(data: DataSection) -> Any:
     return image_transforms(data, data.img_size or 224, True)
 
 
-def _label_of(path: str, classes: dict[str, int]) -> int:
+def _label_of(path: str, classes: dict[str, int] | None) -> int:
+    """The class of an image read from a folder: its parent folder's index in ``classes``."""
+    if classes is None:
+        raise ValueError(f"{path}: a batch without labels needs the folder's class indices")
     return classes[Path(path).parent.name]
 
 
@@ -97,13 +101,17 @@ def train_dataset(cfg: TrainConfig) -> Any:
 
     data = cfg.data
     place = _placement(data)
-    root = Path(data.root)
+    root = imagefolder_root(data)
     if shard_metadata(root) is not None:
         ds = ray.data.read_parquet(str(root / "train"), columns=["image", "label", "path"], ray_remote_args=place)
         if data.train_limit is not None:
             ds = ds.limit(data.train_limit)
         return ds.map_batches(
-            decode_and_augment, fn_kwargs={"data": data, "classes": None}, batch_size=DECODE_BATCH, batch_format="numpy", **place
+            decode_and_augment,  # type: ignore[arg-type]  # Ray's stubs take fn(batch) only; fn_kwargs supplies the rest
+            fn_kwargs={"data": data, "classes": None},
+            batch_size=DECODE_BATCH,
+            batch_format="numpy",
+            **place,
         )
     files, classes = _folder_files(root / "train", data.train_limit)
     ds = ray.data.read_binary_files(
@@ -114,7 +122,13 @@ def train_dataset(cfg: TrainConfig) -> Any:
         override_num_blocks=max(1, len(files) // data.batch_size),
         ray_remote_args=place,
     )
-    return ds.map_batches(decode_and_augment, fn_kwargs={"data": data, "classes": classes}, batch_size=None, batch_format="numpy", **place)
+    return ds.map_batches(
+        decode_and_augment,  # type: ignore[arg-type]  # Ray's stubs take fn(batch) only; fn_kwargs supplies the rest
+        fn_kwargs={"data": data, "classes": classes},
+        batch_size=None,
+        batch_format="numpy",
+        **place,
+    )
 
 
 def _placement(data: Any) -> dict[str, Any]:
@@ -125,7 +139,8 @@ def _placement(data: Any) -> dict[str, Any]:
 
 def shuffle_buffer_rows(cfg: TrainConfig) -> int | None:
     """Rows of the consumer's local shuffle buffer: Parquet shards need one, a folder does not."""
-    return SHUFFLE_BUFFER if shard_metadata(cfg.data.root) is not None else None
+    root = cfg.data.root
+    return SHUFFLE_BUFFER if root is not None and shard_metadata(root) is not None else None
 
 
 class RayDataLoader:

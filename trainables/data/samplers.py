@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from timm.data.distributed_sampler import RepeatAugSampler
-from torch.utils.data import Dataset, DistributedSampler, Sampler
+from torch.utils.data import Dataset, DistributedSampler
 
 
 class SeededRepeatAugSampler(RepeatAugSampler):
@@ -27,7 +27,7 @@ class SeededRepeatAugSampler(RepeatAugSampler):
         super().set_epoch(self.seed + epoch)
 
 
-def train_sampler(dataset: Dataset, *, seed: int, repeats: int, rank: int, world: int) -> Sampler:
+def train_sampler(dataset: Dataset, *, seed: int, repeats: int, rank: int, world: int) -> DistributedSampler | SeededRepeatAugSampler:
     """The training sampler of data-parallel worker ``rank`` of ``world`` (call ``set_epoch`` each epoch)."""
     if repeats > 1:
         return SeededRepeatAugSampler(dataset, seed=seed, num_replicas=world, rank=rank, shuffle=True, num_repeats=repeats)

@@ -7,10 +7,6 @@ from typing import Any
 
 from trainables.config.schema import DataSection
 
-#: scikit-learn's digits (1,797 images) split 80/20, stratified, fixed
-DIGITS_TRAIN, DIGITS_VAL = 1437, 360
-
-
 #: DeiT's RandAugment magnitudes are N(9, 0.5) clipped to [0, 10]. At 10 its increasing posterize
 #: keeps 4 - int(10 / 10 * 4) = 0 bits: older Pillow made that a black image, Pillow >= 11 raises
 #: "bits must be between or equal to 1 and 8" (about 1 image in 300, so nearly every ImageNet
@@ -41,5 +37,12 @@ def image_transforms(cfg: DataSection, img_size: int, train: bool):
             )
         )
     if cfg.augment == "small" and train:
-        return create_transform(img_size, is_training=True, auto_augment=None, re_prob=0.0, color_jitter=None, interpolation="bicubic")
+        return create_transform(
+            img_size,
+            is_training=True,
+            auto_augment=None,
+            re_prob=0.0,
+            color_jitter=None,  # type: ignore[arg-type]  # timm types it without None, but its code reads None as "no jitter"
+            interpolation="bicubic",
+        )
     return create_transform(img_size, is_training=False, interpolation="bicubic", crop_pct=0.875 if img_size >= 64 else 1.0)

@@ -11,6 +11,7 @@ import math
 import random
 import time
 from collections.abc import Callable, Iterable
+from typing import Any, Protocol, cast
 
 import numpy as np
 import torch
@@ -44,7 +45,7 @@ def seed_everything(seed: int) -> None:
 
 def build_model(cfg: TrainConfig, shape: DataShape) -> nn.Module:
     """The configured timm model with MJP, sized for the data (``model.kwargs`` win)."""
-    kwargs = dict(num_classes=shape.num_classes, in_chans=shape.in_chans)
+    kwargs: dict[str, Any] = dict(num_classes=shape.num_classes, in_chans=shape.in_chans)
     if takes_image_size(cfg.model.name):
         kwargs["img_size"] = shape.img_size
     kwargs.update(cfg.model.kwargs)
@@ -68,6 +69,12 @@ def build_algorithm(cfg: TrainConfig, model: nn.Module, rank: int = 0, device: t
     )
 
 
+class _NoWeightDecay(Protocol):
+    """A model that names the parameters kept out of weight decay (timm's ViTs, every MJP model)."""
+
+    def no_weight_decay(self) -> set[str]: ...
+
+
 def build_state(
     cfg: TrainConfig, model: nn.Module, steps_per_epoch: int, world_size: int, algorithm: MJPAlgorithm | None = None
 ) -> TrainState:
@@ -76,7 +83,8 @@ def build_state(
     raw = unwrap(model)
     o = cfg.optim
     lr = o.base_lr * cfg.data.batch_size * world_size / o.lr_batch_ref
-    groups = param_groups_weight_decay(raw, o.weight_decay, no_weight_decay_list=raw.no_weight_decay())
+    no_decay = cast(_NoWeightDecay, raw).no_weight_decay()
+    groups = param_groups_weight_decay(raw, o.weight_decay, no_weight_decay_list=no_decay)
     optimizer = torch.optim.AdamW(groups, lr=lr)
     total = o.epochs * steps_per_epoch
     warmup = round(o.warmup_epochs * steps_per_epoch)
@@ -115,6 +123,8 @@ def train_one_epoch(
     Raises ``NonFiniteLossError`` when the loss is NaN/inf (checked at those same points).
     """
     model, algorithm = state.model, state.algorithm
+    if algorithm is None:
+        raise ValueError("train_one_epoch draws each batch's shuffle from state.algorithm, which is None (build_state sets it)")
     model.train()
     criterion = SoftTargetCrossEntropy() if mixup else nn.CrossEntropyLoss(label_smoothing=cfg.optim.label_smoothing)
     steps_per_epoch = max(1, state.total_steps // cfg.optim.epochs)

@@ -37,7 +37,7 @@ class CheckpointWriteError(RuntimeError):
 def unwrap(model: nn.Module) -> nn.Module:
     """The model inside a DDP / compile wrapper."""
     while hasattr(model, "module") or hasattr(model, "_orig_mod"):
-        model = getattr(model, "module", None) or model._orig_mod
+        model = getattr(model, "module", None) or model.get_submodule("_orig_mod")
     return model
 
 
@@ -63,7 +63,10 @@ def load_safely(path: str | Path) -> Any:
 
 
 def _numpy_state() -> dict[str, Any]:
-    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    state = np.random.get_state(legacy=True)  # the default: numpy's stubs type a call without it as legacy=False
+    if isinstance(state, dict):  # legacy=True gives a dict only for bit generators other than the global MT19937
+        raise TypeError(f"numpy's global generator is {state.get('bit_generator')}, not MT19937")
+    kind, keys, pos, has_gauss, cached = state
     return {
         "kind": kind,
         "keys": torch.from_numpy(keys.astype(np.int64)),

@@ -37,6 +37,8 @@ def load_trained(
             raise UserError(f"--checkpoint {checkpoint}: give the TrainConfig it was trained with as --config")
         cfg, resolved_uri = load_config(config, overrides), None
         weights_file = checkpoint
+    elif run is None:
+        raise UserError("give the MLflow run to load (--run), or a checkpoint file (--checkpoint) with its --config")
     else:
         resolved_uri = tracking_uri(uri)
         get_run_or_fail(resolved_uri, run)

@@ -25,7 +25,8 @@ def test_unknown_key_is_named_with_a_suggestion():
 def test_an_unknown_top_level_key_gets_the_nearest_section_and_the_list():
     with pytest.raises(
         ConfigError,
-        match=r"optm: not a key of this section \(did you mean optim\?\); the top level has: data, eval, mjp, model, optim, runtime, scaling, tracking$",
+        match=r"optm: not a key of this section \(did you mean optim\?\); "
+        r"the top level has: data, eval, mjp, model, optim, runtime, scaling, tracking$",
     ):
         build_config({"optm": {"epochs": 3}})
 

@@ -77,7 +77,10 @@ def test_the_platform_pins_cpu_kernels_before_torch_loads():
     import subprocess
     import sys
 
-    code = "from trainables.launch.ray_runtime import prepare_environment; prepare_environment(); import os, torch; print(torch.backends.cpu.get_cpu_capability(), os.environ['MKL_CBWR'], os.environ['ONEDNN_MAX_CPU_ISA'])"
+    code = (
+        "from trainables.launch.ray_runtime import prepare_environment; prepare_environment(); import os, torch; "
+        "print(torch.backends.cpu.get_cpu_capability(), os.environ['MKL_CBWR'], os.environ['ONEDNN_MAX_CPU_ISA'])"
+    )
     env = {k: v for k, v in __import__("os").environ.items() if k not in ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout.split()
     assert out == ["AVX2", "AVX2", "AVX2"]

@@ -2,6 +2,7 @@
 (in the trial's process, or split across a TorchTrainer's workers), from image files or shards."""
 
 import io
+from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -39,7 +40,7 @@ def config(tmp_path, root, **over):
 def test_decode_and_augment_gives_the_dataloader_s_tensors(tmp_path):
     cfg = config(tmp_path, folder(tmp_path / "img"))
     paths = sorted(str(p) for p in (tmp_path / "img" / "train").rglob("*.jpg"))[:5] + [str(tmp_path / "img" / "train" / "dog" / "0.jpg")]
-    batch = {"bytes": np.array([open(p, "rb").read() for p in paths], dtype=object), "path": np.array(paths)}
+    batch = {"bytes": np.array([Path(p).read_bytes() for p in paths], dtype=object), "path": np.array(paths)}
     out = decode_and_augment(batch, cfg.data, {c: i for i, c in enumerate(CLASSES)})
     assert out["image"].shape == (6, 3, 16, 16) and out["image"].dtype == np.float32
     assert out["label"].tolist() == [0, 0, 0, 0, 0, 1]
@@ -63,7 +64,7 @@ def test_prepared_shards_hold_the_encoded_bytes_and_labels(tmp_path):
     meta = shard_metadata(tmp_path / "shards")
     assert meta["classes"] == list(CLASSES) and meta["train_size"] == 48 and meta["val_root"] == str(root / "val")
     table = pq.read_table(tmp_path / "shards" / "train" / "part-00000.parquet").to_pydict()
-    assert table["image"][0] == open(table["path"][0], "rb").read() and set(table["label"]) == {0}
+    assert table["image"][0] == Path(table["path"][0]).read_bytes() and set(table["label"]) == {0}
     Image.open(io.BytesIO(table["image"][0])).verify()
 
 

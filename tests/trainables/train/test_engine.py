@@ -106,7 +106,12 @@ def test_masks_do_not_depend_on_the_loader_worker_count():
             bundle.train, batch_size=64, shuffle=True, drop_last=True, num_workers=workers, generator=torch.Generator().manual_seed(0)
         )
         masks, sample = [], state.algorithm.shuffle
-        state.algorithm.shuffle = lambda x, epoch: masks.append(sample(x, epoch)) or masks[-1]
+
+        def recorded(x, epoch, masks=masks, sample=sample):
+            masks.append(sample(x, epoch))
+            return masks[-1]
+
+        state.algorithm.shuffle = recorded
         train_one_epoch(cfg, state, loader, CPU)
         drawn[workers] = torch.stack([s.mask for s in masks])
     assert torch.equal(drawn[0], drawn[2])

@@ -71,7 +71,8 @@ def check_folder(root: str | Path, workers: int | None = None) -> CheckReport:
     root = Path(root)
     if not root.is_dir():
         raise DataError(
-            f"data root {str(root)!r} is not a directory; expected an image folder: ROOT/{{train,val}}/<class>/*.jpg (or ROOT/<class>/*.jpg)"
+            f"data root {str(root)!r} is not a directory; expected an image folder: ROOT/{{train,val}}/<class>/*.jpg (or "
+            "ROOT/<class>/*.jpg)"
         )
     report = CheckReport(str(root))
     listed: dict[str, tuple[list[Path], list[str], dict[str, str]]] = {}
@@ -109,7 +110,8 @@ def describe(report: CheckReport) -> str:
         total = sum(sizes)
         small = [c for c, n in counts.items() if n == min(sizes)][:3]
         lines.append(
-            f"  {split}: {total} readable images in {len(counts)} classes; per class {min(sizes)}..{max(sizes)} (fewest: {', '.join(small)})"
+            f"  {split}: {total} readable images in {len(counts)} classes; per class {min(sizes)}..{max(sizes)} (fewest: "
+            f"{', '.join(small)})"
         )
         empty = [c for c, n in counts.items() if n == 0]
         if empty:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from torch.utils.data import Dataset
 
@@ -41,7 +41,8 @@ def to_rgb(img: Any, path: str) -> Any:
     elif img.mode in ("I", "F"):
         raise UnreadableImage(
             path,
-            f"{'32-bit integer' if img.mode == 'I' else 'floating-point'} pixels (mode {img.mode}) have no known range; allowed: 8-bit images (L, RGB, RGBA, P) or 16-bit grey PNG",
+            f"{'32-bit integer' if img.mode == 'I' else 'floating-point'} pixels (mode {img.mode}) have no known range; "
+            "allowed: 8-bit images (L, RGB, RGBA, P) or 16-bit grey PNG",
         )
     return img.convert("RGB")
 
@@ -59,11 +60,19 @@ def readable_loader(path: str):
         raise UnreadableImage(path, err) from err
 
 
+class MapDataset(Protocol):
+    """A map-style dataset: items by index and a length (which torch's ``Dataset`` type leaves out)."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, index: int) -> Any: ...
+
+
 class SkippingImages(Dataset):
     """``data.on_bad_image: skip``: an unreadable image is replaced by the next readable one, and
     its path appended to ``log_file`` (shared by the DataLoader's worker processes)."""
 
-    def __init__(self, inner: Dataset, log_file: Path):
+    def __init__(self, inner: MapDataset, log_file: Path):
         self.inner, self.log_file = inner, log_file
         self.samples, self.classes = getattr(inner, "samples", None), getattr(inner, "classes", None)
 
@@ -146,7 +155,7 @@ def check_classes(root: Path, images: dict[str, dict[str, int]], *, complete: bo
         raise DataError(f"{root}: train and val classes differ (only in train: {only_train[:10]}, only in val: {only_val[:10]})")
     names = next(iter(classes.values()), [])
     if len(names) < 2:
-        where = "" if "(root)" in images else " in train/ and val/"
+        in_splits = "" if "(root)" in images else " in train/ and val/"
         raise DataError(
-            f"data.root={str(root)!r} has {len(names)} class folder ({', '.join(names)}){where}; a classifier needs at least 2 classes"
+            f"data.root={str(root)!r} has {len(names)} class folder ({', '.join(names)}){in_splits}; a classifier needs at least 2 classes"
         )

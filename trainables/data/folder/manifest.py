@@ -52,7 +52,8 @@ def write_manifest(root: str | Path) -> Path:
         path.write_text(json.dumps(manifest, indent=1) + "\n")
     except OSError as err:
         raise DataError(
-            f"cannot write the manifest {path} ({type(err).__name__}: {err.strerror or err}); write access to {root} is needed, or run the check where it has it"
+            f"cannot write the manifest {path} ({type(err).__name__}: {err.strerror or err}); write access to {root} is needed, or run the "
+            "check where it has it"
         ) from None
     return path
 
@@ -71,6 +72,7 @@ def read_manifest(root: str | Path) -> FolderManifest | None:
         ) from None
     if len(manifest.classes) < 2 or manifest.train_images < 1 or manifest.val_images < 1:
         raise DataError(
-            f"{path}: {len(manifest.classes)} classes, {manifest.train_images} train and {manifest.val_images} val images; write it again with `mjp data check {root} --manifest`"
+            f"{path}: {len(manifest.classes)} classes, {manifest.train_images} train and {manifest.val_images} val images; write it again "
+            f"with `mjp data check {root} --manifest`"
         )
     return manifest

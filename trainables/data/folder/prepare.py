@@ -73,4 +73,7 @@ def prepare_shards(root: str | Path, out: str | Path, *, images_per_shard: int =
         )
     )
     skipped = f"; {len(scan.empty_files)} zero-byte file(s) left out" if scan.empty_files else ""
-    return f"{written} training images of {len(classes)} classes in {len(chunks)} Parquet shards under {out / 'train'}{skipped}; validation stays in {root / 'val'}"
+    return (
+        f"{written} training images of {len(classes)} classes in {len(chunks)} Parquet shards under {out / 'train'}{skipped}; "
+        f"validation stays in {root / 'val'}"
+    )

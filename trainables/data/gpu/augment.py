@@ -54,7 +54,8 @@ class DeviceRecipe:
     @property
     def fill(self) -> tuple[int, int, int]:
         """timm's ``img_mean`` fill of RandAugment's geometric ops."""
-        return tuple(min(255, round(255 * m)) for m in self.mean)  # type: ignore[return-value]
+        r, g, b = (min(255, round(255 * m)) for m in self.mean)
+        return r, g, b
 
 
 @dataclass

@@ -27,19 +27,19 @@ import hashlib
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import torch
 from torch.utils.data import Dataset, Sampler
 
+from trainables.data.folder.image_folder import UnreadableImage, readable_loader
 from trainables.data.gpu.augment import DeviceRecipe, augment_batch
 from trainables.data.gpu.prefetch import prefetched
 
 warnings.filterwarnings(
     "ignore", message="The image decoding and encoding capabilities of TorchVision are deprecated", category=DeprecationWarning
 )
-from trainables.data.folder.image_folder import UnreadableImage, readable_loader
 
 JPEG_MAGIC = b"\xff\xd8\xff"
 
@@ -50,10 +50,19 @@ def sample_seed(data_seed: int, epoch: int, index: int, rank: int = 0, repeat: i
     return int.from_bytes(digest, "big") >> 2
 
 
+class IndexOrder(Protocol):
+    """What ``SeededSampler`` wraps: a sized iterable of dataset indices (a torch sampler, a list);
+    its ``set_epoch``, where it has one, is forwarded."""
+
+    def __iter__(self) -> Iterator[int]: ...
+
+    def __len__(self) -> int: ...
+
+
 class SeededSampler(Sampler):
     """Wraps a sampler of indices; yields ``(index, seed)`` and forwards ``set_epoch``."""
 
-    def __init__(self, inner: Sampler, data_seed: int, rank: int = 0):
+    def __init__(self, inner: IndexOrder, data_seed: int, rank: int = 0):
         self.inner, self.data_seed, self.rank, self.epoch = inner, data_seed, rank, 0
 
     def set_epoch(self, epoch: int) -> None:
@@ -244,7 +253,7 @@ class DeviceAugmentLoader:
         """Fail naming the first unreadable file, or (skip) log it and reuse the next readable image of the batch."""
         bad = [i for i, im in enumerate(images) if im is None]
         if not bad:
-            return images, labels  # type: ignore[return-value]
+            return [im for im in images if im is not None], labels
         paths = [self.dataset.samples[int(indices[i])][0] for i in bad]
         if self.dataset.on_bad_image != "skip":
             raise UnreadableImage(paths[0], "no JPEG decoder reads it")
@@ -260,7 +269,7 @@ class DeviceAugmentLoader:
         for k, i in enumerate(bad):
             j = good[k % len(good)]
             images[i], labels[i], seeds[i] = images[j], labels[j], seeds[j] ^ (1 << 61)
-        return images, labels  # type: ignore[return-value]
+        return [im for im in images if im is not None], labels  # every slot holds an image now
 
     def prepare(self, batch: EncodedBatch) -> tuple[torch.Tensor, torch.Tensor]:
         """One encoded batch -> ``(images float32 [B, 3, S, S], labels int64 [B])`` on the device."""

@@ -15,11 +15,13 @@ import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
 _END = object()
+#: what ``work`` returns for one item: a tuple of tensors
+Tensors = TypeVar("Tensors", bound=tuple[torch.Tensor, ...])
 
 
 def _put(q: queue.Queue, item: Any, stop: threading.Event) -> bool:
@@ -33,9 +35,7 @@ def _put(q: queue.Queue, item: Any, stop: threading.Event) -> bool:
     return False
 
 
-def prefetched(
-    source: Iterable[Any], work: Callable[[Any], tuple[torch.Tensor, ...]], device: torch.device, depth: int = 2
-) -> Iterator[tuple[torch.Tensor, ...]]:
+def prefetched(source: Iterable[Any], work: Callable[[Any], Tensors], device: torch.device, depth: int = 2) -> Iterator[Tensors]:
     """``work(item)`` for each item of ``source``, computed up to ``depth`` items ahead in a thread
     (on its own CUDA stream when ``device`` is CUDA); yields the tensors in ``source``'s order,
     ready to use on the consumer's current stream."""

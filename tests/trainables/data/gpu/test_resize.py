@@ -82,6 +82,11 @@ def test_crop_boxes_follow_timm_s_random_resized_crop():
 
     n, timm_crop = 3000, RandomResizedCropAndInterpolation(224)
     random.seed(0)
+
+    def features(b: np.ndarray, height: int, width: int) -> tuple[np.ndarray, ...]:
+        """Per box: its share of the image, its log aspect ratio and its (relative) centre."""
+        return (b[:, 2] * b[:, 3] / (height * width), np.log(b[:, 3] / b[:, 2]), b[:, 0], b[:, 1])
+
     for height, width in ((375, 500), (500, 333)):
         picture = Image.new("RGB", (width, height))
         ours = np.array([draw_sample(s, height, width, DeviceRecipe(224)).crop for s in range(n)], dtype=float)
@@ -89,8 +94,7 @@ def test_crop_boxes_follow_timm_s_random_resized_crop():
         for boxes in (ours, theirs):
             boxes[:, 0] = (boxes[:, 0] + boxes[:, 2] / 2) / height  # box centre, relative
             boxes[:, 1] = (boxes[:, 1] + boxes[:, 3] / 2) / width
-        features = lambda b: (b[:, 2] * b[:, 3] / (height * width), np.log(b[:, 3] / b[:, 2]), b[:, 0], b[:, 1])
-        for ours_f, theirs_f in zip(features(ours), features(theirs)):
+        for ours_f, theirs_f in zip(features(ours, height, width), features(theirs, height, width)):
             assert ks_distance(ours_f, theirs_f) < 1.95 * math.sqrt(2 / n)
         # and the test can fail: a crop distribution with the scale range shifted is told apart
         shifted = np.array([draw_sample(s, height, width, DeviceRecipe(224, scale=(0.2, 1.0))).crop for s in range(n)], dtype=float)
