@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from mjp import keys
+from trainables.config.recipe import TrialRecipe
 from trainables.tracking import schema
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -233,11 +234,13 @@ def test_a_trial_lost_with_the_driver_is_adopted_when_proposed_again_not_duplica
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     parent = RunTracker.create(uri, "faults", run_name="sweep", tags={schema.TAG_KIND: "sweep"})
-    spec = TrialSpec(name="sweep", base_tree=TINY, uri=uri, experiment="faults", storage=str(tmp_path), parent_run_id=parent.run_id)
+    spec = TrialSpec(
+        name="sweep", recipe=TrialRecipe(TINY), uri=uri, experiment="faults", storage=str(tmp_path), parent_run_id=parent.run_id
+    )
 
     def run(variant: str, trial_id: str) -> RunTracker:
         params = {"mjp.variant": variant}
-        return _trial_run(spec, spec.config(params), params, trial_id)
+        return _trial_run(spec, spec.recipe.config(params), params, trial_id)
 
     saved, lost = run("A", "aaaa0001"), run("G", "aaaa0002")  # the driver is killed now; Tune had saved only the first
     reopen_children(parent, {"aaaa0001"})
@@ -263,10 +266,12 @@ def test_a_lost_trial_that_no_searcher_proposes_again_ends_killed_saying_so(tmp_
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     parent = RunTracker.create(uri, "faults", run_name="sweep", tags={schema.TAG_KIND: "sweep"})
-    spec = TrialSpec(name="sweep", base_tree=TINY, uri=uri, experiment="faults", storage=str(tmp_path), parent_run_id=parent.run_id)
-    lost = _trial_run(spec, spec.config({"mjp.variant": "G"}), {"mjp.variant": "G"}, "aaaa0002")
+    spec = TrialSpec(
+        name="sweep", recipe=TrialRecipe(TINY), uri=uri, experiment="faults", storage=str(tmp_path), parent_run_id=parent.run_id
+    )
+    lost = _trial_run(spec, spec.recipe.config({"mjp.variant": "G"}), {"mjp.variant": "G"}, "aaaa0002")
     reopen_children(parent, set())  # the driver was lost before Tune saved this trial
-    other = _trial_run(spec, spec.config({"mjp.variant": "J"}), {"mjp.variant": "J"}, "bbbb0003")  # the searcher proposed J instead
+    other = _trial_run(spec, spec.recipe.config({"mjp.variant": "J"}), {"mjp.variant": "J"}, "bbbb0003")  # the searcher proposed J instead
     other.set_status("FINISHED")
     assert close_orphans(parent) == 1
     run = mlflow.MlflowClient(uri).get_run(lost.run_id)

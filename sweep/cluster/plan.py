@@ -96,7 +96,8 @@ def cluster_machines(path: str | Path) -> Machines:
         known = INSTANCE_TYPES.get(instance) if instance else None
         if ("CPU" not in resources or "GPU" not in resources) and known is None:
             raise ConfigError(
-                f"{path}: available_node_types.{name}.resources: give CPU and GPU (instance type {instance!r} is not one the plan knows: {', '.join(INSTANCE_TYPES)})"
+                f"{path}: available_node_types.{name}.resources: give CPU and GPU "
+                f"(instance type {instance!r} is not one the plan knows: {', '.join(INSTANCE_TYPES)})"
             )
         count = int(node.get("max_workers", 0))
         cpus += count * float(resources.get("CPU", known[0] if known else 0))
@@ -162,7 +163,7 @@ def _steps_per_s(cfg: TrainConfig, image_size: int, in_chans: int, num_classes: 
 
 
 def make_plan(study: Any, machines: Machines, img_per_s: float | None = None) -> Plan:
-    cfg = study.train_config({})
+    cfg = study.base
     s = cfg.scaling
     gpus = s.num_workers * s.gpus_per_worker if s.use_gpu else 0.0
     cpus = s.cpus_per_worker if s.in_process else study.config.driver_cpus + s.num_workers * s.cpus_per_worker  # as Tune reserves it
@@ -180,10 +181,14 @@ def make_plan(study: Any, machines: Machines, img_per_s: float | None = None) ->
     elif gpus:
         if cfg.model.name != "deit_small_patch16_224":
             raise ConfigError(
-                f"no GPU throughput of {cfg.model.name} is recorded in BENCHMARKS.md; measure one (benchmarks/bench_gpu_train.py) and pass --img-per-s"
+                f"no GPU throughput of {cfg.model.name} is recorded in BENCHMARKS.md; "
+                f"measure one (benchmarks/bench_gpu_train.py) and pass --img-per-s"
             )
         rate = DEIT_S_TARGET_IMG_PER_S_PER_GPU * gpus
-        source = f"BENCHMARKS.md's DeiT-S target of {DEIT_S_TARGET_IMG_PER_S_PER_GPU:,.0f} img/s per GPU x {gpus:g} (a target: no GPU run has measured it)"
+        source = (
+            f"BENCHMARKS.md's DeiT-S target of {DEIT_S_TARGET_IMG_PER_S_PER_GPU:,.0f} img/s per GPU x {gpus:g} "
+            f"(a target: no GPU run has measured it)"
+        )
     else:
         threads = max(1, int(cpus))
         share = min(1.0, machines.cpus / max(1, concurrent * threads)) if machines.local else 1.0

@@ -21,7 +21,7 @@ def study_size(name: str, smoke: bool) -> tuple[int, int]:
     from sweep.study.load import load_study
 
     study = load_study(name, smoke=smoke, check=False)
-    return study.num_trials, study.train_config({}).optim.epochs
+    return study.num_trials, study.base.optim.epochs
 
 
 def narrow_list(rows: list[list[str]], width: int) -> str:
@@ -51,7 +51,7 @@ def cmd_sweep_list(args: argparse.Namespace) -> int:
         study = load_study(path.stem, check=False)
         trials, epochs = study_size(path.stem, smoke=False)
         s_trials, s_epochs = study_size(path.stem, smoke=True)
-        base = study.train_config({})
+        base = study.base
         rows.append(
             [path.stem, _summary(study.config.description), f"{trials} x {epochs} ep", base.data.name, f"{s_trials} x {s_epochs} ep"]
         )

@@ -15,7 +15,10 @@ def describe(study: Any, plan: Plan, machines: Machines) -> str:
     if not plan.concurrent:
         fits = "none: one trial asks for more than the machines have"
     elif room > plan.concurrent and study.max_concurrent < min(room, plan.trials):
-        fits = f"{plan.concurrent} at a time: budget.max_concurrent={study.max_concurrent} caps it, the machines hold {room} (raise it in the study's budget:)"
+        fits = (
+            f"{plan.concurrent} at a time: budget.max_concurrent={study.max_concurrent} caps it, "
+            f"the machines hold {room} (raise it in the study's budget:)"
+        )
     else:
         fits = f"{plan.concurrent} at a time (budget.max_concurrent={study.max_concurrent}, room for {room})"
     return "\n".join(
@@ -25,7 +28,8 @@ def describe(study: Any, plan: Plan, machines: Machines) -> str:
             f"on {machines.name}: {fits}",
             f"throughput {plan.img_per_s:,.0f} img/s per trial: {plan.img_per_s_source}",
             f"estimate: {duration_text(plan.trial_hours)} per trial, {duration_text(plan.wall_hours)} wall, {plan.gpu_hours:,.1f} GPU-hours"
-            f" (training only: start-up and evaluation not counted{'; ASHA stops some trials early, so less' if study.config.scheduler.type == 'asha' else ''})",
+            f" (training only: start-up and evaluation not counted"
+            f"{'; ASHA stops some trials early, so less' if study.config.scheduler.type == 'asha' else ''})",
         ]
     )
 

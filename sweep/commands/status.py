@@ -181,8 +181,8 @@ def cmd_sweep_status(args: argparse.Namespace) -> int:
     print(header if len(header) <= terminal_columns() else f"sweeps (newest first) in\n  {uri}")
     for s in sweeps:
         shown = ", ".join(f"{n} {k}" for k, n in sorted(s.trial_states.items())) or "no trials yet"
-        state, resume = sweep_state(s.status, s.tags, uri)
-        print(f"  {s.run_name}  [{state}]  {shown} of {s.params.trials or '?'} trials")
+        label, resume = sweep_state(s.status, s.tags, uri)
+        print(f"  {s.run_name}  [{label}]  {shown} of {s.params.trials or '?'} trials")
         print(f"    parent run {s.run_id}" + (f"\n    resume: {resume}" if resume else ""))
         if s.trials:
             print(trials_table(s, width=terminal_columns()))

@@ -20,7 +20,8 @@ def after_sweep(outcome: Any, study: Any) -> int:
         print(f"failed: {t.label}: {t.error}", file=sys.stderr)
     done = outcome.finished
     print(
-        f"\nsweep {study.name}: {done} of {outcome.expected_trials} trials finished, {len(outcome.failed)} failed · MLflow parent run {outcome.parent_run_id}"
+        f"\nsweep {study.name}: {done} of {outcome.expected_trials} trials finished, {len(outcome.failed)} failed "
+        f"· MLflow parent run {outcome.parent_run_id}"
     )
     uri = outcome.uri  # the sweep's store, wherever the command is typed
     report = publish_sweep_report(outcome.parent_run_id, study, reports_dir(), uri)
@@ -33,11 +34,8 @@ def after_sweep(outcome: Any, study: Any) -> int:
         print(f"best trial: {outcome.best.label}")
     if outcome.pareto:
         print("Pareto front: " + "; ".join(t.label for t in outcome.pareto))
-    from trainables.tracking.store import tracking_uri
-
-    resolved = tracking_uri(uri)
-    print(f"MLflow UI:\n  {mlflow_ui_command(resolved, study.train_config({}).tracking.experiment)}")
-    optuna_url = optuna_storage_url(resolved)
+    print(f"MLflow UI:\n  {mlflow_ui_command(uri, study.base.tracking.experiment)}")
+    optuna_url = optuna_storage_url(uri)
     if optuna_url:
         print(f"Optuna dashboard:\n  {tool('optuna-dashboard')} {optuna_url}\n  then open http://127.0.0.1:8080")
     print(f"logs: {outcome.log_file}")
@@ -56,7 +54,7 @@ def cmd_sweep_run(args: argparse.Namespace) -> int:
     check_trial_count(study, args.max_trials)
     from sweep.tuner.run import run_sweep
 
-    outcome = run_sweep(study, storage=args.storage, address=args.address, verbose=args.verbose)
+    outcome = run_sweep(study, storage=args.storage, address=args.address, uri=args.uri, verbose=args.verbose)
     return after_sweep(outcome, study)
 
 
@@ -83,5 +81,5 @@ def cmd_demo(args: argparse.Namespace) -> int:
     study = load_study("quickstart", smoke=args.smoke, overrides=set_overrides(args))
     from sweep.tuner.run import run_sweep
 
-    outcome = run_sweep(study, verbose=args.verbose, command="mjp demo" + (" --smoke" if args.smoke else ""))
+    outcome = run_sweep(study, uri=args.uri, verbose=args.verbose, command="mjp demo" + (" --smoke" if args.smoke else ""))
     return after_sweep(outcome, study)

@@ -16,9 +16,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     cfg = load_config(args.config, args.set)
     from sweep.tuner.training import run_training
-    from trainables.tracking.store import tracking_uri
 
-    outcome = run_training(cfg, address=args.address, verbose=args.verbose)
+    outcome = run_training(cfg, address=args.address, uri=args.uri, verbose=args.verbose)
     print(f"logs: {outcome.log_file}")
     if outcome.interrupted:
         from trainables.launch.signals import interrupted_status
@@ -30,7 +29,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         return 1
 
     print(metrics_table(outcome.metrics, f"{cfg.model.name} / {cfg.variant} (MLflow run {outcome.run_id})"))
-    print(f"\nMLflow UI:\n  {mlflow_ui_command(tracking_uri(cfg.tracking.uri), cfg.tracking.experiment)}")
+    print(f"\nMLflow UI:\n  {mlflow_ui_command(outcome.uri, cfg.tracking.experiment)}")
     return 0
 
 

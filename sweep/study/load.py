@@ -13,8 +13,9 @@ from pydantic import ValidationError
 
 from sweep.study.names import PROJECT_DIR, shipped_studies, shipped_study
 from sweep.study.schema import Choice, Fixed, Grid, IntRange, Objective, StudyConfig, is_active
-from trainables.config.build import build_config, describe_validation_error, flat_params, known_keys
-from trainables.config.overrides import did_you_mean, did_you_mean_key, expand_presets, merge
+from trainables.config.build import describe_validation_error, flat_params, known_keys
+from trainables.config.overrides import did_you_mean, did_you_mean_key, merge
+from trainables.config.recipe import TrialRecipe
 from trainables.config.schema import TrackingSection, TrainConfig
 from trainables.config.yaml_files import read_yaml_mapping
 from trainables.errors import ConfigError
@@ -37,6 +38,8 @@ class Study:
             config = config.model_copy(update={"space": {**config.space, "runtime.seed": Grid(type="grid", values=seeds)}})
         self.config, self.base_tree, self.source, self.smoke, self.extra = config, base_tree, source, smoke, extra
         self.tree = tree  # the study file as read
+        #: how each trial's ``TrainConfig`` is made (base, --set overrides, its sampled params)
+        self.recipe = TrialRecipe(base_tree, extra, self.presets, source=f"study {self.name!r}")
         #: the largest model among the pre-flighted trials (parameters); None until checked
         self.max_parameters: int | None = None
 
@@ -69,19 +72,15 @@ class Study:
         c = self.config
         return c.smoke.max_concurrent if self.smoke and c.smoke.max_concurrent else c.budget.max_concurrent
 
-    def train_config(self, params: dict[str, Any]) -> TrainConfig:
-        """The ``TrainConfig`` of one trial: base, --set overrides, then the sampled ``params``
-        (preset labels expanded into their keys)."""
-        return build_config(
-            self.base_tree,
-            {**self.extra, **expand_presets(params, self.presets)},
-            source=f"study {self.name!r}" + (f" with {params}" if params else ""),
-        )
+    @property
+    def base(self) -> TrainConfig:
+        """The config before sampling: what every trial shares (epochs, tracking, scaling)."""
+        return self.recipe.config({})
 
     @property
     def presets(self) -> dict[str, dict[str, dict[str, Any]]]:
         """``{space key: {label: {dotted key: value}}}`` for every preset entry."""
-        return {k: p.presets for k, p in self.config.space.items() if getattr(p, "presets", None)}
+        return {k: p.presets for k, p in self.config.space.items() if isinstance(p, (Choice, Grid)) and p.presets}
 
     def combinations(self, limit: int = 256) -> list[dict[str, Any]]:
         """Parameter sets for pre-launch validation: every combination of choices and range ends
@@ -189,7 +188,8 @@ def _smoke_tree(config: StudyConfig, path: Path, base_tree: dict[str, Any], extr
     always the full study's (or the one given with ``--set``) plus ``-smoke``, never the full one."""
     if "experiment" in (config.smoke.train.get("tracking") or {}):
         raise ConfigError(
-            f"{path}: smoke.train.tracking.experiment is not needed: a smoke run always logs to the full study's experiment + '-smoke'; remove it"
+            f"{path}: smoke.train.tracking.experiment is not needed: "
+            f"a smoke run always logs to the full study's experiment + '-smoke'; remove it"
         )
     full_base = read_yaml_mapping(PROJECT_DIR / config.base, f"study {path}: base") if config.base else {}
     full = (merge(full_base, config.train).get("tracking") or {}).get("experiment", TrackingSection().experiment)
@@ -205,7 +205,7 @@ def _validate_scheduler(study: Study, path: Path) -> None:
     s = study.config.scheduler
     if s.type != "asha":
         return
-    epochs = study.train_config({}).optim.epochs
+    epochs = study.base.optim.epochs
     if s.grace_period > epochs:
         where = "smoke.scheduler" if study.smoke and study.config.smoke.scheduler is not None else "scheduler"
         hint = (
@@ -220,18 +220,20 @@ def _validate_scheduler(study: Study, path: Path) -> None:
     sampled = [k for k in ("optim.epochs",) if k in study.config.space]
     if sampled:
         raise ConfigError(
-            f"{path}: space.{sampled[0]} varies the epochs, but ASHA stops every trial at the base config's optim.epochs={epochs}; fix optim.epochs in train: or use scheduler: {{type: fifo}}"
+            f"{path}: space.{sampled[0]} varies the epochs, but ASHA stops every trial at the base config's optim.epochs={epochs}; "
+            f"fix optim.epochs in train: or use scheduler: {{type: fifo}}"
         )
 
 
 def _validate_space(study: Study, path: Path, files: bool = True) -> None:
-    base = study.train_config({})
+    base = study.base
     known = set(flat_params(base)) | {"mjp.variant"}
 
     def check_key(key: str, where: str) -> None:
         if key not in known and key != "model.kwargs" and not key.startswith("model.kwargs."):
             raise ConfigError(
-                f"{path}: {where} is not a TrainConfig key{did_you_mean_key(key, known) or did_you_mean(key, known)} (e.g. mjp.mask_ratio, optim.base_lr, mjp.dal)"
+                f"{path}: {where} is not a TrainConfig key{did_you_mean_key(key, known) or did_you_mean(key, known)} "
+                f"(e.g. mjp.mask_ratio, optim.base_lr, mjp.dal)"
             )
 
     for key, p in study.config.space.items():
@@ -252,7 +254,7 @@ def _validate_space(study: Study, path: Path, files: bool = True) -> None:
 
     checked: set[str] = set()
     for params in study.combinations():
-        cfg = study.train_config(params)
+        cfg = study.recipe.config(params)
         fingerprint = cfg.model_dump_json(include={"model", "mjp", "data"})
         if fingerprint not in checked:
             checked.add(fingerprint)

@@ -7,7 +7,7 @@ suggested, so Optuna never sees (and never models) ``mjp.dal_weight`` for a tria
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import optuna
 
@@ -71,7 +71,7 @@ def sampled_params(study: StudyConfig, n: int) -> list[dict[str, Any]]:
     Optuna study, every trial told a constant value): what a launch would try first, to check
     before anything is created."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    directions = ["maximize" if o.mode == "max" else "minimize" for o in study.objectives]
+    directions: list[Literal["maximize", "minimize"]] = ["maximize" if o.mode == "max" else "minimize" for o in study.objectives]
     opt = optuna.create_study(sampler=make_sampler(study), directions=directions)
     sample = define_by_run(study)
     out = []

@@ -14,7 +14,7 @@ so optuna-dashboard shows durations, named objectives and which run each trial i
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import Any, Literal
 
 import optuna
 from ray import tune
@@ -44,7 +44,7 @@ def distributions(study: StudyConfig) -> dict[str, optuna.distributions.BaseDist
 
 def open_study(url: str, name: str, study: StudyConfig) -> optuna.Study:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    directions = ["maximize" if o.mode == "max" else "minimize" for o in study.objectives]
+    directions: list[Literal["maximize", "minimize"]] = ["maximize" if o.mode == "max" else "minimize" for o in study.objectives]
     opened = optuna.create_study(storage=url, study_name=name, directions=directions, load_if_exists=True)
     names = [o.metric for o in study.objectives]
     if opened.metric_names != names:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from ray import tune
 
@@ -93,7 +93,7 @@ class run_closed_on_error:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind: type | None, err: BaseException | None, tb: Any) -> bool:
+    def __exit__(self, kind: type | None, err: BaseException | None, tb: Any) -> Literal[False]:
         if kind is None:
             return False
         full = disk_full_reason(err) if err is not None else None
@@ -109,7 +109,9 @@ class run_closed_on_error:
                 raise
             full = full or disk_full_reason(closing)
         if full is not None:
+            then = self.then() if callable(self.then) else self.then
             raise DiskFullError(
-                f"a disk this command writes to is full ({full}); free some space (the MLflow store {self.parent.uri}, the run's storage), then {self.then() if callable(self.then) else self.then}"
+                f"a disk this command writes to is full ({full}); free some space (the MLflow store {self.parent.uri}, "
+                f"the run's storage), then {then}"
             ) from None
         return False

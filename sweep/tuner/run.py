@@ -6,6 +6,9 @@ run). The sweep's state (parent run id, study, overrides, Optuna storage) is kep
 children and Optuna study; Tune restores the searcher with the rest of the experiment.
 Trial processes are reused from one trial to the next (``reuse_actors``): torch, timm and
 MLflow are imported once per slot, not once per trial.
+
+A run and a resume differ in how they begin (a new parent run and state, or the recorded ones
+re-opened); from Ray's start to the outcome they are one path, ``_fit``.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from __future__ import annotations
 import os
 import socket
 import time
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TextIO
 
 from ray import tune
@@ -20,13 +25,14 @@ from ray import tune
 from sweep.security.signatures import signing_key
 from sweep.security.signing_callback import sign_tuner_file
 from sweep.study.load import Study, check_study
+from sweep.tuner.callbacks import attached, sweep_callbacks
 from sweep.tuner.child_runs import reopen_children
 from sweep.tuner.outcome import SweepOutcome, finish_sweep
 from sweep.tuner.owner import claim, release
 from sweep.tuner.recorder import SweepRecorder, run_closed_on_error
 from sweep.tuner.state import SweepState, in_project, in_store, load_resumable, write_state
 from sweep.tuner.storage import (
-    absolute,
+    SweepPaths,
     announce,
     claim_sweep_name,
     link_ray_logs,
@@ -40,8 +46,6 @@ from sweep.tuner.tuner import (
     cpus_needed,
     failure_config,
     objectives_checked_at_the_end,
-    replace_callbacks,
-    sweep_callbacks,
     trial_spec,
     tuner_parts,
     uses_ray_train,
@@ -51,6 +55,21 @@ from trainables.launch.ray_runtime import ensure_ray
 from trainables.tracking import schema
 from trainables.tracking.runs import RunTracker
 from trainables.tracking.store import check_store_writable, optuna_storage_url, tracking_uri
+
+
+@dataclass
+class _Sweep:
+    """One driver's sweep from its parent run on: what ``_fit`` needs of a run or a resume."""
+
+    study: Study
+    state: SweepState
+    paths: SweepPaths
+    parent: RunTracker
+    recorder: SweepRecorder
+    log: Path
+    address: str | None
+    verbose: bool
+    stream: TextIO | None
 
 
 def run_sweep(
@@ -65,130 +84,135 @@ def run_sweep(
 ) -> SweepOutcome:
     """Launch a validated study; returns when every trial has ended (or the sweep was interrupted).
     A sweep that fails (or is interrupted) before its first trial starts leaves no directory.
-    ``command``: what started it (default ``mjp sweep run <study>``), tagged on the parent run."""
+    ``uri``: the MLflow store (default: the study's ``tracking.uri``), resolved here once, and
+    returned in the outcome; ``command``: what started it (default ``mjp sweep run <study>``),
+    tagged on the parent run."""
     check_launchable(study, address)
-    base = study.train_config({})
+    base = study.base
     signing_key(create=True)  # a key others can read is refused here, before any run or directory exists
     for warning in base.warnings():
         announce(stream, f"warning: {warning}")
     uri = tracking_uri(uri or base.tracking.uri)
     check_store_writable(uri)
-    experiment = base.tracking.experiment
     storage = storage_root(storage)
     if study.max_parameters:
         from trainables.launch.preflight import check_disk_space
 
         check_disk_space(storage, 12 * study.max_parameters, f"the study's largest model ({study.max_parameters / 1e6:.1f}M parameters)")
-    run_name = claim_sweep_name(storage, f"{study.name}-{time.strftime('%Y%m%d-%H%M%S')}")  # a smoke study's name ends in -smoke
-    experiment_dir = f"{storage}/{run_name}"
-    recorder = SweepRecorder(uri, experiment, None, study.num_trials, study.config.budget.time_budget_s)
+    paths = SweepPaths(storage, claim_sweep_name(storage, f"{study.name}-{time.strftime('%Y%m%d-%H%M%S')}"))  # smoke: -smoke
+    recorder = SweepRecorder(uri, base.tracking.experiment, None, study.num_trials, study.config.budget.time_budget_s)
     try:
-        claim(experiment_dir)  # made just now, exclusively: this driver owns it until it ends (a resume meanwhile is refused)
+        claim(paths.experiment_dir)  # made just now, exclusively: this driver owns it until it ends (a resume meanwhile is refused)
         command = command or f"mjp sweep run {study.config.name}" + (" --smoke" if study.smoke else "")
-        return _launch(study, storage, address, uri, verbose, stream, experiment, run_name, experiment_dir, recorder, command)
+        log = start_logging(paths.experiment_dir, paths.name, verbose)
+        announce(stream, f"sweep {paths.name}: {study.num_trials} trials, {study.max_concurrent} at a time · logs: {log}")
+        parent = _parent_run(study, paths, uri, base.tracking.experiment, command)
+        recorder.parent_run_id = parent.run_id
+
+        # closed FAILED/KILLED on any error from here; before the first trial the sweep's directory is
+        # removed (below), so the way on is to run the command again, after it a resume
+        def then() -> str:
+            return f"`mjp sweep resume {paths.experiment_dir}` continues the sweep" if recorder.trials_started else "run the command again"
+
+        with run_closed_on_error(parent, then):
+            state = _record_start(study, paths, parent, uri)
+            return _fit(_Sweep(study, state, paths, parent, recorder, log, address, verbose, stream), restore=False)
     except BaseException:
         if not recorder.trials_started:
-            remove_sweep_dirs(experiment_dir, run_name)
+            remove_sweep_dirs(paths)
         raise
     finally:
-        release(experiment_dir)
+        release(paths.experiment_dir)
 
 
-def _launch(
-    study: Study,
-    storage: str,
-    address: str | None,
-    uri: str,
-    verbose: bool,
-    stream: TextIO | None,
-    experiment: str,
-    run_name: str,
-    experiment_dir: str,
-    recorder: SweepRecorder,
-    command: str,
-) -> SweepOutcome:
-    log = start_logging(experiment_dir, run_name, verbose)
-    announce(stream, f"sweep {run_name}: {study.num_trials} trials, {study.max_concurrent} at a time · logs: {log}")
-    parent = RunTracker.create(
+def _parent_run(study: Study, paths: SweepPaths, uri: str, experiment: str, command: str) -> RunTracker:
+    tags = {
+        schema.TAG_KIND: schema.KIND_SWEEP,
+        schema.TAG_STUDY: study.name,
+        schema.TAG_SMOKE: str(study.smoke),
+        schema.TAG_DRIVER: f"{socket.gethostname()}:{os.getpid()}",
+        schema.TAG_EXPERIMENT_DIR: paths.experiment_dir,
+        schema.TAG_COMMAND: command,
+    }
+    return RunTracker.create(uri, experiment, run_name=paths.name, tags=tags)
+
+
+def _record_start(study: Study, paths: SweepPaths, parent: RunTracker, uri: str) -> SweepState:
+    """The new sweep's params, study file and notes on its parent run, and its signed state file."""
+    from trainables.tracking.store import set_experiment_note
+
+    c = study.config
+    experiment = study.base.tracking.experiment
+    parent.log_params(
+        schema.SweepParams(
+            study=study.name,
+            search_algorithm=c.search.algorithm,
+            search_seed=c.search.seed,
+            objectives=tuple((o.metric, o.mode) for o in c.objectives),
+            trials=study.num_trials,
+            max_concurrent=study.max_concurrent,
+            scheduler=c.scheduler.type,
+            smoke=study.smoke,
+            space=tuple(c.space),
+            experiment_dir=paths.experiment_dir,
+            paper_tables=tuple(map(str, c.paper)),
+        ).to_params()
+    )
+    parent.log_artifact(study.source, schema.ARTIFACT_STUDY_DIR)
+    description = " ".join(c.description.split())
+    parent.set_note(f"{description}\n\n(the table and the report appear here when the sweep ends)")
+    set_experiment_note(
         uri,
         experiment,
-        run_name=run_name,
-        tags={
-            schema.TAG_KIND: schema.KIND_SWEEP,
-            schema.TAG_STUDY: study.name,
-            schema.TAG_SMOKE: str(study.smoke),
-            schema.TAG_DRIVER: f"{socket.gethostname()}:{os.getpid()}",
-            schema.TAG_EXPERIMENT_DIR: experiment_dir,
-            schema.TAG_COMMAND: command,
-        },
+        f"{description}\n\nEach sweep of study `{study.name}` is a parent run; its trials are child runs named by what they train. "
+        f"`mjp analyze report --study {study.name}` writes the study's report.",
     )
-    recorder.parent_run_id = parent.run_id
-    # closed FAILED/KILLED on any error from here; before the first trial the sweep's directory is
-    # removed (run_sweep), so the way on is to run the command again, after it a resume
-    then = lambda: f"`mjp sweep resume {experiment_dir}` continues the sweep" if recorder.trials_started else "run the command again"  # noqa: E731
-    with run_closed_on_error(parent, then):
-        c = study.config
-        parent.log_params(
-            schema.SweepParams(
-                study=study.name,
-                search_algorithm=c.search.algorithm,
-                search_seed=c.search.seed,
-                objectives=tuple((o.metric, o.mode) for o in c.objectives),
-                trials=study.num_trials,
-                max_concurrent=study.max_concurrent,
-                scheduler=c.scheduler.type,
-                smoke=study.smoke,
-                space=tuple(c.space),
-                experiment_dir=experiment_dir,
-                paper_tables=tuple(map(str, c.paper)),
-            ).to_params()
-        )
-        parent.log_artifact(study.source, schema.ARTIFACT_STUDY_DIR)
-        from trainables.tracking.store import set_experiment_note
+    state = SweepState(
+        study=study.source,
+        study_in_project=in_project(study.source),
+        study_digest=study.digest,
+        smoke=study.smoke,
+        extra=study.extra,
+        uri=uri,
+        experiment=experiment,
+        parent_run_id=parent.run_id,
+        name=paths.name,
+        optuna_storage=optuna_storage_url(uri),
+    )
+    write_state(paths.experiment_dir, state)
+    if state.optuna_storage:
+        from sweep.tuner.optuna_mirror import check_storage
 
-        description = " ".join(study.config.description.split())
-        parent.set_note(f"{description}\n\n(the table and the report appear here when the sweep ends)")
-        set_experiment_note(
-            uri,
-            experiment,
-            f"{description}\n\nEach sweep of study `{study.name}` is a parent run; its trials are child runs named by what they train. `mjp analyze report --study {study.name}` writes the study's report.",
-        )
-        state = SweepState(
-            study=study.source,
-            study_in_project=in_project(study.source),
-            study_digest=study.digest,
-            smoke=study.smoke,
-            extra=study.extra,
-            uri=uri,
-            experiment=experiment,
-            parent_run_id=parent.run_id,
-            name=run_name,
-            optuna_storage=optuna_storage_url(uri),
-        )
-        write_state(experiment_dir, state)
-        if state.optuna_storage:
-            from sweep.tuner.optuna_mirror import check_storage
+        check_storage(state.optuna_storage, paths.name, c)
+    return state
 
-            check_storage(state.optuna_storage, run_name, study.config)
-        ensure_ray(address, num_cpus=None if address else cpus_needed(study), verbose=verbose, dashboard=uses_ray_train(study))
-        link_ray_logs(experiment_dir)
-        spec = trial_spec(study, state, storage)
-        trainable, tune_config = tuner_parts(study, spec)
-        tuner = tune.Tuner(
-            trainable,
-            tune_config=tune_config,
-            run_config=tune.RunConfig(
-                name=run_name,
-                storage_path=storage,
-                callbacks=sweep_callbacks(study, spec, state, recorder, stream, experiment_dir),
-                verbose=2 if verbose else 0,
-                failure_config=failure_config(study.train_config({})),
-            ),
-        )
-        sign_tuner_file(experiment_dir)
+
+def _fit(sweep: _Sweep, *, restore: bool) -> SweepOutcome:
+    """Ray, the Tuner (new, or restored from the sweep's directory) with this driver's callbacks,
+    every trial to its end, then the outcome."""
+    study, state, paths = sweep.study, sweep.state, sweep.paths
+    ensure_ray(
+        sweep.address, num_cpus=None if sweep.address else cpus_needed(study), verbose=sweep.verbose, dashboard=uses_ray_train(study)
+    )
+    link_ray_logs(paths.experiment_dir)
+    spec = trial_spec(study, state, paths)
+    trainable, tune_config = tuner_parts(study, spec)
+    with attached(state.name, sweep_callbacks(study, spec, state, paths, sweep.recorder, sweep.stream)) as callbacks:
+        if restore:
+            tuner = tune.Tuner.restore(paths.experiment_dir, trainable=trainable, resume_unfinished=True, resume_errored=True)
+        else:
+            run_config = tune.RunConfig(
+                name=paths.name,
+                storage_path=paths.storage,
+                callbacks=[callbacks],
+                verbose=2 if sweep.verbose else 0,
+                failure_config=failure_config(study.base),
+            )
+            tuner = tune.Tuner(trainable, tune_config=tune_config, run_config=run_config)
+            sign_tuner_file(paths.experiment_dir)
         with objectives_checked_at_the_end(study):
             grid = tuner.fit()
-        return finish_sweep(study, spec, parent, grid, experiment_dir, recorder, log)
+    return finish_sweep(study, spec, sweep.parent, grid, paths.experiment_dir, sweep.recorder, sweep.log)
 
 
 def resume_sweep(
@@ -205,17 +229,18 @@ def resume_sweep(
     ``loaded``: the directory's ``load_resumable``, when the caller has read it already; ``uri``:
     the sweep's MLflow store at a new address (checked to hold its parent run), else the recorded one.
     The directory is this driver's while it runs: a second run or resume of it is refused."""
-    experiment_dir = absolute(experiment_dir)
-    claim(experiment_dir)
+    paths = SweepPaths.of(experiment_dir)
+    claim(paths.experiment_dir)
     try:
-        return _resume(experiment_dir, loaded, address, verbose, stream, uri)
+        return _resume(paths, loaded, address, verbose, stream, uri)
     finally:
-        release(experiment_dir)
+        release(paths.experiment_dir)
 
 
 def _resume(
-    experiment_dir: str, loaded: tuple[SweepState, Study] | None, address: str | None, verbose: bool, stream: TextIO | None, uri: str | None
+    paths: SweepPaths, loaded: tuple[SweepState, Study] | None, address: str | None, verbose: bool, stream: TextIO | None, uri: str | None
 ) -> SweepOutcome:
+    experiment_dir = paths.experiment_dir
     state, study = loaded or load_resumable(experiment_dir)  # before Ray opens (and unpickles) anything in it
     check_study(study)
     moved = in_store(state, uri, experiment_dir)  # the store holds the sweep's parent run, before any write
@@ -234,18 +259,9 @@ def _resume(
         check_storage(state.optuna_storage, state.name, study.config)
     announce(stream, f"resuming sweep {state.name} · logs: {log}")
     parent = RunTracker(state.uri, state.parent_run_id)
-    storage = experiment_dir.rstrip("/").rsplit("/", 1)[0]
     with run_closed_on_error(parent, f"`mjp sweep resume {experiment_dir}` continues the sweep"):
         parent.set_status("RUNNING")
         parent.set_tags({schema.TAG_DRIVER: f"{socket.gethostname()}:{os.getpid()}"})
         reopen_children(parent, restored_trial_ids(experiment_dir))
-        ensure_ray(address, num_cpus=None if address else cpus_needed(study), verbose=verbose, dashboard=uses_ray_train(study))
-        link_ray_logs(experiment_dir)
-        spec = trial_spec(study, state, storage)
-        trainable, _ = tuner_parts(study, spec)
         recorder = SweepRecorder(state.uri, state.experiment, parent.run_id, study.num_trials, study.config.budget.time_budget_s)
-        tuner = tune.Tuner.restore(experiment_dir, trainable=trainable, resume_unfinished=True, resume_errored=True)
-        replace_callbacks(tuner, sweep_callbacks(study, spec, state, recorder, stream, experiment_dir))
-        with objectives_checked_at_the_end(study):
-            grid = tuner.fit()
-        return finish_sweep(study, spec, parent, grid, experiment_dir, recorder, log)
+        return _fit(_Sweep(study, state, paths, parent, recorder, log, address, verbose, stream), restore=True)

@@ -27,18 +27,20 @@ def filesystem(path: str) -> tuple[Any, str]:
     return pyarrow.fs.LocalFileSystem(), str(Path(path).resolve())
 
 
-#: The code's layout of modules, as Tune pickles them (the trainable, the callbacks, the searcher):
-#: a sweep saved under another layout names modules this code does not have. 1: the flat
-#: trainables/ and sweep/ folders, up to commit LAST_FLAT_COMMIT; 2: the rooms (docs/layout.md).
-LAYOUT = 2
-LAST_FLAT_COMMIT = "ca4b2b3"
+#: The code's layout of what Tune pickles (the trainable and its ``TrialSpec``, the callbacks, the
+#: searcher): a sweep saved under another layout names modules or fields this code does not have.
+#: 1: the flat trainables/ and sweep/ folders; 2: the rooms (docs/layout.md); 3: one callback
+#: pickled by the sweep's name (``sweep/tuner/callbacks.py``), the trial's ``TrialRecipe``.
+LAYOUT = 3
+#: the last commit of each earlier layout: where a sweep saved under it resumes
+LAYOUT_LAST_COMMIT = {1: "ca4b2b3", 2: "e5f0a54"}
 
 
 @dataclass(frozen=True)
 class SweepState:
     """What ``mjp sweep resume`` follows; the one reader and writer of ``mjp_sweep.json``.
-    ``study_in_project``/``study_digest`` are None in sweeps older than them; ``layout`` is 1 in
-    sweeps started before the field existed."""
+    ``study_in_project``/``study_digest``/``optuna_storage`` are None in layout-1 sweeps, which
+    ``check_resumable`` refuses; ``layout`` is 1 in sweeps started before the field existed."""
 
     name: str
     study: str
@@ -66,10 +68,12 @@ class SweepState:
     def check_resumable(self) -> None:
         """Refuse, in one line, a sweep Tune saved under another layout of the code's modules."""
         if self.layout != LAYOUT:
+            commit = LAYOUT_LAST_COMMIT.get(self.layout)
+            where = f"resume it from commit {commit} (`git checkout {commit}`, then `mjp sweep resume` again), or " if commit else ""
             raise UserError(
-                f"sweep {self.name} was started under an older layout of this code (modules moved since); Tune's saved "
-                f"state names the old modules: resume it from commit {LAST_FLAT_COMMIT} (`git checkout {LAST_FLAT_COMMIT}`, then "
-                "`mjp sweep resume` again), or start it anew with `mjp sweep run`"
+                f"sweep {self.name} was started under an {'older' if self.layout < LAYOUT else 'other'} layout of this code "
+                f"(layout {self.layout}; this code's: {LAYOUT}): Tune's saved state names modules and fields this code does not "
+                f"have: {where}start it anew with `mjp sweep run`"
             )
 
 
@@ -110,7 +114,7 @@ def study_of_state(state: SweepState, *, check: bool = True) -> Study:
     if not Path(path).is_file() and state.study_in_project and (PROJECT_DIR / state.study_in_project).is_file():
         path = str(PROJECT_DIR / state.study_in_project)
     study = load_study(path, smoke=state.smoke, overrides=state.extra, check=False)
-    if state.study_digest not in (None, study.digest):  # a sweep from before the digest: nothing to compare
+    if state.study_digest != study.digest:
         raise UserError(
             f"the study {path} or its base config changed since sweep {state.name} started; a resume trains what "
             "the sweep started with: put the files back as they were, or start a new sweep with `mjp sweep run`"

@@ -7,6 +7,8 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import posixpath
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
@@ -27,6 +29,30 @@ def storage_root(path: str | None) -> str:
 def absolute(path: str) -> str:
     """A local path made absolute (pyarrow and Tune refuse relative ones); a URI as it is."""
     return path if "://" in path else str(Path(path).resolve())
+
+
+@dataclass(frozen=True)
+class SweepPaths:
+    """Where one sweep's files are: its Tune experiment ``storage/name`` and, beside it, the Ray
+    Train state of its multi-worker trials ``storage/name-trials``. ``storage``: an absolute
+    directory or a URI (``s3://...``)."""
+
+    storage: str
+    name: str
+
+    @property
+    def experiment_dir(self) -> str:
+        return f"{self.storage}/{self.name}"
+
+    @property
+    def trials_dir(self) -> str:
+        return f"{self.storage}/{self.name}-trials"
+
+    @classmethod
+    def of(cls, experiment_dir: str) -> SweepPaths:
+        """The paths of the sweep whose experiment directory ``experiment_dir`` is (``mjp sweep resume DIR``)."""
+        storage, name = posixpath.split(absolute(experiment_dir).rstrip("/"))
+        return cls(storage, name)
 
 
 def log_file_for(experiment_dir: str, name: str, file_name: str = LOG_FILE) -> Path:
@@ -73,14 +99,13 @@ def claim_sweep_name(storage: str, base: str) -> str:
     raise AssertionError("unreachable")
 
 
-def remove_sweep_dirs(experiment_dir: str, name: str) -> None:
+def remove_sweep_dirs(paths: SweepPaths) -> None:
     """Remove a local sweep's directories (its experiment directory and its trials' storage)."""
     import shutil
 
-    if "://" in experiment_dir:
+    if "://" in paths.storage:
         return
-    root = Path(experiment_dir)
-    for path in (root, root.parent / f"{name}-trials"):
+    for path in (paths.experiment_dir, paths.trials_dir):
         shutil.rmtree(path, ignore_errors=True)
 
 

@@ -16,6 +16,7 @@ from sweep.console.view import ConsoleView
 from sweep.tuner.recorder import SweepRecorder, run_closed_on_error
 from sweep.tuner.storage import announce, start_logging, storage_root
 from sweep.tuner.tuner import failure_config
+from trainables.config.recipe import TrialRecipe
 from trainables.config.schema import TrainConfig
 from trainables.launch.ray_runtime import check_local_resources, ensure_ray, require_cluster
 from trainables.launch.trial import TrialResources, TrialSpec, failure_text, start_run, tune_trial
@@ -32,11 +33,15 @@ class TrainingOutcome:
     error: str | None
     interrupted: bool = False
     log_file: str | None = None
+    uri: str = ""  # the MLflow store the run is in (resolved once, by ``run_training``)
 
 
-def run_training(cfg: TrainConfig, *, address: str | None = None, verbose: bool = False, stream: TextIO | None = None) -> TrainingOutcome:
+def run_training(
+    cfg: TrainConfig, *, address: str | None = None, uri: str | None = None, verbose: bool = False, stream: TextIO | None = None
+) -> TrainingOutcome:
     """One training run (``mjp train``), as a Tune run of one trial: the same trial function,
-    checkpoints, retries (``runtime.max_failures``) and console as a sweep's trials."""
+    checkpoints, retries (``runtime.max_failures``) and console as a sweep's trials. ``uri``: the
+    MLflow store (default ``cfg.tracking.uri``), resolved here once; the run logs it as its config's."""
     from trainables.launch.preflight import check_disk_space, preflight
 
     checked = preflight(cfg)
@@ -44,8 +49,10 @@ def run_training(cfg: TrainConfig, *, address: str | None = None, verbose: bool 
     require_cluster(address)
     for warning in cfg.warnings():
         announce(stream, f"warning: {warning}")
-    uri = tracking_uri(cfg.tracking.uri)
+    uri = tracking_uri(uri or cfg.tracking.uri)
     check_store_writable(uri)
+    recipe = TrialRecipe(cfg.model_dump(mode="json"), source="the training's config").writing_to(uri)
+    cfg = recipe.config({})  # what the run logs and trains: the store it really writes to
     label = run_label(cfg)
     name = cfg.tracking.run_name or label.run_name
     storage = storage_root(
@@ -66,7 +73,7 @@ def run_training(cfg: TrainConfig, *, address: str | None = None, verbose: bool 
     with run_closed_on_error(tracker):  # from its first moment: a signal while the Tuner is built leaves it KILLED
         spec = TrialSpec(
             name=stamp,
-            base_tree=cfg.model_dump(mode="json"),
+            recipe=recipe,
             uri=uri,
             experiment=cfg.tracking.experiment,
             storage=f"{storage}/{stamp}-train",
@@ -99,4 +106,4 @@ def run_training(cfg: TrainConfig, *, address: str | None = None, verbose: bool 
         tracker.set_tags({schema.TAG_INTERRUPTED: "interrupted"})
         tracker.set_status("KILLED")
     error = failure_text(result.error) if result.error else None
-    return TrainingOutcome(tracker.run_id, dict(result.metrics or {}), error, recorder.interrupted, str(log))
+    return TrainingOutcome(tracker.run_id, dict(result.metrics or {}), error, recorder.interrupted, str(log), uri)

@@ -1,6 +1,6 @@
 """The pieces of the Tune experiment for a study: the trainable and its resources, Optuna's
-searcher behind a concurrency limit, the ASHA or FIFO scheduler, the failure policy, and the
-callbacks (recorder, signer, Optuna mirror, live view) a run and a resume both attach."""
+searcher behind a concurrency limit, the ASHA or FIFO scheduler, the failure policy and the
+checks a launch makes first (the callbacks a run and a resume attach: ``callbacks.py``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import contextlib
 import math
 import os
 from collections.abc import Iterator
-from typing import Any, TextIO
+from typing import Any
 
 from ray import tune
 from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
@@ -16,17 +16,14 @@ from ray.tune.search import ConcurrencyLimiter
 from ray.tune.search.optuna import OptunaSearch
 
 from mjp import keys
-from sweep.console.view import ConsoleView
-from sweep.security.signing_callback import SweepSigner
 from sweep.study.load import Study
 from sweep.study.space import define_by_run, make_sampler
-from sweep.tuner.recorder import SweepRecorder
 from sweep.tuner.state import SweepState
+from sweep.tuner.storage import SweepPaths
 from trainables.config.schema import TrainConfig
 from trainables.errors import UserError
 from trainables.launch.ray_runtime import check_local_resources, require_cluster
 from trainables.launch.trial import TrialResources, TrialSpec, tune_trial
-from trainables.tracking.runs import MlflowProgress
 
 
 def asha_rungs(study: Study) -> tuple[int, ...]:
@@ -34,7 +31,7 @@ def asha_rungs(study: Study) -> tuple[int, ...]:
     s = study.config.scheduler
     if s.type != "asha":
         return ()
-    last, rungs, t = study.train_config({}).optim.epochs, [], float(s.grace_period)
+    last, rungs, t = study.base.optim.epochs, [], float(s.grace_period)
     while t < last:
         rungs.append(int(round(t)))
         t *= s.reduction_factor
@@ -44,24 +41,23 @@ def asha_rungs(study: Study) -> tuple[int, ...]:
 def uses_ray_train(study: Study) -> bool:
     """Whether trials run as multi-worker ``TorchTrainer`` runs (checked on the base config and
     every combination the pre-flight checks)."""
-    return any(not study.train_config(p).scaling.in_process for p in [{}, *study.combinations()])
+    return any(not study.recipe.config(p).scaling.in_process for p in [{}, *study.combinations()])
 
 
 def cpus_needed(study: Study) -> int:
-    s = study.train_config({}).scaling
+    s = study.base.scaling
     per_trial = s.cpus_per_worker if s.in_process else study.config.driver_cpus + s.num_workers * s.cpus_per_worker
     return max(os.cpu_count() or 1, math.ceil(study.max_concurrent * per_trial))
 
 
-def trial_spec(study: Study, state: SweepState, storage: str) -> TrialSpec:
+def trial_spec(study: Study, state: SweepState, paths: SweepPaths) -> TrialSpec:
+    """What every trial of the sweep shares; each trial's config records the store it writes to."""
     return TrialSpec(
         name=state.name,
-        base_tree=study.base_tree,
+        recipe=study.recipe.writing_to(state.uri),
         uri=state.uri,
         experiment=state.experiment,
-        storage=f"{storage}/{state.name}-trials",
-        extra=study.extra,
-        presets=study.presets,
+        storage=paths.trials_dir,
         study=study.name,
         parent_run_id=state.parent_run_id,
         checkpoint_epochs=asha_rungs(study),
@@ -104,26 +100,6 @@ def objectives_checked_at_the_end(study: Study) -> Iterator[None]:
             os.environ[name] = before
 
 
-def sweep_callbacks(
-    study: Study, spec: TrialSpec, state: SweepState, recorder: SweepRecorder, stream: TextIO | None, experiment_dir: str
-) -> list[tune.Callback]:
-    recorder.epochs = study.train_config({}).optim.epochs
-    callbacks: list[tune.Callback] = [recorder, SweepSigner(experiment_dir, experiment_dir.rstrip("/").rsplit("/", 1)[-1])]
-    if state.optuna_storage:
-        from sweep.tuner.optuna_mirror import OptunaMirror
-
-        callbacks.append(
-            OptunaMirror(
-                state.optuna_storage,
-                state.name,
-                study.config,
-                study.train_config({}).optim.epochs,
-                tracking=(state.uri, state.experiment, state.parent_run_id),
-            )
-        )
-    return callbacks + [_view(study, spec, stream)]
-
-
 def make_scheduler(study: Study) -> FIFOScheduler | ASHAScheduler:
     """Tune's trial scheduler for the study (ASHA's ``max_t``: the trials' epochs)."""
     c = study.config
@@ -135,7 +111,7 @@ def make_scheduler(study: Study) -> FIFOScheduler | ASHAScheduler:
             time_attr="training_iteration",
             grace_period=c.scheduler.grace_period,
             reduction_factor=c.scheduler.reduction_factor,
-            max_t=study.train_config({}).optim.epochs,
+            max_t=study.base.optim.epochs,
         )
     return FIFOScheduler()
 
@@ -169,18 +145,6 @@ def failure_config(cfg: TrainConfig) -> tune.FailureConfig:
     return tune.FailureConfig(max_failures=cfg.runtime.max_failures)
 
 
-def _view(study: Study, spec: TrialSpec, stream: TextIO | None) -> ConsoleView:
-    return ConsoleView(
-        f"sweep {spec.name}",
-        lambda p: spec.label(p).display,
-        lambda p: spec.config(p).optim.epochs,
-        [(o.metric, o.mode) for o in study.config.objectives],
-        study.num_trials,
-        stream=stream,
-        progress_of=MlflowProgress(spec.uri, spec.experiment, spec.parent_run_id),
-    )
-
-
 def check_launchable(study: Study, address: str | None = None) -> None:
     """What the launch builds from the study, built before any directory or run exists: Tune's
     scheduler, and the configs of the first trials the study's sampler proposes (each also
@@ -193,11 +157,4 @@ def check_launchable(study: Study, address: str | None = None) -> None:
     except AssertionError as err:  # Ray checks its arguments with asserts
         raise UserError(f"study {study.name!r}: Tune refuses its scheduler {study.config.scheduler.model_dump()}: {err}") from None
     for params in sampled_params(study.config, min(study.num_trials, 8)):
-        check_local_resources(study.train_config(params), address)
-
-
-def replace_callbacks(tuner: tune.Tuner, callbacks: list[tune.Callback]) -> None:
-    """A restored Tuner keeps the callbacks pickled with the first run (inert copies of its
-    console); ``Tuner.restore`` takes no new ``RunConfig``, so this sets them on the one it
-    restored. Private attribute: the resume tests fail if a Ray upgrade moves it."""
-    tuner._local_tuner._run_config.callbacks = callbacks  # noqa: SLF001
+        check_local_resources(study.recipe.config(params), address)

@@ -10,7 +10,8 @@ from typing import Any
 from torch.utils.data import DataLoader, Subset
 
 from trainables.config.schema import TrainConfig
-from trainables.data.datasets import DatasetBundle
+from trainables.config.worker import Session
+from trainables.data.datasets import DatasetBundle, dataset_size
 from trainables.data.info import data_info
 from trainables.data.samplers import train_sampler
 
@@ -27,15 +28,22 @@ class TrainLoaders:
     train_size: int
 
 
-def make_loaders(cfg: TrainConfig, bundle: DatasetBundle, session: Any) -> TrainLoaders:
+def _data_seed(cfg: TrainConfig) -> int:
+    """``data.seed``: a ``TrainConfig`` derives it from ``runtime.seed`` when not given."""
+    if cfg.data.seed is None:
+        raise ValueError("data.seed is None; a TrainConfig derives it from runtime.seed when it is not given")
+    return cfg.data.seed
+
+
+def make_loaders(cfg: TrainConfig, bundle: DatasetBundle, session: Session) -> TrainLoaders:
     """Sharded train loader (per-epoch shuffled, seeded by ``data.seed``) and val loader.
     ``session``: the worker's (``rank``, ``world``, ``device``, ``prepare_loader``, ``train_iterator``)."""
     d, rank, world = cfg.data, session.rank, session.world
-    common = dict(
+    common: dict[str, Any] = dict(
         batch_size=d.batch_size, num_workers=d.loader_workers, pin_memory=cfg.scaling.use_gpu, persistent_workers=d.loader_workers > 0
     )
     # Validation: a disjoint shard per worker (no padding duplicates); sums are all-reduced.
-    val = session.prepare_loader(DataLoader(Subset(bundle.val, range(rank, len(bundle.val), world)), shuffle=False, **common))
+    val = session.prepare_loader(DataLoader(Subset(bundle.val, range(rank, dataset_size(bundle.val), world)), shuffle=False, **common))
     if d.loader == "ray_data":
         from trainables.data.ray_data import RayDataLoader, shuffle_buffer_rows
 
@@ -44,27 +52,29 @@ def make_loaders(cfg: TrainConfig, bundle: DatasetBundle, session: Any) -> Train
             session.train_iterator(cfg),
             d.batch_size,
             train_size // (d.batch_size * world),
-            d.seed,
+            _data_seed(cfg),
             session.device,
             shuffle_buffer_rows(cfg),
         )
         return TrainLoaders(train, val, train.set_epoch, train_size)
     if d.decode == "gpu":
         return _device_decode_loader(cfg, bundle, session, val)
-    sampler = train_sampler(bundle.train, seed=d.seed, repeats=d.repeated_aug, rank=rank, world=world)
-    train = DataLoader(bundle.train, sampler=sampler, drop_last=True, **common)
-    return TrainLoaders(session.prepare_loader(train), val, sampler.set_epoch, len(bundle.train))
+    sampler = train_sampler(bundle.train, seed=_data_seed(cfg), repeats=d.repeated_aug, rank=rank, world=world)
+    loader = DataLoader(bundle.train, sampler=sampler, drop_last=True, **common)
+    return TrainLoaders(session.prepare_loader(loader), val, sampler.set_epoch, dataset_size(bundle.train))
 
 
-def _device_decode_loader(cfg: TrainConfig, bundle: DatasetBundle, session: Any, val: DataLoader) -> TrainLoaders:
+def _device_decode_loader(cfg: TrainConfig, bundle: DatasetBundle, session: Session, val: DataLoader) -> TrainLoaders:
     """``data.decode: gpu``: the DataLoader reads encoded files, the training device decodes and augments them."""
     from trainables.data.gpu.augment import DeviceRecipe
-    from trainables.data.gpu.decode import DeviceAugmentLoader, SeededSampler, collate_encoded
+    from trainables.data.gpu.decode import DeviceAugmentLoader, EncodedImages, SeededSampler, collate_encoded
 
-    d, rank = cfg.data, session.rank
-    sampler = SeededSampler(train_sampler(bundle.train, seed=d.seed, repeats=d.repeated_aug, rank=rank, world=session.world), d.seed, rank)
+    d, rank, seed, dataset = cfg.data, session.rank, _data_seed(cfg), bundle.train
+    if not isinstance(dataset, EncodedImages):  # what load_datasets builds for data.decode=gpu
+        raise TypeError(f"data.decode=gpu reads an EncodedImages training split, not a {type(dataset).__name__}")
+    sampler = SeededSampler(train_sampler(dataset, seed=seed, repeats=d.repeated_aug, rank=rank, world=session.world), seed, rank)
     loader = DataLoader(
-        bundle.train,
+        dataset,
         sampler=sampler,
         batch_size=d.batch_size,
         drop_last=True,
@@ -74,6 +84,6 @@ def _device_decode_loader(cfg: TrainConfig, bundle: DatasetBundle, session: Any,
         persistent_workers=d.loader_workers > 0,
     )
     train = DeviceAugmentLoader(
-        loader, sampler, DeviceRecipe(bundle.shape.img_size, d.augment), session.device, bundle.train, bundle.skipped_log
+        loader, sampler, DeviceRecipe(bundle.shape.img_size, d.augment), session.device, dataset, bundle.skipped_log
     )
-    return TrainLoaders(train, val, train.set_epoch, len(bundle.train))
+    return TrainLoaders(train, val, train.set_epoch, len(dataset))

@@ -13,12 +13,13 @@ import hashlib
 import json
 import os
 import socket
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from trainables.config.build import build_config, flat_params
-from trainables.config.overrides import expand_presets
+from trainables.config.build import flat_params
+from trainables.config.recipe import TrialRecipe
 from trainables.config.schema import TrainConfig
+from trainables.config.worker import WorkerInput
 from trainables.errors import UserError
 from trainables.tracking import schema
 from trainables.tracking.labels import RunLabel, run_label, variant_words
@@ -58,23 +59,18 @@ class TrialSpec:
     """What every trial of one Tune run shares (passed to ``tune_trial`` with ``tune.with_parameters``)."""
 
     name: str  # the sweep's (or training's) name; multi-worker trials' Ray Train runs derive from it
-    base_tree: dict[str, Any]
-    uri: str
+    recipe: TrialRecipe  # how each trial's config is made (its tracking URI is ``uri``)
+    uri: str  # the MLflow store every trial writes to, resolved once by the command
     experiment: str
     storage: str  # where multi-worker trials keep their Ray Train state
-    extra: dict[str, Any] = field(default_factory=dict)  # --set overrides for every trial
-    presets: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     study: str | None = None
     parent_run_id: str | None = None
     run_id: str | None = None  # a single training's run, created before launch
     checkpoint_epochs: tuple[int, ...] = ()  # a scheduler's decision epochs (ASHA rungs)
     driver_cpus: float = 0.25
 
-    def config(self, params: dict[str, Any]) -> TrainConfig:
-        return build_config(self.base_tree, {**self.extra, **expand_presets(params, self.presets)}, source=f"trial {params}")
-
     def label(self, params: dict[str, Any]) -> RunLabel:
-        return run_label(self.config(params), params, self.presets)
+        return run_label(self.recipe.config(params), params, self.recipe.presets)
 
 
 class TrialResources:
@@ -87,7 +83,7 @@ class TrialResources:
     def __call__(self, params: dict[str, Any]) -> Any:
         from ray.tune import PlacementGroupFactory
 
-        s = self.spec.config(params).scaling
+        s = self.spec.recipe.config(params).scaling
         if not s.in_process:
             return PlacementGroupFactory([{"CPU": self.spec.driver_cpus}])
         return PlacementGroupFactory([worker_resources(s)])
@@ -142,6 +138,7 @@ def trial_key(params: dict[str, Any]) -> str:
 def _trial_run(spec: TrialSpec, cfg: TrainConfig, params: dict[str, Any], trial_id: str) -> RunTracker:
     """The trial's MLflow run, created once: looked up by trial id, else an orphan of the same
     params adopted (see ``sweep.tuner.child_runs.reopen_children``), else created."""
+    tracker: RunTracker | None
     if spec.run_id:
         tracker = RunTracker(spec.uri, spec.run_id)
     else:
@@ -150,7 +147,7 @@ def _trial_run(spec: TrialSpec, cfg: TrainConfig, params: dict[str, Any], trial_
         tracker.delete_tag(schema.TAG_ORPHAN)  # restored after all: not for adoption
         tracker.set_status("RUNNING")
         return tracker
-    label = run_label(cfg, params, spec.presets)
+    label = run_label(cfg, params, spec.recipe.presets)
     tags = {
         schema.TAG_TRIAL_ID: trial_id,
         schema.TAG_TRIAL_KEY: trial_key(params),
@@ -161,20 +158,23 @@ def _trial_run(spec: TrialSpec, cfg: TrainConfig, params: dict[str, Any], trial_
         tags[schema.TAG_STUDY] = spec.study
     tags[schema.TAG_NOTE] = (
         f"Trial **{label.display}** of sweep `{spec.name}`: {cfg.model.name} on {cfg.data.name}, "
-        f"{cfg.optim.epochs} epochs. Its full config is in the params; the paper's metrics of its final evaluation are logged once, per epoch the training curves."
+        f"{cfg.optim.epochs} epochs. Its full config is in the params; the paper's metrics of its final evaluation "
+        "are logged once, per epoch the training curves."
     )
     return start_run(cfg, spec.uri, run_name=label.run_name, tags=tags, parent_run_id=spec.parent_run_id)
 
 
-def make_trainer(
-    cfg: TrainConfig, uri: str, run_id: str, name: str, storage: str, callbacks: list | None = None, checkpoint_epochs: tuple[int, ...] = ()
-) -> Any:
-    """A ``TorchTrainer`` for ``cfg``; ``name`` must be deterministic so a restarted driver finds its state."""
+def make_trainer(worker: WorkerInput, name: str, storage: str, callbacks: list | None = None) -> Any:
+    """A ``TorchTrainer`` whose every worker trains ``worker``; ``name`` must be deterministic so a
+    restarted driver finds its state."""
+    import functools
+
     import ray.train
     from ray.train.torch import TorchConfig, TorchTrainer
 
-    from trainables.train.loop import train_loop_per_worker
+    from trainables.train.loop import train_worker
 
+    cfg = worker.config
     s = cfg.scaling
     resources = worker_resources(s)
     datasets = {}
@@ -183,13 +183,7 @@ def make_trainer(
 
         datasets = {"train": train_dataset(cfg)}
     return TorchTrainer(
-        train_loop_per_worker,
-        train_loop_config={
-            "train_config": cfg.model_dump(mode="json"),
-            "tracking_uri": uri,
-            "mlflow_run_id": run_id,
-            "checkpoint_epochs": list(checkpoint_epochs),
-        },
+        functools.partial(train_worker, worker),  # the record is the worker's whole input: no untyped config dict
         torch_config=TorchConfig(backend="nccl" if s.use_gpu else "gloo"),
         scaling_config=ray.train.ScalingConfig(
             num_workers=s.num_workers, use_gpu=s.use_gpu, resources_per_worker=resources, placement_strategy=s.placement
@@ -211,13 +205,14 @@ def tune_trial(params: dict[str, Any], spec: TrialSpec) -> None:
     from ray import tune
 
     trial_id = tune.get_context().get_trial_id()
-    cfg = spec.config(params)
+    cfg = spec.recipe.config(params)
     tracker = _trial_run(spec, cfg, params, trial_id)
     earlier = tracker.tags()
     if earlier.get(schema.TAG_ERROR_FINAL):  # Tune retries every failure; a retry would fail the same way
         tracker.set_status("FAILED")
         raise TrialFailed(earlier.get(schema.TAG_ERROR, "failed"), final=True)
     tracker.set_tags({schema.TAG_PROCESS: f"{socket.gethostname()}:{os.getpid()}"})  # this attempt's trial process
+    worker = WorkerInput(cfg, spec.uri, tracker.run_id, spec.checkpoint_epochs)
     try:
         if cfg.scaling.in_process:
             import torch
@@ -226,19 +221,11 @@ def tune_trial(params: dict[str, Any], spec: TrialSpec) -> None:
             from trainables.train.session import TuneSession
 
             torch.set_num_threads(max(1, int(cfg.scaling.cpus_per_worker)))
-            train_loop(
-                cfg,
-                TuneSession(cfg.scaling.use_gpu),
-                tracking_uri=spec.uri,
-                run_id=tracker.run_id,
-                extra_checkpoints=spec.checkpoint_epochs,
-            )
+            train_loop(worker, TuneSession(cfg.scaling.use_gpu))
         else:
             from ray.tune.integration.ray_train import TuneReportCallback
 
-            trainer = make_trainer(
-                cfg, spec.uri, tracker.run_id, f"{spec.name}-{trial_id}", spec.storage, [TuneReportCallback()], spec.checkpoint_epochs
-            )
+            trainer = make_trainer(worker, f"{spec.name}-{trial_id}", spec.storage, [TuneReportCallback()])
             trainer.fit()  # raises TrainingFailedError once Ray Train's retries are exhausted
     except Exception as err:  # not BaseException: Tune stops a trial (ASHA) with SystemExit
         reason = one_line_reason(err)

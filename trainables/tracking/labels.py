@@ -8,6 +8,7 @@ training by its model and Table 4 row. Run names join the words with ``-``
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +41,7 @@ def _value(value: Any) -> str:
     return f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
-def run_label(cfg: TrainConfig, params: dict[str, Any] | None = None, presets: dict[str, Any] | None = None) -> RunLabel:
+def run_label(cfg: TrainConfig, params: Mapping[str, Any] | None = None, presets: Mapping[str, Any] | None = None) -> RunLabel:
     """The label of the run that trains ``cfg``; ``params``: what a sweep sampled for it."""
     sampled = {k: v for k, v in (params or {}).items() if k != SEED_KEY}
     short = [k.rsplit(".", 1)[-1] for k in sampled]

@@ -16,13 +16,15 @@ import tempfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 import torch
 import torch.distributed as dist
+from torch import nn
 
 from trainables.config.schema import TrainConfig
 from trainables.config.seeds import derive_seed
+from trainables.config.worker import Session, WorkerInput
 from trainables.data.datasets import dataset_inputs, load_datasets
 from trainables.data.loaders import make_loaders
 from trainables.evaluation.accuracy import evaluate
@@ -60,10 +62,10 @@ def checkpoint_due(cfg: TrainConfig, epoch: int, saves: set[int], since_last_s: 
     return epoch in saves or since_last_s >= 60 * cfg.runtime.checkpoint_minutes
 
 
-def train_loop(
-    cfg: TrainConfig, session: Any, *, tracking_uri: str | None, run_id: str | None, extra_checkpoints: Iterable[int] = ()
-) -> None:
-    """Train ``cfg`` to its last epoch (or from its latest checkpoint), reporting through ``session``."""
+def train_loop(worker: WorkerInput, session: Session) -> None:
+    """Train ``worker.config`` to its last epoch (or from its latest checkpoint), reporting through
+    ``session`` and logging to ``worker``'s MLflow run (rank 0; every rank tags its node)."""
+    cfg, tracking_uri, run_id = worker.config, worker.tracking_uri, worker.run_id
     rank = session.rank
     seed_everything(derive_seed(cfg.runtime.seed, "process", rank))
     bundle = load_datasets(cfg)
@@ -76,20 +78,21 @@ def train_loop(
     # E_unk / DAL head sit out of the graph while the jigsaw is warming up.
     model = session.prepare_model(model, find_unused_parameters=cfg.optim.jigsaw_warmup_epochs > 0)
     if cfg.runtime.compile:
-        model = torch.compile(model)
+        model = cast(nn.Module, torch.compile(model))  # an OptimizedModule; torch types it as a plain callable
     state: TrainState = build_state(cfg, model, len(train_loader), session.world, algorithm)
     mixup = make_mixup(cfg, bundle.shape.num_classes)
     with session.restored() as directory:
         resumed = directory is not None
-        if resumed:
+        if directory is not None:
             state.restore(directory)
     tracker = RunTracker(tracking_uri, run_id) if rank == 0 and run_id and tracking_uri else None
     if run_id and tracking_uri:
         record_node(RunTracker(tracking_uri, run_id) if tracker is None else tracker, rank, session.node_id)
     log = EpochLogger(tracker) if tracker else None
-    for dataset in dataset_inputs(cfg, bundle) if tracker else []:
-        tracker.log_dataset(dataset.name, dataset.digest, dataset.source, dataset.profile, dataset.context)
-    saves = checkpoint_epochs(cfg, extra_checkpoints)
+    if tracker is not None:
+        for dataset in dataset_inputs(cfg, bundle):
+            tracker.log_dataset(dataset.name, dataset.digest, dataset.source, dataset.profile, dataset.context)
+    saves = checkpoint_epochs(cfg, worker.checkpoint_epochs)
     last_save = time.monotonic()
 
     while state.epoch < cfg.optim.epochs:
@@ -125,16 +128,9 @@ def record_node(tracker: RunTracker, rank: int, node_id: str) -> None:
     tracker.set_tags(tags)
 
 
-def train_loop_per_worker(config: dict[str, Any]) -> None:
-    """Ray Train entry point. ``config``: ``train_config`` (dict), ``tracking_uri``, ``mlflow_run_id``,
-    ``checkpoint_epochs``."""
+def train_worker(worker: WorkerInput) -> None:
+    """Ray Train's entry point on each worker of a ``TorchTrainer`` (bound to ``worker`` by
+    ``trainables.launch.trial.make_trainer``)."""
     from trainables.train.session import RayTrainSession
 
-    cfg = TrainConfig.model_validate(config["train_config"])
-    train_loop(
-        cfg,
-        RayTrainSession(),
-        tracking_uri=config.get("tracking_uri"),
-        run_id=config.get("mlflow_run_id"),
-        extra_checkpoints=config.get("checkpoint_epochs", ()),
-    )
+    train_loop(worker, RayTrainSession())

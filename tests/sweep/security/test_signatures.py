@@ -185,7 +185,7 @@ def test_a_study_file_edited_after_the_sweep_started_is_refused_by_the_resume(ho
 def test_a_sweep_started_under_the_flat_layout_is_refused_by_the_resume_in_one_line(home, tmp_path):
     """Tune pickled that sweep's trainable and callbacks under module paths that moved: the resume
     says so and names the commit to resume it from, before Ray or an unpickle."""
-    from sweep.tuner.state import LAST_FLAT_COMMIT
+    from sweep.tuner.state import LAYOUT_LAST_COMMIT
 
     sweep = signed_sweep(tmp_path)
     old = json.loads((sweep / "mjp_sweep.json").read_text())
@@ -198,4 +198,4 @@ def test_a_sweep_started_under_the_flat_layout_is_refused_by_the_resume_in_one_l
     )
     assert done.returncode == 2
     err = done.stderr.strip()
-    assert err.count("\n") == 0 and "older layout" in err and f"git checkout {LAST_FLAT_COMMIT}" in err, err
+    assert err.count("\n") == 0 and "older layout" in err and f"git checkout {LAYOUT_LAST_COMMIT[1]}" in err, err

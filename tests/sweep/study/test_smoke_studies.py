@@ -16,6 +16,7 @@ from sweep.study.names import STUDIES_DIR
 from sweep.study.space import sampled_params
 from sweep.tuner.run import run_sweep
 from sweep.tuner.tuner import asha_rungs, make_scheduler, objectives_checked_at_the_end
+from trainables.config.worker import WorkerInput
 from trainables.errors import ConfigError
 from trainables.tracking import schema
 from trainables.tracking.store import TrackingError
@@ -26,7 +27,7 @@ SHIPPED = sorted(p.stem for p in STUDIES_DIR.glob("*.yaml"))
 @pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_study_builds_its_scheduler_and_trials_at_smoke_size(name, fake_fashion):
     study = load_study(name, smoke=True, overrides={"data.root": str(fake_fashion)} if name == "fashion" else {})
-    epochs = study.train_config({}).optim.epochs
+    epochs = study.base.optim.epochs
     scheduler = make_scheduler(study)  # Ray asserts grace_period <= max_t here
     if isinstance(scheduler, ASHAScheduler):
         assert scheduler._max_t == epochs and 1 <= study.config.scheduler.grace_period <= epochs
@@ -34,7 +35,7 @@ def test_shipped_study_builds_its_scheduler_and_trials_at_smoke_size(name, fake_
     samples = sampled_params(study.config, min(study.num_trials, 8))
     assert len(samples) == min(study.num_trials, 8)
     for params in samples:
-        assert study.train_config(params).optim.epochs == epochs
+        assert study.recipe.config(params).optim.epochs == epochs
 
 
 def test_tune_smoke_has_its_own_grace_period():
@@ -99,10 +100,10 @@ def test_a_smoke_study_is_recorded_apart_from_the_full_one(name):
     """Name (report folder, results file, status) and MLflow experiment both end in -smoke."""
     full, smoke = load_study(name, check=False), load_study(name, smoke=True, check=False)
     assert smoke.name == f"{full.name}-smoke"
-    full_experiment = full.train_config({}).tracking.experiment
-    assert smoke.train_config({}).tracking.experiment == f"{full_experiment}-smoke"
+    full_experiment = full.base.tracking.experiment
+    assert smoke.base.tracking.experiment == f"{full_experiment}-smoke"
     given = load_study(name, smoke=True, check=False, overrides={"tracking.experiment": "mine"})
-    assert given.train_config({}).tracking.experiment == "mine-smoke"
+    assert given.base.tracking.experiment == "mine-smoke"
 
 
 def test_a_smoke_size_may_not_name_its_own_experiment(tmp_path):
@@ -212,7 +213,7 @@ QUICKSTART_RECIPE = ["mask_ratio", "pareto", "robustness", "tune", "variants"]
 
 
 def _recipe(name):
-    cfg = load_study(name, smoke=True, check=False).train_config({})
+    cfg = load_study(name, smoke=True, check=False).base
     return cfg.data.name, cfg.data.batch_size, cfg.data.train_limit, cfg.model.name, cfg.model.kwargs, cfg.optim
 
 
@@ -271,10 +272,10 @@ def test_the_smoke_trials_of_their_own_learn(name, params, least):
     session, threads = _InProcessSession(), torch.get_num_threads()
     torch.set_num_threads(1)  # as in a trial: Ray gives a 1-CPU trial OMP_NUM_THREADS=1
     try:
-        train_loop(study.train_config(params), session, tracking_uri=None, run_id=None)
+        train_loop(WorkerInput(study.recipe.config(params)), session)
     finally:
         torch.set_num_threads(threads)
     top1 = [r[keys.VAL_TOP1] for r in session.reports]
-    assert len(top1) == study.train_config(params).optim.epochs
+    assert len(top1) == study.recipe.config(params).optim.epochs
     for epoch in [*asha_rungs(study), len(top1)]:
         assert top1[epoch - 1] >= least, f"{name} --smoke {params} at chance: top-1 {top1[epoch - 1]:.1%} after epoch {epoch} (all: {top1})"

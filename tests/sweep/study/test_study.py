@@ -123,9 +123,9 @@ def test_grid_sampler_visits_every_point_once(fake_imagenet):
 
 def test_presets_expand_into_their_keys():
     study = load_study("backbones", smoke=True)
-    resnet = study.train_config({"backbone": "resnet50_mjp"})
+    resnet = study.recipe.config({"backbone": "resnet50_mjp"})
     assert resnet.model.name == "resnet18" and resnet.variant == "jp" and resnet.mjp.patch_size == 2
-    swin = study.train_config({"backbone": "swin_t"})
+    swin = study.recipe.config({"backbone": "swin_t"})
     assert swin.model.kwargs["window_size"] == 2 and swin.variant == "baseline"
 
 
@@ -163,7 +163,7 @@ def test_a_study_and_data_root_given_relative_are_recorded_absolute(tmp_path, mo
 
 
 def test_a_resume_finds_the_study_its_sweep_started_and_only_that_one(tmp_path):
-    """study_of_state: a sweep from before the digest still resumes; a study recorded under a Ray
+    """study_of_state: the study a sweep recorded, with the same digest, resumes; a study recorded under a Ray
     job's working directory that is gone is found at its place in this copy of the project; the
     description is not what a study trains; YAML mappings with number keys still digest."""
     from dataclasses import replace
@@ -172,14 +172,16 @@ def test_a_resume_finds_the_study_its_sweep_started_and_only_that_one(tmp_path):
     from trainables.errors import UserError
 
     shipped = load_study("quickstart", check=False)
-    state = SweepState(study=shipped.source, name="quickstart-1", uri="sqlite:///m.db", experiment="mjp-quickstart", parent_run_id="0" * 32)
-    assert study_of_state(state, check=False).digest == shipped.digest  # no study_digest recorded: nothing to compare
-    moved = replace(
-        state,
-        study="/gone/_ray_pkg_0123/sweep/studies/quickstart.yaml",
-        study_in_project=in_project(shipped.source),
+    state = SweepState(
+        study=shipped.source,
+        name="quickstart-1",
+        uri="sqlite:///m.db",
+        experiment="mjp-quickstart",
+        parent_run_id="0" * 32,
         study_digest=shipped.digest,
     )
+    assert study_of_state(state, check=False).digest == shipped.digest
+    moved = replace(state, study="/gone/_ray_pkg_0123/sweep/studies/quickstart.yaml", study_in_project=in_project(shipped.source))
     assert moved.study_in_project == "sweep/studies/quickstart.yaml" and study_of_state(moved, check=False).source == shipped.source
     mine = tmp_path / "mine.yaml"
     mine.write_text((STUDIES_DIR / "quickstart.yaml").read_text())
@@ -202,7 +204,7 @@ def test_variants_trains_at_table_4s_ratio_with_c_and_f_on_the_reference_schedul
     smoke = load_study("variants", smoke=True)
     for study, ratio, warmup in ((full, 0.03, 20), (smoke, 0.27, 2)):
         for letter in "CF":
-            cfg = study.train_config({"mjp.variant": letter})
+            cfg = study.recipe.config({"mjp.variant": letter})
             assert (cfg.mjp.mask_ratio, cfg.mjp.jigsaw_prob, cfg.mjp.mask_mode, cfg.optim.jigsaw_warmup_epochs) == (
                 ratio,
                 0.5,
@@ -210,12 +212,12 @@ def test_variants_trains_at_table_4s_ratio_with_c_and_f_on_the_reference_schedul
                 warmup,
             )
         for letter in "EGHJ":
-            cfg = study.train_config({"mjp.variant": letter})
+            cfg = study.recipe.config({"mjp.variant": letter})
             assert (cfg.mjp.mask_ratio, cfg.mjp.jigsaw_prob, cfg.optim.jigsaw_warmup_epochs) == (ratio, 1.0, 0)
-        assert study.train_config({"mjp.variant": "H"}).mjp.dal_pca == "reference"
-        assert study.train_config({"mjp.variant": "C"}).mjp.spp_mode == "reference"
+        assert study.recipe.config({"mjp.variant": "H"}).mjp.dal_pca == "reference"
+        assert study.recipe.config({"mjp.variant": "C"}).mjp.spp_mode == "reference"
 
 
 def test_privacy_trains_and_attacks_setting_b_at_the_papers_ratio():
-    cfg = load_study("privacy").train_config({"mjp.variant": "J"})
+    cfg = load_study("privacy").recipe.config({"mjp.variant": "J"})
     assert cfg.mjp.mask_ratio == 0.27 and cfg.eval.privacy.ratio == 0.27

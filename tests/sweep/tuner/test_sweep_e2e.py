@@ -55,11 +55,9 @@ def seeded_sweep(tmp_path_factory, local_ray):
         "mjp.variant": {"type": "grid", "values": ["A", "J"]},
         "speed": {"type": "grid", "values": ["fast"], "presets": {"fast": {"optim.base_lr": 0.05}}},
     }
-    study = load_study(
-        study_file(tmp, space, seeds=[0, 1], paper=[4], description="A and J on digits, two seeds."), overrides={"tracking.uri": uri}
-    )
+    study = load_study(study_file(tmp, space, seeds=[0, 1], paper=[4], description="A and J on digits, two seeds."))
     console = io.StringIO()
-    outcome = run_sweep(study, storage=str(tmp / "ray"), stream=console)
+    outcome = run_sweep(study, storage=str(tmp / "ray"), uri=uri, stream=console)  # as `mjp sweep run --uri` passes it
     return tmp, uri, study, outcome, console.getvalue()
 
 
@@ -77,6 +75,7 @@ def test_a_seeded_sweep_makes_one_parent_and_a_child_per_trial(seeded_sweep):
     assert set(runs["run_name"]) == {f"{v}-fast-s{s}" for v in ("A-baseline", "J-jp_unk_dal_mlp") for s in (0, 1)}
     assert set(runs["variant"]) == {"baseline", "jp_unk_dal_mlp"} and set(runs["optim.base_lr"]) == {0.05}  # the preset reached the trial
     assert set(runs["table4.row"]) == {"A", "J"}
+    assert set(runs["tracking.uri"]) == {uri} and outcome.uri == uri  # each trial's config names the store it really wrote to
     for key in ("val/top1", "val/consistency", "val/diff_norm", "val/top1_shuffled_0.9"):
         assert runs[key].between(0, 100).all(), key
     assert len(mlflow.search_runs(experiment_names=["sweep-test"])) == 5  # nothing else was created
@@ -216,7 +215,10 @@ def test_interrupted_sweep_resumes_every_trial_once(tmp_path, local_ray, monkeyp
     optuna_db.write_bytes(kept)
 
     monkeypatch.chdir(tmp_path)  # a relative path, as a user types it
-    second = resume_sweep(os.path.relpath(first.experiment_dir), stream=io.StringIO())
+    resumed_console = io.StringIO()
+    second = resume_sweep(os.path.relpath(first.experiment_dir), stream=resumed_console)
+    # Tune restored the experiment's one callback by the sweep's name: this driver's live view shows the trial
+    assert any("finished" in line for line in resumed_console.getvalue().splitlines()), resumed_console.getvalue()
     assert second.parent_run_id == first.parent_run_id
     assert len(second.trials) == 2 and not second.failed
     after = load_runs(uri, "sweep-test", parent_run_id=first.parent_run_id)
