@@ -2,15 +2,15 @@
 
 Sources: a logged MLflow run (its config and ``checkpoint/model.pt``; results are logged into
 that run), a checkpoint file with its config, or a timm model with local weights (a new
-evaluation run). The evaluations: ``shuffle`` (consistency, Diff. Norm, top-1 under test-time
-shuffles), ``robustness``, ``pe`` and ``privacy``; a section the config does not set runs with
-its defaults (``--set eval.robustness.images=5000`` changes one).
+evaluation run). The evaluations: those of ``trainables/evaluation/registry.py``, which also
+writes ``--what``'s help (``WhatOption``); a section the config does not set runs with its
+defaults (``--set eval.robustness.images=5000`` changes one).
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from trainables.errors import UserError
 from trainables.tracking import schema
@@ -22,6 +22,33 @@ if TYPE_CHECKING:
 TIMM_DEFAULT_CONFIG = "trainables/configs/imagenet_deit_small.yaml"
 
 
+def what_help(default: str | None = None) -> str:
+    """``--what``'s help: every registered evaluation with its one line, in the registry's order."""
+    from trainables.evaluation.registry import EVALUATIONS
+
+    listed = "; ".join(f"{name} - {evaluation.description}" for name, evaluation in EVALUATIONS.items())
+    return "comma-separated names" + (f" (default: {default})" if default else "") + f" of: {listed}"
+
+
+class WhatOption(argparse.Action):
+    """``--what``, stored as given (``parse_what`` reads it when the command runs). Its help is
+    ``what_help()``, written when a help is drawn: building the parser imports no registry (nor the
+    config schema it holds), so ``mjp --help`` stays as cheap as argparse."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option_string: str | None = None
+    ) -> None:
+        setattr(namespace, self.dest, values)
+
+    @property
+    def help(self) -> str:
+        return what_help(self.default).replace("%", "%%")  # argparse expands %(...)s in a help
+
+    @help.setter
+    def help(self, value: str | None) -> None:
+        """The ``help=`` argparse passes on is not used: the registry writes it."""
+
+
 def parse_what(text: str) -> tuple[str, ...]:
     from trainables.evaluation.registry import EVALUATIONS
 
@@ -29,7 +56,8 @@ def parse_what(text: str) -> tuple[str, ...]:
     unknown = [w for w in chosen if w not in EVALUATIONS]
     if unknown or not chosen:
         raise UserError(
-            f"--what {text!r}: unknown {', '.join(map(repr, unknown)) or 'nothing given'}; allowed: a comma-separated subset of {', '.join(EVALUATIONS)}"
+            f"--what {text!r}: unknown {', '.join(map(repr, unknown)) or 'nothing given'}; allowed: a comma-separated subset of "
+            f"{', '.join(EVALUATIONS)}"
         )
     return chosen
 
@@ -151,6 +179,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from sweep.console.commands_shown import mlflow_ui_command
 
     print(
-        f"logged into MLflow run {tracker.run_id} of\n  {tracker.uri}\nMLflow UI:\n  {mlflow_ui_command(tracker.uri, cfg.tracking.experiment)}"
+        f"logged into MLflow run {tracker.run_id} of\n  {tracker.uri}\nMLflow UI:\n  "
+        f"{mlflow_ui_command(tracker.uri, cfg.tracking.experiment)}"
     )
     return 0

@@ -1,1 +1,2 @@
-"""The paper's evaluations of a trained model (accuracy under shuffles, robustness, position embeddings, privacy), run at the end of training and by mjp evaluate."""
+"""The paper's evaluations of a trained model (accuracy under shuffles, robustness, position embeddings,
+privacy), listed once in registry.py, run at the end of training and by mjp evaluate."""

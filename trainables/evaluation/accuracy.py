@@ -13,7 +13,7 @@ from mjp.metrics import consistency_per_image, shuffled_correct
 from trainables.config.schema import TrainConfig
 from trainables.config.seeds import derive_seed
 from trainables.data.datasets import DatasetBundle
-from trainables.evaluation.result import EvaluationResult
+from trainables.evaluation.result import EvaluationResult, PreflightFacts, eval_seed
 
 Reduce = Callable[[torch.Tensor], torch.Tensor]
 #: the artifact of top-1 against the shuffle ratio
@@ -55,7 +55,7 @@ def evaluate_shuffles(
     module itself, not a DDP or compile wrapper."""
     raw = model
     raw.eval()
-    gen = torch.Generator(device=device).manual_seed(derive_seed(cfg.eval.seed, "eval", rank))  # draws on the device
+    gen = torch.Generator(device=device).manual_seed(derive_seed(eval_seed(cfg), "eval", rank))  # draws on the device
     ratios = cfg.eval.shuffle_ratios
     sums = torch.zeros(3 + len(ratios), dtype=torch.float64, device=device)  # agree, diff, n, correct per ratio
     for x, y in loader:
@@ -82,3 +82,10 @@ def shuffle_evaluation(cfg: TrainConfig, model: nn.Module, bundle: DatasetBundle
     loader = DataLoader(bundle.val, batch_size=cfg.data.batch_size, shuffle=False, num_workers=cfg.data.loader_workers)
     metrics = {**evaluate(model, loader, device), **evaluate_shuffles(cfg, model, loader, device)}
     return EvaluationResult(metrics, [(shuffle_accuracy_figure(metrics, cfg.eval.shuffle_ratios, title), SHUFFLE_FIGURE)])
+
+
+def shuffle_preflight(cfg: TrainConfig, facts: PreflightFacts) -> None:
+    """``eval.consistency_ratio`` and every ``eval.shuffle_ratios`` select patches on the model's grid."""
+    facts.check_ratio("eval.consistency_ratio", cfg.eval.consistency_ratio)
+    for r in cfg.eval.shuffle_ratios:
+        facts.check_ratio("eval.shuffle_ratios", r)

@@ -1,6 +1,7 @@
 """The end-of-training evaluation of a run: the paper's shuffle metrics on every worker (summed
-across workers), then on rank 0 the evaluations configured under ``eval`` (privacy attacks,
-robustness, position-embedding analysis), their figures and the model weights, logged to the run.
+across workers), then on rank 0 every registered evaluation that runs at the end (``at_end`` in
+``registry.py``: robustness, position-embedding analysis, privacy attacks) where ``eval``
+configures it, their figures and the model weights, logged to the run.
 
 Robustness runs on rank 0 only: making corruptions is CPU work that rank 0 spreads over its own
 cores (``eval.robustness.workers``), and classifying 75 corrupted copies of a thousand images is
@@ -17,8 +18,10 @@ from typing import Any
 import torch
 
 from trainables.config.schema import TrainConfig
+from trainables.config.worker import Session
 from trainables.data.datasets import DatasetBundle
 from trainables.evaluation.accuracy import SHUFFLE_FIGURE, evaluate_shuffles
+from trainables.evaluation.registry import at_end
 from trainables.evaluation.result import log_evaluation, run_title
 from trainables.evaluation.suite import run_evaluations
 from trainables.tracking import schema
@@ -30,7 +33,7 @@ def final_evaluation(
     model: torch.nn.Module,
     bundle: DatasetBundle,
     val_loader: Any,
-    session: Any,
+    session: Session,
     tracker: RunTracker | None,
     reduce: Callable[[torch.Tensor], torch.Tensor],
 ) -> dict[str, float]:
@@ -45,7 +48,7 @@ def final_evaluation(
         metrics["data/skipped_images"] = float(reduce(torch.tensor([float(len(skipped))], device=session.device)).item())
     if session.rank != 0:
         return metrics
-    results = run_evaluations(cfg, model, bundle, session.device, ("privacy", "robustness", "pe"))
+    results = run_evaluations(cfg, model, bundle, session.device, at_end())
     for result in results.values():
         metrics.update(result.metrics)
     if tracker is not None:

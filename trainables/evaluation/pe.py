@@ -9,14 +9,17 @@ with the reason in the notes.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 from torch import nn
 
 from mjp import keys
+from mjp.models.base import MJPMixin
 from trainables.config.schema import TrainConfig
 from trainables.data.datasets import DatasetBundle, fixed_images
-from trainables.evaluation.result import EvaluationResult
+from trainables.evaluation.result import EvaluationResult, eval_seed, given
 
 
 def pe_rows(model: nn.Module) -> tuple[torch.Tensor, tuple[int, int]] | None:
@@ -25,11 +28,14 @@ def pe_rows(model: nn.Module) -> tuple[torch.Tensor, tuple[int, int]] | None:
     MJP models say where their rows are (``mjp_pe_rows``); a plain timm ViT keeps them after its
     prefix tokens in ``pos_embed`` (unless ``no_embed_class``).
     """
-    if hasattr(model, "mjp_pe_rows"):
-        rows, grid = model.mjp_pe_rows(), tuple(model.mjp_grid)
-    elif getattr(model, "pos_embed", None) is not None and hasattr(model, "patch_embed"):
+    rows: torch.Tensor | None
+    if isinstance(model, MJPMixin):
+        rows, grid = model.mjp_pe_rows(), model.mjp_grid
+    elif isinstance(pos_embed := getattr(model, "pos_embed", None), torch.Tensor) and hasattr(model, "patch_embed"):
         start = 0 if getattr(model, "no_embed_class", False) else getattr(model, "num_prefix_tokens", 1)
-        rows, grid = model.pos_embed[:, start:], tuple(model.patch_embed.grid_size)
+        patch_embed: Any = model.patch_embed
+        h, w = patch_embed.grid_size
+        rows, grid = pos_embed[:, start:], (h, w)
     else:
         return None
     if rows is None:
@@ -42,7 +48,7 @@ def pe_evaluation(cfg: TrainConfig, model: nn.Module, bundle: DatasetBundle | No
     from mjp import pe_analysis
     from trainables.evaluation import pe_figures
 
-    section = cfg.eval.pe_analysis
+    section = given(cfg.eval.pe_analysis, "eval.pe_analysis")
     result = EvaluationResult()
     found = pe_rows(model)
     if found is None:
@@ -52,7 +58,7 @@ def pe_evaluation(cfg: TrainConfig, model: nn.Module, bundle: DatasetBundle | No
     top = min(pe.shape)
     explained = pe_analysis.explained_variance(pe, range(1, top + 1))
     result.metrics.update({keys.pe_ev_key(k): explained[min(k, top)] for k in section.dims})
-    seed = cfg.eval.seed
+    seed = eval_seed(cfg)
     if len(pe) >= section.folds:
         mae = pe_analysis.position_regression_mae(pe, grid, folds=section.folds, seed=seed)
         result.metrics.update({keys.PE_MAE_1D: mae["mae_1d"], keys.PE_MAE_2D: mae["mae_2d"]})

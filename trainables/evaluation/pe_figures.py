@@ -3,6 +3,8 @@ cosine-similarity grid). Matplotlib's object API (``Figure``): no pyplot state, 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from matplotlib.figure import Figure
 
@@ -36,7 +38,10 @@ def projection_figure(points: np.ndarray, grid: tuple[int, int], title: str, met
     fig = Figure(figsize=(7.6, 3.6))
     for i, (values, name) in enumerate(((index // w, "row"), (index % w, "column"))):
         ax = fig.add_subplot(1, 2, i + 1, projection="3d" if three_d else None)
-        scatter = ax.scatter(*points.T, c=values, cmap="viridis", s=14, vmin=0, vmax=(h if name == "row" else w) - 1)
+        depth: dict[str, Any] = {"zs": points[:, 2]} if three_d else {}  # a 3-D axis takes the third coordinate as zs
+        scatter = ax.scatter(
+            points[:, 0], points[:, 1], c=values, cmap="viridis", s=14, vmin=0, vmax=(h if name == "row" else w) - 1, **depth
+        )
         ax.set_title(f"{method}, coloured by {name}", fontsize=9)
         ax.tick_params(labelsize=6)
         fig.colorbar(scatter, ax=ax, shrink=0.7, label=name)

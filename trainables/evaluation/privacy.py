@@ -11,10 +11,11 @@ from torch import nn
 from torch.utils.data import Dataset
 
 from mjp.keys import privacy_key
-from mjp.privacy import LPIPS, LPIPS_MISSING, AttackResult, attack_images, attack_units
+from mjp.privacy import LPIPS, LPIPS_MISSING, AttackResult, april_requirements, attack_images, attack_units
 from trainables.config.schema import PrivacySection, TrainConfig
 from trainables.data.datasets import DatasetBundle, fixed_images
-from trainables.evaluation.result import EvaluationResult
+from trainables.errors import ConfigError
+from trainables.evaluation.result import EvaluationResult, PreflightFacts, eval_seed, given
 
 
 def privacy_units(cfg: PrivacySection, images: int) -> int:
@@ -36,13 +37,15 @@ def run_privacy_eval(
     ``progress(done, total)``: after each unit of work (an image for APRIL, a step for inversion)."""
     lpips = LPIPS(cfg.lpips_backbone) if cfg.lpips_backbone else None
     notes = [] if lpips else [LPIPS_MISSING]
-    metrics, results = {}, {}
+    metrics: dict[str, float] = {}
+    results: dict[str, AttackResult] = {}
     total, done = privacy_units(cfg, images.shape[0]), 0
 
     def tick() -> None:
         nonlocal done
         done += 1
-        progress(done, total)
+        if progress is not None:
+            progress(done, total)
 
     for setting in cfg.settings:
         result = attack_images(
@@ -68,9 +71,9 @@ def privacy_step(
     cfg: TrainConfig, model: nn.Module, val_set: Dataset, device: torch.device, title: str
 ) -> tuple[dict[str, float], Figure, list[str]]:
     """The configured attacks on the first ``eval.privacy.images`` val images; scores, grid, notes."""
-    privacy = cfg.eval.privacy
+    privacy = given(cfg.eval.privacy, "eval.privacy")
     images, labels = fixed_images(val_set, privacy.images)
-    metrics, results, notes = run_privacy_eval(model, images.to(device), labels.to(device), privacy, seed=cfg.eval.seed)
+    metrics, results, notes = run_privacy_eval(model, images.to(device), labels.to(device), privacy, seed=eval_seed(cfg))
     return metrics, reconstruction_grid(results, f"{title}: {privacy.attack} attack"), notes
 
 
@@ -99,3 +102,19 @@ def privacy_evaluation(cfg: TrainConfig, model: nn.Module, bundle: DatasetBundle
     """The configured attacks, with the grid of reconstructions as a figure."""
     scores, grid, notes = privacy_step(cfg, model, bundle.val, device, title)
     return EvaluationResult(scores, [(grid, "privacy_reconstructions.png")], notes=notes)
+
+
+def privacy_preflight(cfg: TrainConfig, facts: PreflightFacts) -> None:
+    """``eval.privacy.ratio`` selects patches, APRIL can attack the model as built, and the LPIPS
+    backbone is a weights file (where files are read)."""
+    privacy = given(cfg.eval.privacy, "eval.privacy")
+    facts.check_ratio("eval.privacy.ratio", privacy.ratio)
+    if privacy.attack == "april":
+        why = april_requirements(facts.model)
+        if why:
+            raise ConfigError(
+                f"eval.privacy.attack='april' cannot attack {cfg.model.name}: {why} (model.april_block=true, or "
+                "eval.privacy.attack=inversion)"
+            )
+    if facts.files and privacy.lpips_backbone:
+        facts.check_weights_file("eval.privacy.lpips_backbone", privacy.lpips_backbone)

@@ -28,7 +28,8 @@ from torch.utils.data import DataLoader, Dataset
 from mjp import keys
 from trainables.config.schema import TrainConfig
 from trainables.data.datasets import DatasetBundle, fixed_images
-from trainables.evaluation.result import EvaluationResult
+from trainables.errors import ConfigError
+from trainables.evaluation.result import EvaluationResult, PreflightFacts, eval_seed, given
 
 BATCH = 256
 
@@ -79,13 +80,13 @@ def made_corruption_errors(
 ) -> tuple[dict[str, list[float]], float, int]:
     """Errors per corruption and severity on corrupted validation images, the clean error, and the
     number of images."""
-    r = cfg.eval.robustness
+    r = given(cfg.eval.robustness, "eval.robustness")
     images, labels = fixed_images(bundle.val, r.images)
     truth = labels.cpu().numpy()
     clean = float((predictions(model, images, device)[0] != truth).mean())
     workers = r.workers or max(1, int(cfg.scaling.cpus_per_worker))
     errors: dict[str, list[float]] = {c: [0.0] * 5 for c in r.corruptions}
-    for corruption, severity, corrupted in corrupted_sets(bundle.pixels.to_pixels(images), r.corruptions, cfg.eval.seed, workers):
+    for corruption, severity, corrupted in corrupted_sets(bundle.pixels.to_pixels(images), r.corruptions, eval_seed(cfg), workers):
         predicted, _ = predictions(model, bundle.pixels.to_inputs(corrupted), device)
         errors[corruption][severity - 1] = float((predicted != truth).mean())
     return errors, clean, len(truth)
@@ -107,13 +108,13 @@ def imagenet_c_errors(cfg: TrainConfig, model: nn.Module, device: torch.device) 
     """Errors read from a pre-made ImageNet-C folder (its 224 px crops, normalised as ImageNet)."""
     from torchvision import transforms
 
-    r = cfg.eval.robustness
+    r = given(cfg.eval.robustness, "eval.robustness")
     to_input = transforms.Compose([transforms.ToTensor(), transforms.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))])
-    errors = {}
+    errors: dict[str, list[float]] = {}
     for corruption in r.corruptions:
         errors[corruption] = []
         for severity in (1, 2, 3, 4, 5):
-            ds = _folder(Path(r.imagenet_c_root) / corruption / str(severity), to_input)
+            ds = _folder(Path(given(r.imagenet_c_root, "eval.robustness.imagenet_c_root")) / corruption / str(severity), to_input)
             predicted, _ = predictions(model, _loader(ds, cfg.data.loader_workers), device)
             errors[corruption].append(float((predicted != np.asarray(ds.targets)).mean()))
     return errors
@@ -124,7 +125,7 @@ def natural_sets(cfg: TrainConfig, model: nn.Module, device: torch.device) -> tu
     from mjp.robustness import aupr_ood, aurra, class_subset_indices
     from trainables.data.transforms import image_transforms
 
-    r = cfg.eval.robustness
+    r = given(cfg.eval.robustness, "eval.robustness")
     transform = image_transforms(cfg.data, cfg.data.img_size or 224, False)
     metrics, notes = {}, []
     for name, root, keys_ in (
@@ -145,7 +146,7 @@ def natural_sets(cfg: TrainConfig, model: nn.Module, device: torch.device) -> tu
     else:
         out = _folder(r.imagenet_o_root, transform)
         subset = class_subset_indices(out.classes)
-        inside = _folder(Path(cfg.data.root) / "val", transform)
+        inside = _folder(Path(given(cfg.data.root, "data.root")) / "val", transform)
         wanted = set(out.classes)
         keep = [i for i, (_, label) in enumerate(inside.samples) if inside.classes[label] in wanted]
         _, conf_in = predictions(model, _loader(torch.utils.data.Subset(inside, keep), cfg.data.loader_workers), device, subset)
@@ -157,7 +158,7 @@ def natural_sets(cfg: TrainConfig, model: nn.Module, device: torch.device) -> tu
 def robustness_step(cfg: TrainConfig, model: nn.Module, bundle: DatasetBundle, device: torch.device) -> RobustnessResult:
     from mjp.robustness import mce
 
-    r = cfg.eval.robustness
+    r = given(cfg.eval.robustness, "eval.robustness")
     result = RobustnessResult()
     if r.imagenet_c_root:
         result.errors = imagenet_c_errors(cfg, model, device)
@@ -171,7 +172,8 @@ def robustness_step(cfg: TrainConfig, model: nn.Module, bundle: DatasetBundle, d
         result.metrics[keys.ROBUST_MCE] = mce(result.errors)
     else:
         result.notes.append(
-            "mCE normalised by AlexNet's ImageNet-C errors needs an ImageNet-1K model and all 15 corruptions: not logged; the analysis reports mCE relative to the study's baseline"
+            "mCE normalised by AlexNet's ImageNet-C errors needs an ImageNet-1K model and all 15 corruptions: not logged; the analysis "
+            "reports mCE relative to the study's baseline"
         )
     if bundle.shape.num_classes == 1000:
         natural, notes = natural_sets(cfg, model, device)
@@ -197,3 +199,54 @@ def robustness_evaluation(cfg: TrainConfig, model: nn.Module, bundle: DatasetBun
         [(errors_json(result), "robustness/errors.json")],
         result.notes,
     )
+
+
+def _class_folders(key: str, root: str) -> list[str]:
+    """The class folders of an ImageNet-A/O/R copy, which must be ImageNet-1K wnids."""
+    from mjp.robustness import imagenet_synsets
+
+    folder = Path(root)
+    if not folder.is_dir():
+        raise ConfigError(
+            f"{key}={root!r} is not a directory; allowed: a folder of <wnid>/<image> (or leave it unset: the metric is then absent)"
+        )
+    classes = sorted(p.name for p in folder.iterdir() if p.is_dir())
+    known = set(imagenet_synsets())
+    strange = [c for c in classes if c not in known]
+    if not classes or strange:
+        raise ConfigError(
+            f"{key}={root!r}: expected class folders named by ImageNet-1K wnids (e.g. n01498041), found {strange[:3] or 'none'}"
+        )
+    return classes
+
+
+def robustness_preflight(cfg: TrainConfig, facts: PreflightFacts) -> None:
+    """The folders ``eval.robustness`` names exist (where files are read) and fit the model, before any training."""
+    r = given(cfg.eval.robustness, "eval.robustness")
+    if facts.files and r.imagenet_c_root is not None:
+        root = Path(r.imagenet_c_root)
+        absent = [f"{c}/{s}" for c in r.corruptions for s in range(1, 6) if not (root / c / str(s)).is_dir()]
+        if absent:
+            raise ConfigError(
+                f"eval.robustness.imagenet_c_root={r.imagenet_c_root!r} lacks {len(absent)} of the <corruption>/<severity> folders the "
+                f"config asks for, e.g. {', '.join(absent[:3])}; give the corruptions it has in eval.robustness.corruptions"
+            )
+    sets = {
+        k: v
+        for k, v in (("imagenet_a_root", r.imagenet_a_root), ("imagenet_o_root", r.imagenet_o_root), ("imagenet_r_root", r.imagenet_r_root))
+        if v is not None
+    }
+    if sets and facts.info.shape.num_classes != 1000:
+        raise ConfigError(
+            f"eval.robustness.{next(iter(sets))} needs a model of the 1000 ImageNet-1K classes, but data.name={cfg.data.name!r} has "
+            f"{facts.info.shape.num_classes}; remove it"
+        )
+    if not facts.files:
+        return
+    for key, folder in sets.items():
+        _class_folders(f"eval.robustness.{key}", folder)
+    if r.imagenet_o_root is not None and not (cfg.data.root and (Path(cfg.data.root) / "val").is_dir()):
+        raise ConfigError(
+            f"eval.robustness.imagenet_o_root: ImageNet-O is scored against ImageNet's validation images, but data.root={cfg.data.root!r} "
+            "has no val/ folder"
+        )

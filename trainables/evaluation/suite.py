@@ -4,9 +4,8 @@ where the config sets none)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from trainables.evaluation.registry import EVALUATIONS
 from trainables.evaluation.result import EvaluationResult, run_title
@@ -19,16 +18,19 @@ if TYPE_CHECKING:
 
 
 def with_sections(cfg: TrainConfig, names: Iterable[str]) -> TrainConfig:
-    """``cfg`` with every named evaluation configured (its registry default where the config has
-    none); robustness spreads its corruptions over this machine's cores."""
-    update = {}
-    robustness = cfg.eval.robustness
-    if "robustness" in names and robustness is not None and robustness.workers is None:
-        update["robustness"] = robustness.model_copy(update={"workers": os.cpu_count() or 1})  # this process has the machine
+    """``cfg`` with every named evaluation configured (its section's defaults where the config has
+    none), each section as its ``standalone`` adapts it to a process that has the machine."""
+    update: dict[str, Any] = {}
     for name in names:
         evaluation = EVALUATIONS[name]
-        if evaluation.section is not None and getattr(cfg.eval, evaluation.section) is None:
-            update[evaluation.section] = evaluation.default()
+        if evaluation.section is None or evaluation.field is None:
+            continue
+        given = getattr(cfg.eval, evaluation.field)
+        section = evaluation.section() if given is None else given
+        if evaluation.standalone is not None:
+            section = evaluation.standalone(section)
+        if section is not given:
+            update[evaluation.field] = section
     return cfg.model_copy(update={"eval": cfg.eval.model_copy(update=update)}) if update else cfg
 
 

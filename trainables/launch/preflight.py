@@ -1,7 +1,8 @@
 """Everything that can be checked before launch, each failure one ``ConfigError`` line naming
 the key, the value and what is allowed: the data is there and readable, the model builds (on the
 meta device: no memory, no initialisation), its patch grid fits the images, MJP's ratios select
-patches on that grid, and the end-of-training evaluations can run on it.
+patches on that grid, and every configured evaluation passes its own check (``check`` of its
+entry in ``trainables/evaluation/registry.py``: the evaluations can run on this model and data).
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from typing import Any
 from trainables.config.schema import TrainConfig
 from trainables.data.info import DataInfo, check_data, data_info, planned_data_info
 from trainables.errors import ConfigError
+from trainables.evaluation.registry import check_evaluations
+from trainables.evaluation.result import PreflightFacts
+from trainables.launch.weights_file import check_weights_file
 
 
 def _timm_signature_check(name: str, kwargs: dict[str, Any]) -> None:
@@ -86,18 +90,16 @@ def _patch_grid_fits(cfg: TrainConfig, info: DataInfo, model: Any) -> None:
 
 
 def _ratios_select_patches(cfg: TrainConfig, n: int) -> None:
-    """Every shuffle ratio of the run against ``mjp.masking.check_grid_ratio`` (the one rule)."""
+    """MJP's shuffle ratio against ``mjp.masking.check_grid_ratio`` (the one rule); an evaluation's
+    ratios are its own pre-flight check's."""
     from mjp.masking import check_grid_ratio
 
-    ratios = [("mjp.mask_ratio", cfg.mjp.mask_ratio)] if cfg.mjp.shuffles else []
-    ratios += [("eval.consistency_ratio", cfg.eval.consistency_ratio)] + [("eval.shuffle_ratios", r) for r in cfg.eval.shuffle_ratios]
-    if cfg.eval.privacy is not None:
-        ratios.append(("eval.privacy.ratio", cfg.eval.privacy.ratio))
-    for key, r in ratios:
-        try:
-            check_grid_ratio(key, r, n)
-        except ValueError as err:
-            raise ConfigError(str(err)) from None
+    if not cfg.mjp.shuffles:
+        return
+    try:
+        check_grid_ratio("mjp.mask_ratio", cfg.mjp.mask_ratio, n)
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
 
 
 #: the most memory one layer's attention maps of a worker's batch may take: an 80 GB GPU's (A100/H100)
@@ -121,7 +123,7 @@ def _attention_fits(cfg: TrainConfig, model: Any, size: int, patch: int) -> None
     all refuse through here (``preflight``, ``check_attention``)."""
     blocks = getattr(model, "blocks", None)
     heads = getattr(getattr(blocks[0], "attn", None), "num_heads", None) if blocks is not None and len(blocks) else None
-    if heads is None:
+    if blocks is None or heads is None:
         return  # no global attention (ResNet; Swin attends within windows)
     tokens = (size // patch) ** 2
     need = 4 * cfg.data.batch_size * heads * tokens * tokens
@@ -129,18 +131,21 @@ def _attention_fits(cfg: TrainConfig, model: Any, size: int, patch: int) -> None
     if need > ATTENTION_BYTES_LIMIT:
         raise ConfigError(
             f"{images} with model.kwargs.patch_size={patch} makes {tokens:,} tokens per image: "
-            f"one layer's attention for data.batch_size={cfg.data.batch_size} has {need // 4:,} scores, {need / 2**30:,.0f} GiB where they are materialised "
-            f"(more than an 80 GB GPU; a fused kernel avoids the memory, not the tokens^2 work); use a larger model.kwargs.patch_size or a smaller data.img_size"
+            f"one layer's attention for data.batch_size={cfg.data.batch_size} has {need // 4:,} scores, {need / 2**30:,.0f} GiB "
+            "where they are materialised (more than an 80 GB GPU; a fused kernel avoids the memory, not the tokens^2 work); "
+            "use a larger model.kwargs.patch_size or a smaller data.img_size"
         )
     if not cfg.scaling.use_gpu:
-        dim = getattr(model, "embed_dim", None) or getattr(model, "num_features", 0)
+        dim: int = getattr(model, "embed_dim", 0) or getattr(model, "num_features", 0)
         flops = 12 * len(blocks) * tokens * tokens * dim  # QK^T and AV, 4 T^2 D a layer forward; backward twice that
         seconds = flops / (CPU_FLOPS_PER_CORE * cfg.scaling.cpus_per_worker)
         if seconds > CPU_SECONDS_PER_IMAGE:
             raise ConfigError(
-                f"{images} with model.kwargs.patch_size={patch} makes {tokens:,} tokens per image: on a CPU (scaling.use_gpu=false) one image's attention, "
-                f"forward and backward, is {flops / 1e9:,.0f} GFLOP, {seconds:,.0f} s of scaling.cpus_per_worker={cfg.scaling.cpus_per_worker:g} core(s) even at "
-                f"{CPU_FLOPS_PER_CORE / 1e9:.0f} GFLOP/s each (allowed: {CPU_SECONDS_PER_IMAGE:g} s); use a larger model.kwargs.patch_size, a smaller data.img_size or scaling.use_gpu=true"
+                f"{images} with model.kwargs.patch_size={patch} makes {tokens:,} tokens per image: on a CPU (scaling.use_gpu=false) "
+                f"one image's attention, forward and backward, is {flops / 1e9:,.0f} GFLOP, {seconds:,.0f} s of "
+                f"scaling.cpus_per_worker={cfg.scaling.cpus_per_worker:g} core(s) even at {CPU_FLOPS_PER_CORE / 1e9:.0f} GFLOP/s each "
+                f"(allowed: {CPU_SECONDS_PER_IMAGE:g} s); use a larger model.kwargs.patch_size, a smaller data.img_size "
+                "or scaling.use_gpu=true"
             )
 
 
@@ -156,7 +161,8 @@ def check_attention(cfg: TrainConfig, shape: Any) -> None:
 def _loader_fits(cfg: TrainConfig) -> None:
     if cfg.data.loader == "ray_data" and cfg.data.repeated_aug > 1:
         raise ConfigError(
-            f"data.repeated_aug={cfg.data.repeated_aug} needs the torch loader's sampler; with data.loader=ray_data set data.repeated_aug=1 (or use data.loader=torch)"
+            f"data.repeated_aug={cfg.data.repeated_aug} needs the torch loader's sampler; with data.loader=ray_data set "
+            "data.repeated_aug=1 (or use data.loader=torch)"
         )
 
 
@@ -167,72 +173,6 @@ def _batch_fits(cfg: TrainConfig, info: DataInfo) -> None:
         raise ConfigError(
             f"data.batch_size={cfg.data.batch_size} x scaling.num_workers={cfg.scaling.num_workers} = {per_step} images per step, "
             f"but the training set has {n}; allowed: data.batch_size <= {max(1, n // cfg.scaling.num_workers)}"
-        )
-
-
-def _evaluations_apply(cfg: TrainConfig, model: Any, files: bool) -> None:
-    privacy = cfg.eval.privacy
-    if privacy is not None and privacy.attack == "april":
-        from mjp.privacy import april_requirements
-
-        why = april_requirements(model)
-        if why:
-            raise ConfigError(
-                f"eval.privacy.attack='april' cannot attack {cfg.model.name}: {why} (model.april_block=true, or eval.privacy.attack=inversion)"
-            )
-    if files and privacy is not None and privacy.lpips_backbone:
-        from trainables.launch.weights_file import check_weights_file
-
-        check_weights_file("eval.privacy.lpips_backbone", privacy.lpips_backbone)
-
-
-def _class_folders(key: str, root: str) -> list[str]:
-    """The class folders of an ImageNet-A/O/R copy, which must be ImageNet-1K wnids."""
-    from mjp.robustness import imagenet_synsets
-
-    folder = Path(root)
-    if not folder.is_dir():
-        raise ConfigError(
-            f"{key}={root!r} is not a directory; allowed: a folder of <wnid>/<image> (or leave it unset: the metric is then absent)"
-        )
-    classes = sorted(p.name for p in folder.iterdir() if p.is_dir())
-    known = set(imagenet_synsets())
-    strange = [c for c in classes if c not in known]
-    if not classes or strange:
-        raise ConfigError(
-            f"{key}={root!r}: expected class folders named by ImageNet-1K wnids (e.g. n01498041), found {strange[:3] or 'none'}"
-        )
-    return classes
-
-
-def _robustness_applies(cfg: TrainConfig, info: DataInfo, files: bool) -> None:
-    """The folders ``eval.robustness`` names exist (``files``) and fit the model, before any training."""
-    r = cfg.eval.robustness
-    if r is None:
-        return
-    if files and r.imagenet_c_root is not None:
-        root = Path(r.imagenet_c_root)
-        absent = [f"{c}/{s}" for c in r.corruptions for s in range(1, 6) if not (root / c / str(s)).is_dir()]
-        if absent:
-            raise ConfigError(
-                f"eval.robustness.imagenet_c_root={r.imagenet_c_root!r} lacks {len(absent)} of the <corruption>/<severity> folders the config asks for, e.g. {', '.join(absent[:3])}; give the corruptions it has in eval.robustness.corruptions"
-            )
-    sets = {
-        k: v
-        for k, v in (("imagenet_a_root", r.imagenet_a_root), ("imagenet_o_root", r.imagenet_o_root), ("imagenet_r_root", r.imagenet_r_root))
-        if v is not None
-    }
-    if sets and info.shape.num_classes != 1000:
-        raise ConfigError(
-            f"eval.robustness.{next(iter(sets))} needs a model of the 1000 ImageNet-1K classes, but data.name={cfg.data.name!r} has {info.shape.num_classes}; remove it"
-        )
-    if not files:
-        return
-    for key, root in sets.items():
-        _class_folders(f"eval.robustness.{key}", root)
-    if r.imagenet_o_root is not None and not (cfg.data.root and (Path(cfg.data.root) / "val").is_dir()):
-        raise ConfigError(
-            f"eval.robustness.imagenet_o_root: ImageNet-O is scored against ImageNet's validation images, but data.root={cfg.data.root!r} has no val/ folder"
         )
 
 
@@ -287,8 +227,6 @@ def preflight(cfg: TrainConfig, *, files: bool = True) -> Preflight:
     _timm_signature_check(cfg.model.name, cfg.model.kwargs)
     _heads_divide_width(cfg.model.name, cfg.model.kwargs)
     if files and cfg.model.pretrained_file:
-        from trainables.launch.weights_file import check_weights_file
-
         check_weights_file("model.pretrained_file", cfg.model.pretrained_file)
     _patch_grid_fits(cfg, info, _build_on_meta(cfg, info, with_mjp=False))
     model = _build_on_meta(cfg, info, with_mjp=True)
@@ -298,10 +236,11 @@ def preflight(cfg: TrainConfig, *, files: bool = True) -> Preflight:
     size = info.shape.img_size
     if size % patch[0] or size % patch[1]:
         raise ConfigError(
-            f"{size}x{size} images do not split into {patch[0]}x{patch[1]} jigsaw patches; set mjp.patch_size (ResNet) or model.kwargs.patch_size to a divisor of {size}"
+            f"{size}x{size} images do not split into {patch[0]}x{patch[1]} jigsaw patches; set mjp.patch_size (ResNet) or "
+            f"model.kwargs.patch_size to a divisor of {size}"
         )
-    _ratios_select_patches(cfg, (size // patch[0]) * (size // patch[1]))
+    patches = (size // patch[0]) * (size // patch[1])
+    _ratios_select_patches(cfg, patches)
     _attention_fits(cfg, model, size, patch[0])
-    _evaluations_apply(cfg, model, files)
-    _robustness_applies(cfg, info, files)
+    check_evaluations(cfg, PreflightFacts(info, model, patches, files, check_weights_file))
     return Preflight(info, sum(p.numel() for p in model.parameters()))
