@@ -185,5 +185,8 @@ def directions_text(runs: pd.DataFrame) -> str:
     found = paired_differences(runs)
     if not found:
         return ""
-    head = f"The paper's directions, J against A paired by seed (significant: p < {ALPHA} after Holm's correction for the {len(found)} directions):"
+    head = (
+        f"The paper's directions, J against A paired by seed "
+        f"(significant: p < {ALPHA} after Holm's correction for the {len(found)} directions):"
+    )
     return "\n".join([head, *(sentence(d, len(found)) for d in found)])

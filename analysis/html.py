@@ -12,8 +12,10 @@ from typing import Any
 import pandas as pd
 
 STYLE = """
-body { font-family: -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; padding: 0 1em; }
-h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { font-size: 1.25em; margin-top: 1.8em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
+body { font-family: -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 1200px; color: #222;
+  padding: 0 1em; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; }
+h2 { font-size: 1.25em; margin-top: 1.8em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
 .meta { color: #555; font-size: 0.9em; } .note { color: #666; font-size: 0.85em; }
 table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.88em; }
 th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: right; } th { background: #f3f3f3; }
@@ -37,7 +39,8 @@ def table_html(table: pd.DataFrame, table_id: str, links: dict[str, str] | None 
                 text = f'<a href="{html.escape(links[str(value)])}">{text}</a>'
             cells.append(f"<td>{text}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    return f'<div class="scroll"><table id="{html.escape(table_id)}"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
+    table = f'<table id="{html.escape(table_id)}"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    return f'<div class="scroll">{table}</div>'
 
 
 def figure_html(figure: Any, alt: str, caption: str) -> str:
@@ -63,7 +66,8 @@ def page(title: str, meta: Iterable[str], sections: Iterable[tuple[str, str]]) -
     """``sections``: (heading, already-rendered HTML)."""
     body = [f"<h1>{html.escape(title)}</h1>", *[f'<p class="meta">{m}</p>' for m in meta]]
     body += [f"<h2>{html.escape(heading)}</h2>{content}" for heading, content in sections if content]
-    return f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title><style>{STYLE}</style></head><body>{"".join(body)}</body></html>\n'
+    head = f'<meta charset="utf-8"><title>{html.escape(title)}</title><style>{STYLE}</style>'
+    return f'<!doctype html><html lang="en"><head>{head}</head><body>{"".join(body)}</body></html>\n'
 
 
 def paragraphs(lines: Iterable[str], css: str = "note") -> str:

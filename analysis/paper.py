@@ -8,7 +8,8 @@ by side shows whether a direction holds, not whether a number is reproduced.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
 from mjp import keys
 
@@ -20,7 +21,6 @@ class PaperTable:
     columns: dict[str, str]  # our metric key -> the paper's column title
     rows: dict[str, dict[str, float]]  # the paper's row -> {our metric key: the paper's value}
     note: str = ""
-    units: dict[str, str] = field(default_factory=dict)  # metric key -> "%" where the paper prints percent
     #: the masking ratio gamma the paper trained its shuffling rows at, where the paper shows it
     ratio: float | None = None
 
@@ -47,7 +47,6 @@ CORRUPTIONS_S4 = (
     "pixelate",
     "jpeg_compression",
 )
-PERCENT = {keys.VAL_TOP1: "%", keys.VAL_CONSISTENCY: "%"}
 
 TABLES: dict[str, PaperTable] = {
     "1": PaperTable(
@@ -65,7 +64,6 @@ TABLES: dict[str, PaperTable] = {
                 "Swin-T + MJP": (81.3, 12.36, 66.9),
             },
         ),
-        units=PERCENT,
         ratio=0.03,
         note="the paper's MJP rows trained at gamma = 0.03 (DeiT-S + MJP is Table 3's 0.03 column); "
         "ours trained at another ratio is set beside Table 3's column at that ratio",
@@ -85,7 +83,6 @@ TABLES: dict[str, PaperTable] = {
         ),
         note="mCE normalised by AlexNet's errors in arXiv v3 (the camera-ready printed unnormalised values); "
         "the poster gives 51.6 for DeiT-S + MJP where the paper's Table 2 prints 40.78",
-        units={keys.ROBUST_IMAGENET_A_TOP1: "%", keys.ROBUST_IMAGENET_A_AURRA: "%", keys.ROBUST_IMAGENET_O_AUPR: "%"},
     ),
     "3": PaperTable(
         "3",
@@ -102,7 +99,6 @@ TABLES: dict[str, PaperTable] = {
                 "0.27": (80.3, 3.97, 93.1),
             },
         ),
-        units=PERCENT,
     ),
     "4": PaperTable(
         "4",
@@ -123,7 +119,6 @@ TABLES: dict[str, PaperTable] = {
                 "J": (80.5, 82.9),
             },
         ),
-        units=PERCENT,
         ratio=0.03,
         note="the paper's rows that shuffle trained at gamma = 0.03 (its J is Table 3's 0.03 column); "
         "a J of ours trained at another ratio is set beside Table 3's column at that ratio",
@@ -153,7 +148,6 @@ TABLES: dict[str, PaperTable] = {
             "DeiT-S": dict(zip((keys.pe_ev_key(k) for k in range(3, 8)), (54.61, 68.55, 77.95, 85.54, 90.74))),
             "DeiT-S + MJP": dict(zip((keys.pe_ev_key(k) for k in range(3, 8)), (46.74, 58.36, 69.10, 78.13, 84.55))),
         },
-        units={keys.pe_ev_key(k): "%" for k in range(3, 8)},
     ),
     "s2": PaperTable(
         "s2",
@@ -185,7 +179,6 @@ TABLES: dict[str, PaperTable] = {
             ),
         },
         note="both means are over these 10 corruptions (the paper's mCE column); our 15-corruption mean is in the robustness table",
-        units={**{keys.robust_err_key(c): "%" for c in CORRUPTIONS_S4}, MEAN_ERROR_S4: "%"},
     ),
 }
 
@@ -235,8 +228,8 @@ def _shuffles(table: str, target: str) -> bool:
     return "MJP" in target
 
 
-def paper_row(table: str, group: dict[str, object]) -> str | None:
-    """The paper row of ``table`` that one of our rows (its group values) answers to, if any."""
+def paper_row(table: str, group: dict[str, Any]) -> str | None:
+    """The paper row of ``table`` that one of our rows answers to, if any (``group``: its group values, pandas cells)."""
     from mjp.config import TABLE4, table4_row
 
     variant = group.get("variant")

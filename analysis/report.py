@@ -99,7 +99,6 @@ class ReportFiles:
     markdown: Path
     table: pd.DataFrame
     paper: dict[str, pd.DataFrame]
-    figures: list[Path]
     notes: list[str]
     sections: dict[str, pd.DataFrame] = field(default_factory=dict)  # SECTIONS' tables the runs logged
     setup: str = ""  # what the runs were measured on (``setup_caption``)
@@ -184,17 +183,15 @@ def write_report(runs: pd.DataFrame, out_dir: str | Path, ctx: ReportContext) ->
         (out / f"{name}.md").write_text(to_markdown(t) + "\n")
         (out / f"{name}.tex").write_text(to_latex(t, captions[name]) + "\n")
     drawn, figure_notes = build_figures(runs, ctx)
-    paths = []
     for name, fig in drawn.items():
         for suffix in ("png", "svg"):
             fig.savefig(out / "figures" / f"{name}.{suffix}", dpi=130, bbox_inches="tight")
-        paths.append(out / "figures" / f"{name}.png")
     setup = setup_caption(runs)
-    markdown = _markdown(ctx, table, sections, paper, notes + figure_notes, [p.name for p in paths], setup)
+    markdown = _markdown(ctx, table, sections, paper, notes + figure_notes, [f"{name}.png" for name in drawn], setup)
     (out / "report.md").write_text(markdown)
     (out / "report.html").write_text(_html(runs, ctx, table, sections, paper, notes + figure_notes, drawn))
     _close(drawn)
-    return ReportFiles(out, out / "report.html", out / "report.md", table, paper, paths, notes + figure_notes, sections, setup)
+    return ReportFiles(out, out / "report.html", out / "report.md", table, paper, notes + figure_notes, sections, setup)
 
 
 def _close(drawn: dict[str, Any]) -> None:
@@ -264,7 +261,10 @@ def _html(
     if ctx.best:
         done = finished(runs)
         single = len(done) > 0 and set(done.groupby(group_columns(runs), dropna=False).size()) == {1}
-        caveat = " One run per configuration: its lead over the others may be seed noise (a study with seeds: gives mean ± std and a paired test)."
+        caveat = (
+            " One run per configuration: its lead over the others may be seed noise"
+            " (a study with seeds: gives mean ± std and a paired test)."
+        )
         sections.append(("Best trial", paragraphs([ctx.best + (caveat if single else "")], "body")))
     for key, t in paper.items():
         body = table_html(t, f"paper-{key}") if len(t) else "<p>No run of this study answers to a row of this table with its metrics.</p>"

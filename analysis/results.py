@@ -153,26 +153,16 @@ def readme_blocks(readme: str) -> dict[str, str]:
     return {m.group(1): m.group(2).strip("\n") for m in re.finditer(r"<!-- results:(\S+) -->\n(.*?)<!-- /results:\1 -->", readme, re.S)}
 
 
-def with_blocks(readme: str, blocks: dict[str, str]) -> str:
-    """README.md with the block of every study in ``blocks`` replaced; a study without markers
-    in README.md is an error (say where its table goes by adding the two markers)."""
-    for study, block in blocks.items():
-        start, end = _markers(study)
-        pattern = re.compile(re.escape(start) + r"\n.*?" + re.escape(end), re.S)
-        if not pattern.search(readme):
-            raise ValueError(f"README.md has no {start} ... {end} markers for results/{study}.json")
-        readme = pattern.sub(lambda _: f"{start}\n{block}\n{end}", readme)
-    return readme
+def _with_block(document: str, study: str, block: str) -> str:
+    """``document`` with the text between the study's markers replaced by ``block``."""
+    start, end = _markers(study)
+    pattern = re.compile(re.escape(start) + r"\n.*?" + re.escape(end), re.S)
+    return pattern.sub(lambda _: f"{start}\n{block}\n{end}", document)  # a function: ``block`` is not a template
 
 
 def rendered_blocks(directory: Path, root: Path) -> dict[str, str]:
     """The block of every results file in ``directory``, by study."""
     return {path.stem: render(load(path), str(path.relative_to(root))) for path in sorted(directory.glob("*.json"))}
-
-
-def readme_disagreements(readme: str, blocks: dict[str, str]) -> list[str]:
-    """Studies whose README block differs from its results file (or is missing, or has no file)."""
-    return documents_disagreements({"README.md": readme}, blocks)
 
 
 def documents_disagreements(documents: dict[str, str], blocks: dict[str, str]) -> list[str]:
@@ -200,5 +190,5 @@ def with_blocks_in(documents: dict[str, str], blocks: dict[str, str]) -> dict[st
             start, end = _markers(study)
             raise ValueError(f"{' or '.join(documents)} has no {start} ... {end} markers for results/{study}.json")
         for name in holders:
-            out[name] = with_blocks(out[name], {study: block})
+            out[name] = _with_block(out[name], study, block)
     return out

@@ -44,7 +44,7 @@ def tidy(raw: pd.DataFrame) -> pd.DataFrame:
         "start_time": raw["start_time"],
     }
     for col, name in TAG_COLUMNS.items():
-        columns[name] = raw[col] if col in raw else None
+        columns[name] = raw.get(col)
     for col in raw.columns:
         if col.startswith("params."):
             columns[col[len("params.") :]] = raw[col].map(_parse)

@@ -99,11 +99,11 @@ def finished(runs: pd.DataFrame) -> pd.DataFrame:
 def aggregate(runs: pd.DataFrame, by: list[str], metrics: tuple[tuple[str, str], ...] | None = None) -> pd.DataFrame:
     """Mean, std and count of every table metric per group of finished runs."""
     done = finished(runs)
-    metrics = [k for k, _ in table_metrics(done, metrics)]
-    if done.empty or not metrics:
+    columns = [k for k, _ in table_metrics(done, metrics)]
+    if done.empty or not columns:
         return pd.DataFrame()
     grouped = done.groupby(by, dropna=False, sort=True)
-    agg = grouped[metrics].agg(["mean", "std", "count"])
+    agg = grouped[columns].agg(["mean", "std", "count"])
     agg[("n", "")] = grouped.size()
     if "variant" in done.columns and "variant" not in by:
         agg[("variant", "")] = grouped["variant"].first()

@@ -47,7 +47,7 @@ def metric_bars(runs: pd.DataFrame, by: list[str] | None = None) -> Figure | Non
         return None
     grouped = done.groupby(by, dropna=False, sort=True)
     names = [group_label(by, i) for i in grouped.size().index]
-    fig = Figure(figsize=(4.2 * len(panels), 0.28 * max(len(l) for l in names) + 3.2))
+    fig = Figure(figsize=(4.2 * len(panels), 0.28 * max(len(name) for name in names) + 3.2))
     axes = np.atleast_1d(fig.subplots(1, len(panels)))
     for ax, (key, title) in zip(axes, panels):
         scale = 100 if is_fraction(key) else 1

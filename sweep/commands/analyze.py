@@ -160,35 +160,26 @@ def refuse_study_without_sweeps(study: str, configured: str | None) -> None:
     raise no_sweep_error(study, recorded, uri)
 
 
-def cmd_analyze_tables(args: argparse.Namespace) -> int:
+def cmd_analyze(args: argparse.Namespace) -> int:
+    """``mjp analyze tables`` and ``mjp analyze report``: both write the whole report and print its
+    tables; they differ in the last line alone (``tables`` also names the table files)."""
     refuse_study_without_sweeps(args.study, args.uri)
     from trainables.tracking.store import tracking_uri
 
     files = build_report(tracking_uri(args.uri), args.study, args.out or reports_dir(), pool=args.all)
     _print(files, args.paper)
-    print(f"\nreport: {files.html} (tables: {files.directory}/table.md, .csv, .tex)")
+    tables = f" (tables: {files.directory}/table.md, .csv, .tex)" if args.analyze_command == "tables" else ""
+    print(f"\nreport: {files.html}{tables}")
     return 0
 
 
-def cmd_analyze_report(args: argparse.Namespace) -> int:
-    refuse_study_without_sweeps(args.study, args.uri)
-    from trainables.tracking.store import tracking_uri
-
-    files = build_report(tracking_uri(args.uri), args.study, args.out or reports_dir(), pool=args.all)
-    _print(files, args.paper)
-    print(f"\nreport: {files.html}")
-    return 0
-
-
-def publish_sweep_report(parent_run_id: str, study: Any, out_dir: str, uri: str | None) -> PublishedReport | None:
+def publish_sweep_report(parent_run_id: str, study: Any, out_dir: str, uri: str) -> PublishedReport | None:
     """The report of a sweep that just ended, written to ``out_dir/<study>`` and logged to its
-    parent run; the parent's description gets the study's description and table. None when
-    no trial finished."""
+    parent run in the store at ``uri`` (the sweep's, as its run resolved it); the parent's
+    description gets the study's description and table. None when no trial finished."""
     from analysis.tables import to_markdown
     from trainables.tracking.runs import RunTracker
-    from trainables.tracking.store import tracking_uri
 
-    uri = tracking_uri(uri)
     files = build_report(uri, study.name, out_dir, parent_run_id=parent_run_id)
     if files.table.empty:
         return None

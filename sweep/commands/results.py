@@ -66,7 +66,8 @@ def cmd_analyze_results(args: argparse.Namespace) -> int:
     record = sweep_record(uri, newest.run_id)
     if record.tags.get(schema.TAG_SMOKE) == "True":
         raise UserError(
-            f"the newest sweep of {args.study!r} ({record.run_name}) is a smoke run: results files hold full studies; run the study without --smoke"
+            f"the newest sweep of {args.study!r} ({record.run_name}) is a smoke run: results files hold full studies; "
+            "run the study without --smoke"
         )
     paper = tuple(str(t) for t in (yaml.safe_load(record.study_yaml) or {}).get("paper", [])) if record.study_yaml else ()
     commit = record.tags.get(schema.TAG_GIT_COMMIT) or current_commit()  # the code the sweep ran
@@ -86,7 +87,8 @@ def cmd_analyze_results(args: argparse.Namespace) -> int:
     path = RESULTS / f"{args.study}.json"
     save(results, path)
     print(
-        f"wrote {path.relative_to(ROOT)}: {len(results.runs)} finished runs of {record.run_name}; `mjp analyze readme` puts them in README.md or docs/"
+        f"wrote {path.relative_to(ROOT)}: {len(results.runs)} finished runs of {record.run_name}; "
+        "`mjp analyze readme` puts them in README.md or docs/"
     )
     return 0
 

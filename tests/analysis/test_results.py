@@ -9,11 +9,9 @@ from analysis.results import (
     documents_disagreements,
     from_runs,
     load,
-    readme_disagreements,
     render,
     rendered_blocks,
     save,
-    with_blocks,
     with_blocks_in,
 )
 from mjp import keys
@@ -66,12 +64,12 @@ def test_a_results_file_round_trips_and_renders_the_study_table(tmp_path):
 def test_the_readme_check_finds_a_changed_number_and_the_generator_fixes_it(tmp_path):
     results = from_runs(sweep_runs(), study="demo", command="mjp demo", machine="m", commit="c", date="d", paper_tables=())
     blocks = {"demo": render(results, "results/demo.json")}
-    readme = "# x\n<!-- results:demo -->\nold\n<!-- /results:demo -->\nrest\n"
-    assert readme_disagreements(readme, blocks) == ["results:demo: README.md differs from results/demo.json"]
-    fixed = with_blocks(readme, blocks)
-    assert readme_disagreements(fixed, blocks) == [] and fixed.endswith("rest\n")
-    with pytest.raises(ValueError, match="no <!-- results:other -->"):
-        with_blocks(readme, {"other": "x"})
+    readme = {"README.md": "# x\n<!-- results:demo -->\nold\n<!-- /results:demo -->\nrest\n"}
+    assert documents_disagreements(readme, blocks) == ["results:demo: README.md differs from results/demo.json"]
+    fixed = with_blocks_in(readme, blocks)
+    assert documents_disagreements(fixed, blocks) == [] and fixed["README.md"].endswith("rest\n")
+    with pytest.raises(ValueError, match="README.md has no <!-- results:other -->"):
+        with_blocks_in(readme, {"other": "x"})
 
 
 def test_a_file_that_is_not_a_results_file_is_named(tmp_path):
