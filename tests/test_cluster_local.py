@@ -23,8 +23,8 @@ import pytest
 import yaml
 
 from mjp import keys
-from sweep.cluster.processes import kill_node
 from sweep.cluster.twin_config import DATA_NODE, GPU_STANDIN
+from tests.twin_faults import kill_node
 from tests.twin_jobs import ENDED, SUBMITTED, driver_pid, job_logs, job_status, on_cluster, stop_job, submit, wait_job
 from trainables.tracking import schema
 

@@ -1,4 +1,4 @@
-"""The local twin's processes: which belong to a session, and losing a node as a machine is lost.
+"""The local twin's processes: which belong to a session, and which is its GCS.
 
 A process belongs to the twin in ``session_dir`` when its command line names a path inside the
 session (the GCS, raylets, agents and workers carry ``--temp-dir`` / session paths, the autoscaler
@@ -12,10 +12,7 @@ own; so ``mjp cluster down`` ends them all, not a minute later when they notice 
 from __future__ import annotations
 
 import os
-import signal
 from pathlib import Path
-
-from trainables.errors import ConfigError
 
 #: files in the session directory holding the process groups of the MLflow server and of the Ray head
 GROUP_FILES = ("mlflow/server.pgid", "ray-head.pgid")
@@ -81,45 +78,3 @@ def is_gcs(pid: int) -> bool:
     """Whether ``pid`` is a Ray GCS server (``down`` ends it after the rest of the twin)."""
     argv = command_line(pid)
     return bool(argv) and argv[0].endswith(b"/gcs_server")
-
-
-def raylet_pid(session_dir: str | Path, node_id: str) -> int:
-    """The PID of the raylet of Ray node ``node_id`` in this twin (killing it is a node loss)."""
-    flag = f"--node_id={node_id}".encode()
-    for pid in session_processes(session_dir):
-        argv = command_line(pid)
-        if argv and argv[0].endswith(b"/raylet") and flag in argv:
-            return pid
-    raise ConfigError(f"no raylet of node {node_id} runs in the local cluster {session_dir}")
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
-
-
-def kill_node(session_dir: str | Path, node_id: str) -> list[int]:
-    """Lose worker node ``node_id`` as a machine is lost: SIGKILL its raylet and every process it
-    started (its workers and agents), at once. The PIDs killed, the raylet first.
-
-    Killing the raylet alone is not a node loss on one machine: its worker processes (a trial's
-    training among them) keep running and reporting to the GCS and the driver until they notice.
-    """
-    raylet = raylet_pid(session_dir, node_id)
-    tree, todo = [], [raylet]
-    while todo:
-        pid = todo.pop()
-        tree.append(pid)
-        todo.extend(_children(pid))
-    for pid in tree:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    return tree

@@ -8,7 +8,7 @@ makes one) counts its resources, so it is never ended as idle. Its slot under ``
 stays taken, and a lost node is never replaced: on this machine, after the only CPU-only node was
 killed, Ray Data's decode tasks waited more than 4 minutes for a node that never came. On a cloud
 a lost machine is gone from ``non_terminated_nodes``; here too, and the autoscaler starts a new
-node for the work that waits (``sweep.cluster.processes.kill_node`` loses a node).
+node for the work that waits (``tests/twin_faults.py`` loses a node).
 
 The autoscaler's monitor imports this module (``provider: {type: external, module: ...}``);
 it runs only there.
