@@ -6,7 +6,7 @@ PYTHON ?= python3
 UV := $(PYTHON) -m uv
 RUN := $(UV) run --frozen --no-sync
 
-.PHONY: setup test test-fast test-cluster test-gpu gpu-kit demo bench clean
+.PHONY: setup lint format test test-fast test-cluster test-gpu gpu-kit demo bench clean
 setup: .venv/.synced
 
 .venv/.synced: pyproject.toml uv.lock Makefile
@@ -14,6 +14,17 @@ setup: .venv/.synced
 	@echo "installing the environment into .venv (torch, timm, Ray, MLflow, Optuna; a few minutes the first time) ..."
 	@start=$$(date +%s); $(UV) sync --frozen --quiet --compile-bytecode && echo "environment ready in $$(( $$(date +%s) - start )) s"
 	@touch $@
+
+# ruff (lint and format, pyproject.toml [tool.ruff]) and mypy (the four packages, [tool.mypy]);
+# `make format` rewrites what `make lint` would refuse for its formatting.
+lint: setup
+	@$(RUN) ruff check .
+	@$(RUN) ruff format --check .
+	@$(RUN) mypy
+
+format: setup
+	@$(RUN) ruff check --fix .
+	@$(RUN) ruff format .
 
 # Two test processes (pytest-xdist): the end-to-end tests wait on Ray, the twin and subprocesses
 # about half their time, which the other process fills; tests/spread.py says which tests share a

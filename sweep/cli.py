@@ -70,6 +70,14 @@ def _uri(p: argparse.ArgumentParser) -> None:
     p.add_argument("--uri", help="MLflow tracking URI (default $MLFLOW_TRACKING_URI or ./mlflow.db)")
 
 
+def _store(p: argparse.ArgumentParser) -> None:
+    """``--uri`` of a command that trains: the store its runs are written to."""
+    p.add_argument(
+        "--uri",
+        help="MLflow tracking URI the runs are written to (default: the config's tracking.uri, $MLFLOW_TRACKING_URI or ./mlflow.db)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="mjp",
@@ -84,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("config", help="a TrainConfig YAML, e.g. trainables/configs/digits_vit_tiny.yaml")
     _sets(train)
     train.add_argument("--address", help="Ray cluster address (default: $RAY_ADDRESS, else a private local Ray)")
+    _store(train)
     _verbose(train)
     train.set_defaults(handler="sweep.commands.train:cmd_train")
 
@@ -104,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="run a study of up to N trials (default 1000: more is refused; `mjp sweep plan` prices it)",
     )
+    _store(run)
     _verbose(run)
     run.set_defaults(handler="sweep.commands.sweeps:cmd_sweep_run")
 
@@ -126,7 +136,10 @@ def build_parser() -> argparse.ArgumentParser:
     resume.add_argument("--address", help="Ray cluster address (default: $RAY_ADDRESS, else a private local Ray)")
     resume.add_argument(
         "--uri",
-        help="the sweep's MLflow store at a new address (its server moved: a new head or twin); checked to hold the sweep's parent run (default: the URI the sweep recorded)",
+        help=(
+            "the sweep's MLflow store at a new address (its server moved: a new head or twin); "
+            "checked to hold the sweep's parent run (default: the URI the sweep recorded)"
+        ),
     )
     _verbose(resume)
     resume.set_defaults(handler="sweep.commands.sweeps:cmd_sweep_resume")
@@ -158,13 +171,9 @@ def build_parser() -> argparse.ArgumentParser:
     analyze = sub.add_parser("analyze", help="paper-shaped tables, figures and reports from MLflow").add_subparsers(
         dest="analyze_command", required=True, metavar="ANALYZE_COMMAND", parser_class=Parser
     )
-    for name, helptext, handler in (
-        ("tables", "tables (Markdown, CSV, LaTeX) and figures of a study's latest sweep", "sweep.commands.analyze:cmd_analyze_tables"),
-        (
-            "report",
-            "one self-contained HTML report of a study's latest sweep (tables, figures, paper, links)",
-            "sweep.commands.analyze:cmd_analyze_report",
-        ),
+    for name, helptext in (  # one handler: `tables` is the report with the table files named at the end
+        ("tables", "tables (Markdown, CSV, LaTeX) and figures of a study's latest sweep"),
+        ("report", "one self-contained HTML report of a study's latest sweep (tables, figures, paper, links)"),
     ):
         p = analyze.add_parser(name, help=helptext)
         p.add_argument("--study", required=True, help="the study's name (its MLflow sweeps; `mjp sweep status` lists them)")
@@ -172,15 +181,17 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--paper", action="store_true", help="print the paper's numbers beside ours for the same rows")
         _uri(p)
         p.add_argument("--out", help="the report goes to OUT/<study> (default OUT: $MJP_REPORTS_DIR, else ./reports)")
-        p.set_defaults(handler=handler)
+        p.set_defaults(handler="sweep.commands.analyze:cmd_analyze")
     results = analyze.add_parser(
         "results",
-        help="write results/<study>.json from the study's latest sweep (the results tables of README.md and docs/ are made from these files)",
+        help="write results/<study>.json from the study's latest sweep "
+        "(the results tables of README.md and docs/ are made from these files)",
     )
     results.add_argument("--study", required=True, help="a study name (its newest sweep in MLflow is read)")
     results.add_argument(
         "--command",
-        help="the command that ran the sweep, as the results table should say (default: the one the sweep recorded, e.g. `mjp demo`; else `mjp sweep run <study>`)",
+        help="the command that ran the sweep, as the results table should say "
+        "(default: the one the sweep recorded, e.g. `mjp demo`; else `mjp sweep run <study>`)",
     )
     _uri(results)
     results.set_defaults(handler="sweep.commands.results:cmd_analyze_results")
@@ -199,7 +210,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--attack",
         choices=["auto", "april", "inversion"],
         default="auto",
-        help="auto (default): april where the model was built with april_block=True, else inversion; april: the analytic attack; inversion: gradient matching",
+        help=(
+            "auto (default): april where the model was built with april_block=True, else inversion; "
+            "april: the analytic attack; inversion: gradient matching"
+        ),
     )
     attack.add_argument("--steps", type=int, default=200, help="optimisation steps per image of the inversion attack (default 200)")
     attack.add_argument("--ratio", type=float, default=0.5, help="shuffle ratio of x~ (settings b, c)")
@@ -211,14 +225,16 @@ def build_parser() -> argparse.ArgumentParser:
     _uri(attack)
     attack.set_defaults(handler="sweep.commands.attack:cmd_attack")
 
-    evaluate = sub.add_parser("evaluate", help="the paper's evaluations (robustness, PE analysis, shuffle, privacy) on an existing model")
+    evaluate = sub.add_parser("evaluate", help="the paper's evaluations on an existing model (`mjp evaluate --help` lists them)")
     source = evaluate.add_mutually_exclusive_group(required=True)
     source.add_argument("--run", help="an MLflow run id: evaluates its logged model and logs into that run")
     source.add_argument("--checkpoint", help="a model or training checkpoint file (with --config)")
     source.add_argument("--timm", metavar="NAME", help="a timm model (with --pretrained-file for local weights)")
     evaluate.add_argument("--config", help="the TrainConfig YAML of --checkpoint / the data for --timm")
     evaluate.add_argument("--pretrained-file", help="local timm weights for --timm (nothing is downloaded)")
-    evaluate.add_argument("--what", default="robustness,pe,shuffle", help="comma-separated: robustness, pe, shuffle, privacy")
+    from sweep.commands.evaluate import WhatOption  # its help lists the registry's evaluations, read only when a help is shown
+
+    evaluate.add_argument("--what", default="robustness,pe,shuffle", action=WhatOption)
     _sets(evaluate)
     _uri(evaluate)
     evaluate.set_defaults(handler="sweep.commands.evaluate:cmd_evaluate")
@@ -263,7 +279,10 @@ def build_parser() -> argparse.ArgumentParser:
     cup.add_argument("--cpu-workers", type=int, default=1, help="most CPU-only worker nodes for Ray Data (0-4, default 1)")
     cup.add_argument(
         "--bucket",
-        help="the folder standing in for cluster.yaml's S3 bucket: sweeps, MLflow's artifacts, the store kept at `down` (default SESSION/bucket)",
+        help=(
+            "the folder standing in for cluster.yaml's S3 bucket: sweeps, MLflow's artifacts, "
+            "the store kept at `down` (default SESSION/bucket)"
+        ),
     )
     cup.set_defaults(handler="sweep.commands.cluster:cmd_cluster_up")
     cdown = cluster.add_parser("down", help="end every process of the local twin (those whose command line names its --session)")
@@ -297,7 +316,9 @@ def build_parser() -> argparse.ArgumentParser:
     caws.set_defaults(handler="sweep.commands.cluster:cmd_cluster_aws_setup")
     cprobe = cluster.add_parser(
         "probe",
-        help="on the cluster (a Ray job): a GPU node's driver and CUDA, a CPU node, the images and the bucket from each, before a full study",
+        help=(
+            "on the cluster (a Ray job): a GPU node's driver and CUDA, a CPU node, the images and the bucket from each, before a full study"
+        ),
     )
     cprobe.add_argument(
         "--data",
@@ -330,6 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="the quickstart study on this machine, then its table and HTML report")
     demo.add_argument("--smoke", action="store_true", help="3 epochs instead of 30")
     _sets(demo)
+    _store(demo)
     _verbose(demo)
     demo.set_defaults(handler="sweep.commands.sweeps:cmd_demo")
     return parser
@@ -364,7 +386,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if full is None:
             raise
         print(
-            f"error: a disk this command writes to is full ({full}); free some space and run it again (`mjp sweep resume DIR` continues a sweep)",
+            f"error: a disk this command writes to is full ({full}); free some space and run it again "
+            f"(`mjp sweep resume DIR` continues a sweep)",
             file=sys.stderr,
         )
         return 1

@@ -36,7 +36,7 @@ from trainables.errors import ConfigError
 #: what the head's autoscaler does in EC2: start, stop, end and tag workers, and look them up; a
 #: launch by ``resolve:ssm:`` image id reads AWS's public parameter (Ray's default head role holds
 #: the whole AmazonEC2FullAccess instead)
-AUTOSCALER_STATEMENTS = [
+AUTOSCALER_STATEMENTS: list[dict[str, Any]] = [
     {
         "Effect": "Allow",
         "Action": [
@@ -98,14 +98,15 @@ def read_plan(path: str | Path) -> AccountPlan:
     if len(buckets) != 1 or "YOUR-BUCKET" in buckets:
         found = ", ".join(sorted(buckets)) or "none"
         raise ConfigError(
-            f"{path}: setup_commands must export MJP_BUCKET=s3://<your bucket> once (found: {found}); replace YOUR-BUCKET with your bucket's name"
+            f"{path}: setup_commands must export MJP_BUCKET=s3://<your bucket> once (found: {found}); "
+            f"replace YOUR-BUCKET with your bucket's name"
         )
     aws_launch_problems(path, raw, allow_placeholders=False)  # the AMI, the profiles, the group and its addresses
     group = provider["security_group"]
     rules = group.get("IpPermissions") or []
     types = raw.get("available_node_types") or {}
     head = raw.get("head_node_type")
-    if head not in types:
+    if not isinstance(head, str) or head not in types:
         raise ConfigError(f"{path}: head_node_type {head!r} is not one of available_node_types ({', '.join(types)})")
     workers = tuple(sorted({profile_name(path, name, node) for name, node in types.items() if name != head}))
     head_profile = profile_name(path, head, types[head])

@@ -57,7 +57,8 @@ def profile_name(path: Path, node_type: str, node: dict[str, Any]) -> str:
     if not isinstance(profile, dict) or not isinstance(profile.get("Name"), str):
         raise ConfigError(
             f"{path}: available_node_types.{node_type}.node_config.IamInstanceProfile: give every node type a profile by name "
-            f"({{Name: mjp-head}} or {{Name: mjp-worker}}): Ray's launcher gives its default profile to the head only, and a node without one cannot reach S3"
+            f"({{Name: mjp-head}} or {{Name: mjp-worker}}): Ray's launcher gives its default profile to the head only, "
+            f"and a node without one cannot reach S3"
         )
     return profile["Name"]
 
@@ -84,7 +85,8 @@ def aws_launch_problems(path: Path, raw: dict[str, Any], *, allow_placeholders: 
         if image.lower() in ("", "latest_dlami"):
             raise ConfigError(
                 f"{path}: available_node_types.{name}.node_config.ImageId is {image or 'missing'}: Ray 2.60 takes that for its fixed "
-                f"'AWS Deep Learning AMI (Ubuntu 18.04) V71.0' (CUDA 11.2), whose driver cannot run the CUDA 13 torch uv.lock pins; use {DLAMI_SSM}"
+                f"'AWS Deep Learning AMI (Ubuntu 18.04) V71.0' (CUDA 11.2), whose driver cannot run the CUDA 13 torch uv.lock pins; "
+                f"use {DLAMI_SSM}"
             )
         profile_name(path, name, node)
     group = (raw.get("provider") or {}).get("security_group") or {}
@@ -131,7 +133,8 @@ def validate_cluster_config(path: str | Path) -> dict[str, Any]:
         unknown = sorted(set(provider) - AWS_PROVIDER_KEYS)
         if unknown:
             raise ConfigError(
-                f"{path}: provider.{unknown[0]} is not a key of Ray's AWS provider{did_you_mean(unknown[0], AWS_PROVIDER_KEYS)}; allowed: {', '.join(sorted(AWS_PROVIDER_KEYS))}"
+                f"{path}: provider.{unknown[0]} is not a key of Ray's AWS provider{did_you_mean(unknown[0], AWS_PROVIDER_KEYS)}; "
+                f"allowed: {', '.join(sorted(AWS_PROVIDER_KEYS))}"
             )
         aws_launch_problems(path, raw)
     try:

@@ -33,7 +33,8 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
         raise ConfigError("`mjp cluster up` starts only the local twin (--local); a real cluster: `ray up cluster.yaml`")
     cluster = up(args.session, gpu_workers=args.gpu_workers, cpu_workers=args.cpu_workers, bucket=args.bucket)
     print(
-        f"local cluster up in {cluster.session_dir}: Ray at {cluster.address}, jobs at {cluster.dashboard}, MLflow at {cluster.tracking_uri} "
+        f"local cluster up in {cluster.session_dir}: Ray at {cluster.address}, jobs at {cluster.dashboard}, "
+        f"MLflow at {cluster.tracking_uri} "
         f"(its store kept in {cluster.kept_store} at `down`)"
     )
     print("use it from this shell:")
@@ -111,7 +112,8 @@ def cmd_cluster_probe(args: argparse.Namespace) -> int:
     for what, ref in refs.items():
         if ref not in ready:
             print(
-                f"{what}: did not start within {args.timeout:.0f} s (`ray status` shows what the autoscaler waits for: an instance quota, a capacity error)"
+                f"{what}: did not start within {args.timeout:.0f} s "
+                f"(`ray status` shows what the autoscaler waits for: an instance quota, a capacity error)"
             )
             failed += 1
             continue

@@ -88,7 +88,10 @@ class ConsoleTable:
         counts = ", ".join(f"{states.count(s)} {s}" for s in ("running", "done", "stopped", "failed", "retrying") if states.count(s))
         eta = self.eta()
         left = f" · ETA {clock(eta)}" if eta is not None and any(s not in FINAL_STATES for s in states) else ""
-        return f"{self.title} · {len(self.rows)}/{self.total_trials} trials started ({counts or 'starting'}) · {clock(time.monotonic() - self.started)}{left}"
+        return (
+            f"{self.title} · {len(self.rows)}/{self.total_trials} trials started ({counts or 'starting'}) "
+            f"· {clock(time.monotonic() - self.started)}{left}"
+        )
 
     #: columns dropped first when the terminal is narrow (htop's way): the in-epoch detail, the
     #: bar, the best values, the time, then every objective but the first; trial, state, epoch

@@ -3,8 +3,8 @@
 In a terminal: a table that redraws in place, a row per trial labelled by what it is, with its
 state, a progress bar over its epochs, where its current epoch is (step, img/s, share of time
 waiting for data, the epoch's ETA: ``trainables.tracking.progress``, read from the trial's MLflow run
-every few seconds, a quarter of an epoch where epochs are shorter), the objective (latest and best), its time, and the run's elapsed time and
-ETA. Not in a terminal (CI, a pipe, a file): plain lines, no ANSI codes: one when a trial starts,
+every few seconds, a quarter of an epoch where epochs are shorter), the objective (latest and best), its time, and the run's elapsed time
+and ETA. Not in a terminal (CI, a pipe, a file): plain lines, no ANSI codes: one when a trial starts,
 one when it ends (``mjp train``: one per epoch), a progress line per running trial once a
 minute after its start, and the table once at the end. A trial that fails prints one line with its reason and
 the path of its full error.

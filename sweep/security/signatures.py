@@ -69,7 +69,8 @@ def signing_key(create: bool) -> bytes | None:
     key = path.read_bytes()
     if len(key) < 32:
         raise UserError(
-            f"the sweep signing key {path} is truncated ({len(key)} bytes, 32 expected); delete it to make a new one (sweeps signed with it will no longer resume)"
+            f"the sweep signing key {path} is truncated ({len(key)} bytes, 32 expected); "
+            f"delete it to make a new one (sweeps signed with it will no longer resume)"
         )
     return key
 
@@ -146,13 +147,15 @@ def _load_manifest(experiment_dir: str, key: bytes) -> dict[str, list[str]]:
         files, mac = data["files"], data["mac"]
     except (FileNotFoundError, OSError):
         raise UserError(
-            f"refusing to resume {experiment_dir}: it has no signature manifest ({MANIFEST}); only a sweep directory this platform wrote for you resumes"
+            f"refusing to resume {experiment_dir}: it has no signature manifest ({MANIFEST}); "
+            f"only a sweep directory this platform wrote for you resumes"
         ) from None
     except (ValueError, KeyError, TypeError):
         raise UserError(f"refusing to resume {experiment_dir}: its signature manifest {MANIFEST} is unreadable") from None
     if not isinstance(files, dict) or not isinstance(mac, str) or not hmac.compare_digest(mac, _manifest_mac(key, files)):
         raise UserError(
-            f"refusing to resume {experiment_dir}: its signature manifest {MANIFEST} was not made with your signing key {key_path()} (forged, or another user's sweep)"
+            f"refusing to resume {experiment_dir}: its signature manifest {MANIFEST} was not made with your signing key {key_path()} "
+            f"(forged, or another user's sweep)"
         )
     return files
 
@@ -195,7 +198,8 @@ def verify_sweep_dir(experiment_dir: str) -> None:
     key = signing_key(create=False)
     if key is None:
         raise UserError(
-            f"refusing to resume {experiment_dir}: you have no sweep signing key ({key_path()}), so no sweep directory was signed for you on this machine"
+            f"refusing to resume {experiment_dir}: you have no sweep signing key ({key_path()}), "
+            f"so no sweep directory was signed for you on this machine"
         )
     files = _load_manifest(experiment_dir, key)
     listing = _remote_files(experiment_dir) if "://" in experiment_dir else _local_files(experiment_dir)
@@ -207,18 +211,22 @@ def verify_sweep_dir(experiment_dir: str) -> None:
             continue
         if rel == STATE_FILE and not files.get(rel):
             raise UserError(
-                f"refusing to resume {experiment_dir}: its state file {STATE_FILE} is not signed (a sweep started before state files were signed, or one not written for you); start the sweep again"
+                f"refusing to resume {experiment_dir}: its state file {STATE_FILE} is not signed "
+                f"(a sweep started before state files were signed, or one not written for you); start the sweep again"
             )
         if rel == STATE_FILE and _file_mac(key, rel, read_file(experiment_dir, rel)) not in files[rel]:
             raise UserError(
-                f"refusing to resume {experiment_dir}: {STATE_FILE} was changed after this sweep wrote it (its signature does not match); put back the original or start the sweep again"
+                f"refusing to resume {experiment_dir}: {STATE_FILE} was changed after this sweep wrote it "
+                f"(its signature does not match); put back the original or start the sweep again"
             )
         known = files.get(rel)
         if not known:
             raise UserError(
-                f"refusing to resume {experiment_dir}: {rel} was not written by this sweep (unsigned); Tune would unpickle it, which can run code. Remove it if you trust nothing in it"
+                f"refusing to resume {experiment_dir}: {rel} was not written by this sweep (unsigned); "
+                f"Tune would unpickle it, which can run code. Remove it if you trust nothing in it"
             )
         if _file_mac(key, rel, read_file(experiment_dir, rel)) not in known:
             raise UserError(
-                f"refusing to resume {experiment_dir}: {rel} was changed after this sweep wrote it (its signature does not match); Tune would unpickle it, which can run code"
+                f"refusing to resume {experiment_dir}: {rel} was changed after this sweep wrote it "
+                f"(its signature does not match); Tune would unpickle it, which can run code"
             )

@@ -1,1 +1,2 @@
-"""What a sweep searches: the study file's schema; loading, sizing, digesting and pre-flighting it; its Optuna space; the study names a user may type."""
+"""What a sweep searches: the study file's schema; loading, sizing, digesting and pre-flighting it; its Optuna space;
+the study names a user may type."""

@@ -218,11 +218,13 @@ class StudyConfig(_Strict):
                 for k in sets:
                     if k in self.space and k != key:
                         raise ValueError(
-                            f"space.{key}.presets.{label} sets {k}, which space.{k} also samples; the preset would silently override the sample: keep one"
+                            f"space.{key}.presets.{label} sets {k}, which space.{k} also samples; "
+                            f"the preset would silently override the sample: keep one"
                         )
                     if k in setters and setters[k] != key:
                         raise ValueError(
-                            f"space.{setters[k]} and space.{key} both have presets that set {k}; which one wins is ambiguous: keep it in one"
+                            f"space.{setters[k]} and space.{key} both have presets that set {k}; "
+                            f"which one wins is ambiguous: keep it in one"
                         )
                     setters[k] = key
 

@@ -45,7 +45,10 @@ def test_a_mistyped_command_gets_a_suggestion(capsys):
 
 
 def test_help_imports_nothing_heavy():
-    code = "import sys; from sweep.cli import main\ntry: main(['--help'])\nexcept SystemExit: pass\nprint(sorted(m for m in ('torch', 'timm', 'ray', 'mlflow') if m in sys.modules))"
+    code = (
+        "import sys; from sweep.cli import main\ntry: main(['--help'])\nexcept SystemExit: pass\n"
+        "print(sorted(m for m in ('torch', 'timm', 'ray', 'mlflow') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.stdout.strip().splitlines()[-1] == "[]", out.stderr
 

@@ -11,6 +11,7 @@ nothing.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -76,19 +77,15 @@ def end_processes(processes: dict[int, int], grace_s: float = 5.0) -> list[int]:
     """SIGTERM the still-living ``processes`` (same start time), SIGKILL what remains; their pids."""
     living = [p for p, s in processes.items() if _alive(p, s)]
     for pid in living:
-        try:
+        with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGTERM)
-        except OSError:
-            pass
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline and any(_alive(p, processes[p]) for p in living):
         time.sleep(0.1)
     for pid in living:
         if _alive(pid, processes[pid]):
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
     return living
 
 

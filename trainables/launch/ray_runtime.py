@@ -134,10 +134,9 @@ def ensure_ray(address: str | None = None, *, num_cpus: int | None = None, verbo
     if ray.is_initialized():
         return
     address = address or os.environ.get("RAY_ADDRESS")
-    quiet = dict(log_to_driver=verbose, configure_logging=False)
     if address:
         require_gcs(address)
-        ray.init(address=address, **quiet)
+        ray.init(address=address, log_to_driver=verbose, configure_logging=False)
         sigterm_as_ctrl_c()  # ray.init's own SIGTERM handler exits at once, leaving MLflow runs RUNNING
         if not verbose:
             raylet_messages_to_log()
@@ -149,7 +148,8 @@ def ensure_ray(address: str | None = None, *, num_cpus: int | None = None, verbo
         _node_ip_address="127.0.0.1",
         include_dashboard=dashboard or verbose,
         dashboard_host="127.0.0.1",
-        **quiet,
+        log_to_driver=verbose,
+        configure_logging=False,
     )
     sigterm_as_ctrl_c()
     if not verbose:
@@ -187,15 +187,18 @@ def check_local_resources(cfg: Any, address: str | None) -> None:
         need = s.num_workers * s.gpus_per_worker
         if need > have:
             raise ConfigError(
-                f"scaling.use_gpu=true asks for {need:g} GPU(s) per trial (scaling.num_workers={s.num_workers} x scaling.gpus_per_worker={s.gpus_per_worker:g}), "
-                f"but this machine has {have} (torch sees {'no' if not have else have} CUDA device{'' if have == 1 else 's'}) and this command starts its own Ray here, "
+                f"scaling.use_gpu=true asks for {need:g} GPU(s) per trial "
+                f"(scaling.num_workers={s.num_workers} x scaling.gpus_per_worker={s.gpus_per_worker:g}), "
+                f"but this machine has {have} (torch sees {have if have else 'no'} CUDA device{'' if have == 1 else 's'}) "
+                f"and this command starts its own Ray here, "
                 f"where the trial would wait forever: set scaling.use_gpu=false, {elsewhere}"
             )
     cores = os.cpu_count() or 1
     threads = s.num_workers * s.cpus_per_worker
     if threads > cores:
         raise ConfigError(
-            f"scaling.num_workers={s.num_workers} x scaling.cpus_per_worker={s.cpus_per_worker:g} = {threads:g} CPUs per trial, but this machine has {cores} "
+            f"scaling.num_workers={s.num_workers} x scaling.cpus_per_worker={s.cpus_per_worker:g} = {threads:g} CPUs per trial, "
+            f"but this machine has {cores} "
             f"and this command starts its own Ray here (it would train with {threads:g} threads on {cores} cores): "
             f"allowed: at most {cores} in all, {elsewhere}"
         )

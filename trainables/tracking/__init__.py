@@ -1,1 +1,2 @@
-"""MLflow: the names writers and readers share (schema.py, no mlflow import), the store, one run addressed by id, what a training writes each epoch, and how runs are named."""
+"""MLflow: the names writers and readers share (schema.py, no mlflow import), the store, one run addressed by id,
+what a training writes each epoch, and how runs are named."""

@@ -198,7 +198,8 @@ def download_run_checkpoint(uri: str, run_id: str, into: str) -> Path:
         return Path(MlflowClient(uri).download_artifacts(run_id, schema.ARTIFACT_CHECKPOINT, into))
     except (mlflow.exceptions.MlflowException, OSError):
         raise TrackingError(
-            f"MLflow run {run_id} has no {schema.ARTIFACT_CHECKPOINT} artifact (was it trained with tracking.log_checkpoint=false, or did it fail?)"
+            f"MLflow run {run_id} has no {schema.ARTIFACT_CHECKPOINT} artifact "
+            f"(was it trained with tracking.log_checkpoint=false, or did it fail?)"
         ) from None
 
 

@@ -107,7 +107,8 @@ def _check_scheme(uri: str) -> None:
     close = difflib.get_close_matches(scheme.split("+", 1)[0], STORE_SCHEMES, n=1, cutoff=0.6)
     hint = f" (did you mean {close[0]}://?)" if close else ""
     raise TrackingError(
-        f"tracking URI {uri!r}: MLflow cannot open a '{scheme}://' store{hint}; allowed: {', '.join(s + '://' for s in STORE_SCHEMES)} or a path to a SQLite file"
+        f"tracking URI {uri!r}: MLflow cannot open a '{scheme}://' store{hint}; "
+        f"allowed: {', '.join(s + '://' for s in STORE_SCHEMES)} or a path to a SQLite file"
     )
 
 

@@ -238,7 +238,7 @@ def test_the_cluster_yaml_before_this_check_fails_it(account, tmp_path):
     profile on the workers, Ray's own security group) launches workers without S3 rights."""
     old = yaml.safe_load((ROOT / "cluster.yaml").read_text())
     old["provider"].pop("security_group")
-    for name, node_type in old["available_node_types"].items():
+    for _name, node_type in old["available_node_types"].items():
         node_type["node_config"]["ImageId"] = "latest_dlami"
         node_type["node_config"].pop("IamInstanceProfile")
     path = users_cluster_yaml(tmp_path, yaml.safe_dump(old))
