@@ -260,6 +260,8 @@ def setup_caption(runs: pd.DataFrame) -> str:
     parts += [f"{'/'.join(values('optim.epochs'))} epochs"] if values("optim.epochs") else []
     seeds = sorted({int(v) for v in done["runtime.seed"].dropna()}) if "runtime.seed" in done else []
     parts += [f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"] if seeds else []
+    ratio = training_ratio(runs)
+    parts += [f"rows that shuffle trained at gamma = {ratio:g}"] if ratio is not None else []
     return ", ".join(p for p in parts if p)
 
 
