@@ -63,8 +63,10 @@ def cmd_sweep_list(args: argparse.Namespace) -> int:
 
 
 def cmd_config_show(args: argparse.Namespace) -> int:
-    """The fully resolved TrainConfig: defaults filled in, the Table 4 row expanded, seeds derived."""
-    from trainables.config.build import build_config, load_config
+    """The fully resolved TrainConfig: defaults filled in, the Table 4 row expanded, seeds derived.
+    For a study, ``--set`` on a key of its space picks a trial (its presets applied, as the trial
+    trains); any other ``--set`` overrides every trial, as ``mjp sweep run --set`` does."""
+    from trainables.config.build import load_config
     from trainables.config.overrides import parse_overrides
     from trainables.config.yaml_files import read_yaml_mapping
 
@@ -74,11 +76,16 @@ def cmd_config_show(args: argparse.Namespace) -> int:
         cfg = load_config(target, args.set)
         source = str(target)
     else:
-        from sweep.study.load import load_study
+        from sweep.study.load import load_study, trial_params
 
-        study = load_study(args.config, smoke=args.smoke, check=False)
-        cfg = build_config(study.base_tree, parse_overrides(args.set), source=f"study {study.name}")
-        source = f"study {study.name}{' (smoke)' if args.smoke else ''}, before sampling"
+        sets = parse_overrides(args.set)
+        space = load_study(args.config, smoke=args.smoke, check=False).config.space
+        study = load_study(args.config, smoke=args.smoke, check=False, overrides={k: v for k, v in sets.items() if k not in space})
+        params = trial_params(study, {k: v for k, v in sets.items() if k in space})
+        cfg = study.recipe.config(params)
+        picked = ", ".join(f"{k}={v}" for k, v in params.items())
+        size = " (smoke)" if args.smoke else ""
+        source = f"study {study.config.name}{size}, " + (f"the trial {picked}" if params else "before sampling")
     from trainables.tracking.labels import variant_words
 
     print(f"# {source}: Table 4 row {' '.join(variant_words(cfg.variant))}")

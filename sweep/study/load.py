@@ -104,6 +104,24 @@ class Study:
         return [{k: v for k, v in params.items() if is_active(self.config.space[k], params)} for params in full]
 
 
+def trial_params(study: Study, picked: dict[str, Any]) -> dict[str, Any]:
+    """``picked`` (values of the study's space keys, as a command line gives them) as a trial's
+    sampled params; ``ConfigError`` naming the key and what its entry allows when a value is not
+    one the study can sample (a preset's label, a choice, a range)."""
+    for key, value in picked.items():
+        entry = study.config.space[key]
+        if isinstance(entry, (Choice, Grid)):
+            if value not in entry.values:
+                allowed = ", ".join(map(str, entry.values))
+                raise ConfigError(f"study {study.name!r}: {key}={value!r} is not one of its values ({allowed})")
+        elif isinstance(entry, Fixed):
+            if value != entry.value:
+                raise ConfigError(f"study {study.name!r}: {key} is fixed at {entry.value!r}, not {value!r}")
+        elif not isinstance(value, (int, float)) or not entry.low <= value <= entry.high:
+            raise ConfigError(f"study {study.name!r}: {key}={value!r} is outside its range [{entry.low}, {entry.high}]")
+    return picked
+
+
 def resolve_study_path(name_or_path: str) -> Path:
     """A path, or the name of a shipped study (``quickstart`` -> ``sweep/studies/quickstart.yaml``);
     absolute, as the sweep's state records it for a resume from any directory."""
