@@ -28,8 +28,11 @@ projection, the mean and the affine fit, not through the directions.
 The reference mode draws its start once, from the run's seed, where the reference draws a fresh
 one per call from the global RNG: the loss is then a function of the PE alone, and a resumed run
 computes the same one. Gram-Schmidt on two columns stands in for QR and a closed-form 2 x 2
-eigen-decomposition for the small SVD, so no step syncs with the host; gradients flow through the
-projected rows, not through the directions (as in the affine mode).
+eigen-decomposition for the small SVD, so no step syncs with the host. As in the reference, the
+gradient flows through the directions too (the reference differentiates through ``pca_lowrank``);
+given the reference's random start, its loss and gradient are ours up to the directions' signs
+(``tests/mjp/test_dal.py`` against a plain re-implementation). The affine mode stops the gradient at
+its directions.
 """
 
 from __future__ import annotations
@@ -148,7 +151,7 @@ class DALHead(nn.Module):
             return self.proj(rows)
         rows, w = rows.float(), weights.float()
         if self.pca_mode == "reference":
-            return rows @ reference_pca_directions(rows.detach(), w, self.start.float())
+            return rows @ reference_pca_directions(rows, w, self.start.float())  # differentiated through, as the reference
         centred = rows - (w.unsqueeze(1) * rows).sum(0, keepdim=True)
         directions = top2_subspace(centred.detach(), w)  # [D, 2]
         z = centred @ directions

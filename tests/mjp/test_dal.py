@@ -42,6 +42,30 @@ def test_reference_pca_directions_are_pca_lowranks_subspace():
     assert torch.allclose((v.T @ exact).abs(), torch.eye(2), atol=1e-4)  # same order: largest first
 
 
+def test_reference_mode_is_the_reference_codes_loss_and_gradient_given_its_random_start():
+    """ssl_mjp/dlocr.py, plainly: ``_, _, v = torch.pca_lowrank(pe, q=2, niter=5)``, then L1 between
+    ``pe @ v`` and (row, col), differentiated through ``v``. ``pca_lowrank`` draws its start from the
+    global RNG (``torch.randn(D, 2)`` first): given that start, the head's projection is the
+    reference's up to each direction's sign, and so are the loss and its gradient on the PE."""
+    grid = grid_targets((7, 6))
+    for seed in range(5):
+        pe = torch.randn(42, 16, generator=torch.Generator().manual_seed(100 + seed)) + torch.cat([grid, torch.zeros(42, 14)], 1)
+        ref_pe, our_pe = pe.clone().requires_grad_(), pe.clone().requires_grad_()
+        torch.manual_seed(seed)
+        _, _, v = torch.pca_lowrank(ref_pe, q=2, niter=5)
+        head = DALHead("pca", 16, seed=0)
+        torch.manual_seed(seed)
+        head.start.copy_(torch.randn(16, 2))  # the draw pca_lowrank made
+        projected = head(our_pe, grid, torch.full((42,), 1 / 42))
+        signs = torch.sign(((ref_pe @ v) * projected).sum(0)).detach()  # each direction's sign is arbitrary in both
+        reference_loss = (ref_pe @ v - grid).abs().mean()
+        our_loss = (projected * signs - grid).abs().mean()
+        reference_loss.backward()
+        our_loss.backward()
+        assert torch.allclose(our_loss, reference_loss, rtol=1e-4), seed
+        assert torch.allclose(our_pe.grad, ref_pe.grad, atol=1e-4 * ref_pe.grad.abs().max().item()), seed
+
+
 def test_reference_pca_head_compares_the_uncentred_projection_with_the_grid():
     """The reference's loss: L1 between (row, col) and the PE rows projected on the directions,
     without an affine fit. A PE that is exactly the grid in two coordinates gives 0 (up to the
