@@ -114,6 +114,7 @@ class SweepSummary:
     tags: dict[str, str]
     params: schema.SweepParams
     trials: list[TrialSummary]
+    deleted: bool = False  # the parent run, or its experiment, is deleted in MLflow
 
     @property
     def trial_states(self) -> Counter:
@@ -134,6 +135,7 @@ def _summary(client: MlflowClient, parent: Any) -> SweepSummary:
         dict(parent.data.tags),
         schema.SweepParams.from_params(dict(parent.data.params)),
         trials,
+        parent.info.lifecycle_stage == "deleted" or client.get_experiment(parent.info.experiment_id).lifecycle_stage == "deleted",
     )
 
 
@@ -145,6 +147,18 @@ def sweep_summaries(uri: str, study: str | None = None, limit: int = 10) -> list
         return []
     runs = client.search_runs(experiments, filter_string=_sweeps_query(study), order_by=["attributes.start_time DESC"], max_results=limit)
     return [_summary(client, s) for s in runs]
+
+
+def sweep_named(uri: str, name: str) -> str | None:
+    """The parent run id of the sweep named ``name`` (what ``mjp sweep run`` printed, e.g.
+    ``quickstart-20261127-014200``), or None when the store has none of that name."""
+    if "'" in name:  # no sweep's name has one (a study's name and a time); MLflow's filter could not quote it
+        return None
+    client = MlflowClient(uri)
+    experiments = [e.experiment_id for e in client.search_experiments()]
+    query = f"{_sweeps_query(None)} and attributes.run_name = '{name}'"
+    runs = client.search_runs(experiments, filter_string=query, max_results=1) if experiments else []
+    return runs[0].info.run_id if runs else None
 
 
 def sweep_summary(uri: str, parent_run_id: str) -> SweepSummary:

@@ -149,7 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
         "target",
         nargs="?",
         metavar="STUDY_OR_SWEEP_DIR",
-        help="a study name (its sweeps) or a sweep directory under ray_results/ (that sweep); default: every sweep",
+        help="a study name (its sweeps), a sweep's name as `mjp sweep run` printed it, or its directory under ray_results/ "
+        "(that sweep); default: every sweep",
     )
     status.add_argument("--study", help="same as a study name for STUDY_OR_SWEEP_DIR")
     _uri(status)

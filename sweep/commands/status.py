@@ -155,7 +155,7 @@ def recorded_store(state: SweepState, target: str) -> str:
 
 
 def cmd_sweep_status(args: argparse.Namespace) -> int:
-    from analysis.runs import sweep_summaries, sweep_summary
+    from analysis.runs import sweep_named, sweep_summaries, sweep_summary
     from sweep.tuner.state import read_state
     from trainables.tracking.store import check_store_readable, tracking_uri
 
@@ -170,8 +170,9 @@ def cmd_sweep_status(args: argparse.Namespace) -> int:
     else:
         uri = tracking_uri(args.uri)
         check_store_readable(uri)
-        study = _study_name(target, uri) if target else None
-        sweeps = sweep_summaries(uri, study, args.limit)
+        named = sweep_named(uri, target) if target and not Path(target).is_file() else None
+        study = _study_name(target, uri) if target and named is None else None
+        sweeps = [sweep_summary(uri, named)] if named else sweep_summaries(uri, study, args.limit)
         if not sweeps:
             print(f"no sweeps{' of study ' + repr(study) if study else ''} recorded in {uri}")
             return 0
@@ -181,7 +182,7 @@ def cmd_sweep_status(args: argparse.Namespace) -> int:
     print(header if len(header) <= terminal_columns() else f"sweeps (newest first) in\n  {uri}")
     for s in sweeps:
         shown = ", ".join(f"{n} {k}" for k, n in sorted(s.trial_states.items())) or "no trials yet"
-        label, resume = sweep_state(s.status, s.tags, uri)
+        label, resume = ("deleted in MLflow: restore its run to resume it", None) if s.deleted else sweep_state(s.status, s.tags, uri)
         print(f"  {s.run_name}  [{label}]  {shown} of {s.params.trials or '?'} trials")
         print(f"    parent run {s.run_id}" + (f"\n    resume: {resume}" if resume else ""))
         if s.trials:

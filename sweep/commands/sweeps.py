@@ -20,10 +20,20 @@ def after_sweep(outcome: Any, study: Any) -> int:
         print(f"failed: {t.label}: {t.error}", file=sys.stderr)
     done = outcome.finished
     print(
-        f"\nsweep {study.name}: {done} of {outcome.expected_trials} trials finished, {len(outcome.failed)} failed "
-        f"· MLflow parent run {outcome.parent_run_id}"
+        f"\nsweep {study.name}: {done} of {outcome.expected_trials} trials finished, {len(outcome.failed)} failed\n"
+        f"  MLflow parent run {outcome.parent_run_id}"
     )
     uri = outcome.uri  # the sweep's store, wherever the command is typed
+    if outcome.parent_deleted:
+        from trainables.tracking.runs import restore_hint
+
+        hint = restore_hint(uri, outcome.parent_run_id, outcome.parent_deleted)
+        print(
+            f"the sweep's MLflow parent run was deleted (its {outcome.parent_deleted}) while the sweep ran: its trials' runs are "
+            f"kept, nothing more was written to it; restore it ({hint}), then `mjp analyze report --study {study.name}`",
+            file=sys.stderr,
+        )
+        return 1
     report = publish_sweep_report(outcome.parent_run_id, study, reports_dir(), uri)
     if report is not None:
         print(report.table)
@@ -66,9 +76,12 @@ def cmd_sweep_resume(args: argparse.Namespace) -> int:
     claim(args.experiment_dir)  # never through a link, never another user's file (sweep.tuner.owner)
     try:
         state, study = load_resumable(args.experiment_dir)  # refused in one line before Ray is imported
-        from sweep.tuner.run import resume_sweep
+        from sweep.tuner.run import SweepFinished, resume_sweep
 
         outcome = resume_sweep(args.experiment_dir, (state, study), address=args.address, verbose=args.verbose, uri=args.uri)
+    except SweepFinished as finished:
+        print(finished)
+        return 0
     finally:
         release(args.experiment_dir)
     return after_sweep(outcome, study)

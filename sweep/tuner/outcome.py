@@ -37,6 +37,7 @@ class SweepOutcome:
     log_file: str | None = None
     finished: int = 0  # trials that ran to their end (an interrupted trial's metrics do not count)
     uri: str = ""  # the sweep's own tracking store (from its state file; never the current directory's)
+    parent_deleted: str | None = None  # "run"/"experiment": the parent run was deleted while the sweep ran
 
     @property
     def failed(self) -> list[TrialOutcome]:
@@ -93,7 +94,10 @@ def finish_sweep(
         log_file=str(log),
         finished=len(done),
         uri=spec.uri,
+        parent_deleted=parent.deleted(),
     )
+    if outcome.parent_deleted:  # MLflow refuses every write to it; the trials' own runs are whole
+        return outcome
     summary: dict[str, float] = {"sweep/trials": len(trials), "sweep/failed": len(outcome.failed)}
     if len(objectives) == 1 and done:
         o = objectives[0]

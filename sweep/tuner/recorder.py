@@ -58,12 +58,20 @@ class SweepRecorder(tune.Callback):
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self._mark(trial, "FAILED", {schema.TAG_ERROR: failure_reason(trial)})
 
+    def _ended_before(self, trial: Any) -> bool:
+        """Whether ``trial`` finished in an earlier run of a resumed sweep: its final result is
+        marked done or, where Tune saved the experiment before that result (a trial at its last
+        epoch with ``done: false``), its MLflow run was closed FINISHED."""
+        if (trial.last_result or {}).get("done"):
+            return True
+        tracker = find_child_run(self.uri, self.experiment, self.parent_run_id, trial.trial_id)
+        return tracker is not None and tracker.status == "FINISHED"
+
     def on_experiment_end(self, trials: list, **info: Any) -> None:
         unfinished = [t for t in trials if t.status not in ("TERMINATED", "ERROR")]
-        # Ctrl-C leaves the running trials TERMINATED too, without on_trial_complete; a trial that
-        # finished in an earlier run of a resumed sweep has its final result marked done
+        # Ctrl-C leaves the running trials TERMINATED too, without on_trial_complete
         self.finished_ids = {
-            t.trial_id for t in trials if t.status == "TERMINATED" and (t.trial_id in self._completed or (t.last_result or {}).get("done"))
+            t.trial_id for t in trials if t.status == "TERMINATED" and (t.trial_id in self._completed or self._ended_before(t))
         }
         # a trial Ctrl-C stopped is TERMINATED without having ended: the run was interrupted (the
         # last trial of a sweep, or the one trial of `mjp train`)

@@ -38,6 +38,7 @@ from sweep.tuner.storage import (
     link_ray_logs,
     remove_sweep_dirs,
     restored_trial_ids,
+    saved_trial_statuses,
     start_logging,
     storage_root,
 )
@@ -105,7 +106,7 @@ def run_sweep(
         claim(paths.experiment_dir)  # made just now, exclusively: this driver owns it until it ends (a resume meanwhile is refused)
         command = command or f"mjp sweep run {study.config.name}" + (" --smoke" if study.smoke else "")
         log = start_logging(paths.experiment_dir, paths.name, verbose)
-        announce(stream, f"sweep {paths.name}: {study.num_trials} trials, {study.max_concurrent} at a time · logs: {log}")
+        announce(stream, f"sweep {paths.name}: {study.num_trials} trials, {study.max_concurrent} at a time\n  logs: {log}")
         parent = _parent_run(study, paths, uri, base.tracking.experiment, command)
         recorder.parent_run_id = parent.run_id
 
@@ -237,6 +238,24 @@ def resume_sweep(
         release(paths.experiment_dir)
 
 
+class SweepFinished(Exception):
+    """The sweep a resume was asked for had finished: every trial ended and its parent run is
+    FINISHED. Nothing was changed; the message says so and where its results are."""
+
+
+def _refuse_finished(experiment_dir: str, state: SweepState, study: Study) -> None:
+    statuses = saved_trial_statuses(experiment_dir)
+    if len(statuses) < study.num_trials or set(statuses.values()) != {"TERMINATED"}:
+        return
+    if RunTracker(state.uri, state.parent_run_id).status != "FINISHED":  # Ctrl-C also leaves trials TERMINATED
+        return
+    raise SweepFinished(
+        f"sweep {state.name} has finished: its {len(statuses)} trials ended and its MLflow parent run "
+        f"{state.parent_run_id} is FINISHED; nothing to resume, nothing changed (`mjp sweep status {experiment_dir}` "
+        f"shows it, `mjp analyze report --study {study.name}` its report)"
+    )
+
+
 def _resume(
     paths: SweepPaths, loaded: tuple[SweepState, Study] | None, address: str | None, verbose: bool, stream: TextIO | None, uri: str | None
 ) -> SweepOutcome:
@@ -248,6 +267,7 @@ def _resume(
     check_store_writable(moved.uri)
     if not tune.Tuner.can_restore(experiment_dir):
         raise UserError(f"{experiment_dir} holds no restorable Tune experiment")
+    _refuse_finished(experiment_dir, moved, study)  # before anything is written: a finished sweep stays as it is
     if moved != state:
         write_state(experiment_dir, moved)  # signed: the next resume and `mjp sweep status` follow the store's new address
         announce(stream, f"sweep {state.name} continues in the MLflow store at {moved.uri} (recorded: {state.uri})")
@@ -257,7 +277,7 @@ def _resume(
         from sweep.tuner.optuna_mirror import check_storage
 
         check_storage(state.optuna_storage, state.name, study.config)
-    announce(stream, f"resuming sweep {state.name} · logs: {log}")
+    announce(stream, f"resuming sweep {state.name}\n  logs: {log}")
     parent = RunTracker(state.uri, state.parent_run_id)
     with run_closed_on_error(parent, f"`mjp sweep resume {experiment_dir}` continues the sweep"):
         parent.set_status("RUNNING")

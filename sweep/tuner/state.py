@@ -160,6 +160,15 @@ def in_store(state: SweepState, uri: str | None, experiment_dir: str) -> SweepSt
             f"the MLflow store at {target} is not the store of sweep {state.name} (parent run {state.parent_run_id} in experiment "
             f"{state.experiment!r}): {what}; {then}"
         )
+    from trainables.tracking.runs import RunTracker, restore_hint
+
+    deleted = RunTracker(target, state.parent_run_id).deleted()
+    if deleted:
+        raise UserError(
+            f"sweep {state.name}'s MLflow parent run {state.parent_run_id} is in a deleted {deleted} of the store at {target}; "
+            f"a resume writes into it: restore it ({restore_hint(target, state.parent_run_id, deleted)}) and resume again, "
+            "or start the study anew with `mjp sweep run`"
+        )
     if target == state.uri:
         return state
     from trainables.tracking.store import optuna_storage_url

@@ -110,8 +110,13 @@ def remove_sweep_dirs(paths: SweepPaths) -> None:
 
 
 def restored_trial_ids(experiment_dir: str) -> set[str]:
-    """The trial ids in the sweep's newest saved experiment state: the trials a resume restores.
-    Read as plain JSON (the trials' states are JSON strings; nothing is unpickled)."""
+    """The trial ids in the sweep's newest saved experiment state: the trials a resume restores."""
+    return set(saved_trial_statuses(experiment_dir))
+
+
+def saved_trial_statuses(experiment_dir: str) -> dict[str, str]:
+    """``{trial id: Tune status}`` (``TERMINATED``, ``ERROR``, ``RUNNING``, ...) in the sweep's newest
+    saved experiment state. Read as plain JSON (the trials' states are JSON strings; nothing is unpickled)."""
     fs, path = filesystem(experiment_dir)
     states = [
         i.path
@@ -119,12 +124,12 @@ def restored_trial_ids(experiment_dir: str) -> set[str]:
         if i.base_name.startswith("experiment_state-") and i.base_name.endswith(".json")
     ]
     if not states:
-        return set()
+        return {}
     with fs.open_input_stream(max(states)) as fh:
         saved = json.loads(fh.read().decode())
-    ids = set()
+    statuses = {}
     for trial_state, _ in saved.get("trial_data", []):
-        trial_id = json.loads(trial_state).get("trial_id")
-        if isinstance(trial_id, str):
-            ids.add(trial_id)
-    return ids
+        trial = json.loads(trial_state)
+        if isinstance(trial.get("trial_id"), str):
+            statuses[trial["trial_id"]] = str(trial.get("status"))
+    return statuses

@@ -61,7 +61,7 @@ def run_training(
     check_disk_space(storage, checked.checkpoint_bytes, f"{cfg.model.name} ({checked.parameters / 1e6:.1f}M parameters)")
     stamp = f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
     log = start_logging(f"{storage}/{stamp}", stamp, verbose, file_name="train.log")
-    announce(stream, f"train {label.display}: {cfg.optim.epochs} epochs on {cfg.data.name} · logs: {log}")
+    announce(stream, f"train {label.display}: {cfg.optim.epochs} epochs on {cfg.data.name}\n  logs: {log}")
     s = cfg.scaling
     ensure_ray(
         address,

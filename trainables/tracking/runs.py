@@ -69,6 +69,14 @@ class RunTracker:
     def status(self) -> str:
         return self._client.get_run(self.run_id).info.status
 
+    def deleted(self) -> str | None:
+        """``"run"`` or ``"experiment"`` when this run, or its experiment, was deleted (MLflow keeps
+        deleted ones until ``mlflow gc``, refusing writes to them); None while both are active."""
+        run = self.run()
+        if run.info.lifecycle_stage == "deleted":
+            return "run"
+        return "experiment" if self._client.get_experiment(run.info.experiment_id).lifecycle_stage == "deleted" else None
+
     def run(self) -> Any:
         """The run as MLflow has it now (an MLflow ``Run``: ``.info``, ``.data``)."""
         return self._client.get_run(self.run_id)
@@ -201,6 +209,14 @@ def download_run_checkpoint(uri: str, run_id: str, into: str) -> Path:
             f"MLflow run {run_id} has no {schema.ARTIFACT_CHECKPOINT} artifact "
             f"(was it trained with tracking.log_checkpoint=false, or did it fail?)"
         ) from None
+
+
+def restore_hint(uri: str, run_id: str, deleted: str) -> str:
+    """The commands that bring back a deleted run (or its experiment) of the store at ``uri``."""
+    if deleted == "run":
+        return f"`MLFLOW_TRACKING_URI={uri} mlflow runs restore --run-id {run_id}`"
+    experiment = MlflowClient(uri).get_run(run_id).info.experiment_id
+    return f"`MLFLOW_TRACKING_URI={uri} mlflow experiments restore --experiment-id {experiment}`"
 
 
 def run_identity(uri: str, run_id: str) -> tuple[str, str] | str:

@@ -49,11 +49,12 @@ def _trial_line(out: str, name: str) -> list[str]:
     return next(line.split() for line in out.splitlines() if line.strip().startswith(name + " "))
 
 
-@pytest.mark.parametrize("how", ["study", "directory"])
+@pytest.mark.parametrize("how", ["study", "directory", "sweep name"])
 def test_status_lists_every_trial_with_state_metrics_and_run_id(store, capsys, monkeypatch, how):
     uri, sweep_dir, runs = store
     monkeypatch.setenv("COLUMNS", "200")  # a wide terminal: each trial on one line (pytest-xdist's processes have 80)
-    args = ["sweep", "status", "quickstart", "--uri", uri] if how == "study" else ["sweep", "status", str(sweep_dir)]
+    target = {"study": "quickstart", "directory": str(sweep_dir), "sweep name": sweep_dir.name}[how]  # the name `sweep run` printed
+    args = ["sweep", "status", target, *(["--uri", uri] if how != "directory" else [])]
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "quickstart-20260101-000000  [finished]" in out and "val/top1" in out and "MLflow run id" in out
@@ -159,3 +160,25 @@ def test_a_recorded_server_that_answers_is_not_a_move(store, capsys):
         assert resume_command(tags, uri) == f"mjp sweep resume {sweep_dir}"
     finally:
         server.shutdown()
+
+
+def test_a_sweep_whose_parent_run_was_deleted_is_shown_so_and_its_resume_refused_in_one_line(store, capsys, monkeypatch):
+    """MLflow refuses writes to a deleted run: ``status`` says it is deleted (and recommends no
+    resume), ``resume`` is refused before anything is written, naming MLflow's restore command."""
+    import mlflow
+
+    from sweep.study.load import load_study
+    from sweep.tuner.state import read_state, write_state
+
+    uri, sweep_dir, _ = store
+    monkeypatch.setenv("COLUMNS", "200")
+    state = read_state(str(sweep_dir))
+    write_state(str(sweep_dir), state.__class__(**{**state.__dict__, "study_digest": load_study("quickstart", check=False).digest}))
+    mlflow.MlflowClient(uri).delete_run(state.parent_run_id)
+    assert main(["sweep", "status", str(sweep_dir)]) == 0
+    assert "[deleted in MLflow: restore its run to resume it]" in capsys.readouterr().out
+    assert main(["sweep", "resume", str(sweep_dir)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"parent run {state.parent_run_id} is in a deleted run of the store at {uri}" in err, err
+    assert f"mlflow runs restore --run-id {state.parent_run_id}" in err
+    assert mlflow.MlflowClient(uri).get_run(state.parent_run_id).info.lifecycle_stage == "deleted"

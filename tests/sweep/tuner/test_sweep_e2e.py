@@ -2,6 +2,7 @@
 read back by the analysis; the console as a user in a pipe sees it."""
 
 import io
+import json
 import os
 import pickle
 from pathlib import Path
@@ -13,6 +14,7 @@ import yaml
 
 from analysis.runs import load_runs, load_sweeps
 from mjp import keys
+from sweep.security.signatures import sign_files
 from sweep.study.load import load_study
 from sweep.tuner.run import resume_sweep, run_sweep
 from trainables.errors import UserError
@@ -89,6 +91,53 @@ def test_a_seeded_sweep_makes_one_parent_and_a_child_per_trial(seeded_sweep):
     mirrored = optuna.load_study(study_name=parent.params["experiment_dir"].rsplit("/", 1)[1], storage=f"sqlite:///{tmp}/optuna.db")
     assert sorted((t.params["mjp.variant"], t.params["runtime.seed"]) for t in mirrored.trials) == [("A", 0), ("A", 1), ("J", 0), ("J", 1)]
     assert {t.state.name for t in mirrored.trials} == {"COMPLETE"} and all(sorted(t.intermediate_values) == [1, 2] for t in mirrored.trials)
+
+
+def test_a_resume_of_a_finished_sweep_changes_nothing_and_says_so(seeded_sweep, capsys):
+    from sweep.cli import main
+
+    _, uri, study, outcome, _ = seeded_sweep
+    client = mlflow.MlflowClient(uri)
+
+    def runs() -> dict:
+        found = client.search_runs([client.get_experiment_by_name("sweep-test").experiment_id])
+        return {r.info.run_id: (r.info.status, r.info.end_time, dict(r.data.tags)) for r in found}
+
+    def files() -> dict:
+        return {p: p.read_bytes() for p in Path(outcome.experiment_dir).rglob("*") if p.is_file() and p.name != "mjp_sweep.lock"}
+
+    # as in the demo's saved state: a trial at its last epoch whose final result Tune saved as not done
+    state_file = max(Path(outcome.experiment_dir).glob("experiment_state-*.json"))
+    saved_state = json.loads(state_file.read_text())
+    runtime = json.loads(saved_state["trial_data"][0][1])
+    runtime["last_result"]["done"] = False
+    saved_state["trial_data"][0][1] = json.dumps(runtime)
+    state_file.write_text(json.dumps(saved_state))
+    sign_files(outcome.experiment_dir, {state_file.name: state_file.read_bytes()})  # as the sweep's own save would
+
+    before, saved = runs(), files()
+    assert main(["sweep", "resume", outcome.experiment_dir]) == 0
+    printed = capsys.readouterr().out
+    assert f"sweep {Path(outcome.experiment_dir).name} has finished" in printed and "nothing to resume, nothing changed" in printed
+    assert printed.count("\n") == 1, printed
+    assert runs() == before and files() == saved
+
+
+def test_config_show_prints_what_each_trial_logged(seeded_sweep, capsys):
+    from tests.sweep.commands.test_config_show import shown
+
+    _, uri, study, outcome, _ = seeded_sweep
+    client = mlflow.MlflowClient(uri)
+    children = client.search_runs(
+        [client.get_experiment_by_name("sweep-test").experiment_id], f"tags.`{schema.TAG_PARENT}` = '{outcome.parent_run_id}'"
+    )
+    assert len(children) == 4
+    for run in children:
+        sampled = {k.removeprefix(schema.TAG_SAMPLE_PREFIX): v for k, v in run.data.tags.items() if k.startswith(schema.TAG_SAMPLE_PREFIX)}
+        _, printed = shown(capsys, study.source, *(a for k, v in sampled.items() for a in ("--set", f"{k}={v}")))
+        logged = {k: v for k, v in run.data.params.items() if not k.startswith("table4.")}
+        assert logged.pop("tracking.uri") == uri and printed.pop("tracking.uri") is None  # resolved when the sweep starts
+        assert {k: str(v) for k, v in printed.items()} == logged, run.info.run_name
 
 
 def test_seeds_give_different_runs_and_the_masks_of_a_seed_are_its_own(seeded_sweep):
