@@ -139,7 +139,7 @@ class ConsoleView(tune.Callback):
         epochs = [r.elapsed / r.epoch for r in self.rows.values() if r.state == "running" and r.epoch > 0]
         return min(self.poll_s, max(MIN_POLL_S, min(epochs) / 4)) if epochs else self.poll_s
 
-    def on_step(self, iteration: int, trials: list, **info: Any) -> None:
+    def on_step_end(self, iteration: int, trials: list, **info: Any) -> None:
         """Tune's loop turns often: every ``poll_interval()`` seconds, read the running trials' progress."""
         now = time.monotonic()
         if self.progress_of is None or (self._polled_at is not None and now - self._polled_at < self.poll_interval()):
