@@ -12,6 +12,7 @@ nothing here depends on how many.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -313,3 +314,5 @@ def test_the_probe_reaches_a_gpu_node_and_a_cpu_node_the_autoscaler_starts_and_f
     assert logs.count("images  ok") == 2 and logs.count("bucket  ok") == 2 and logs.count("mlflow  ok") == 2, logs
     assert "cuda " not in logs, "the twin's stand-in has no CUDA to check"
     assert "probe: every check held" in logs
+    nodes = re.findall(r"\(node …([0-9a-f]{12})\)", logs)
+    assert len(nodes) == 2 and len(set(nodes)) == 2, logs  # two nodes answered, each named by its own id

@@ -104,5 +104,6 @@ def probe_here(data_root: str, storage: str | None, tracking: str | None, cuda: 
     checks = [_cuda()] if cuda else []
     images = Check("images", True, "not checked (--data none)") if data_root == "none" else _images(data_root)
     checks += [images, _bucket(storage), _tracking(tracking)]
-    node = f" (node {ray.get_runtime_context().get_node_id()[:12]})" if ray.is_initialized() else ""  # never starts a Ray of its own
+    # the id's last 12 hex digits: Ray's fake nodes (the twin) share the first 51 (fff...f00001)
+    node = f" (node …{ray.get_runtime_context().get_node_id()[-12:]})" if ray.is_initialized() else ""  # never starts a Ray
     return f"{ray.util.get_node_ip_address()}{node}", checks

@@ -50,7 +50,8 @@ def cmd_attack(args: argparse.Namespace) -> int:
         lpips_backbone=args.lpips_backbone,
         client_dtype=args.client_dtype,
     )
-    work = f"{args.images} images x {len(settings)} settings" + (f" x {args.steps} steps" if attack == "inversion" else "")
+    shown = f"{args.images} image{'s' * (args.images != 1)} x {len(settings)} setting{'s' * (len(settings) != 1)}"
+    work = shown + (f" x {args.steps} steps" if attack == "inversion" else "")
     print(f"attack: {attack} ({work}): {why}", flush=True)
     # one image at a time (batch 1): on a CPU, more threads than the run trained with only
     # contend for the cores (20x slower on a busy 2-core machine for the demo's model)

@@ -24,7 +24,7 @@ def test_a_model_without_the_april_block_gets_the_inversion_attack_and_the_reaso
     assert main(["attack", "--checkpoint", weights, "--config", CONFIG, "--images", "1", "--setting", "a", "--steps", "2"]) == 0
     out = capsys.readouterr().out
     first = out.splitlines()[0]
-    assert first.startswith("attack: inversion (1 images x 1 settings x 2 steps): ") and "april_block=True" in first
+    assert first.startswith("attack: inversion (1 image x 1 setting x 2 steps): ") and "april_block=True" in first
     assert "| a |" in out
 
     assert main(["attack", "--checkpoint", weights, "--config", CONFIG, "--attack", "april"]) == 2
