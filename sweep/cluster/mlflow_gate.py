@@ -6,7 +6,9 @@ the head's private address (port 5000) in front of it: a request passes when it 
 ``~/.ray/auth_token`` every node holds). MLflow's client sends that header when
 ``MLFLOW_TRACKING_TOKEN`` is set, which every node exports from the same file; anything else in
 the VPC gets 401 and reads or writes no run. Requests and answers are streamed both ways (the
-proxied artifacts are checkpoints of hundreds of MB). The UI is reached through the SSH tunnel to
+proxied artifacts are checkpoints of hundreds of MB), each request with the ``Content-Length`` it
+came with: MLflow's server reads a chunked request as an empty body, so a request that came chunked
+is read in full first and passed on with its length. The UI is reached through the SSH tunnel to
 the server's own loopback port (docs/cluster-aws.md), where the SSH login is the authentication.
 """
 
@@ -19,6 +21,7 @@ from typing import Any
 from trainables.errors import ConfigError
 
 #: hop-by-hop headers a proxy does not pass on (RFC 9110, 7.6.1), and what aiohttp sets itself
+#: (an answer's length is set from the upstream answer; a request's is passed on, see ``forward``)
 _HOP = frozenset(
     {
         "connection",
@@ -67,7 +70,12 @@ def gate_app(upstream: str, token: str) -> Any:
             return web.Response(status=401, text="the cluster's token is required (MLFLOW_TRACKING_TOKEN)\n")
         session: aiohttp.ClientSession = request.app["session"]
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP and k.lower() != "authorization"}
-        body = request.content if request.body_exists else None
+        body: Any = None
+        if request.content_length is not None:  # streamed on with its length (aiohttp sends no chunks then)
+            headers["Content-Length"] = str(request.content_length)
+            body = request.content if request.content_length else b""
+        elif request.body_exists:  # chunked in: MLflow's server would read it as empty
+            body = await request.read()
         async with session.request(
             request.method, upstream + request.rel_url.path_qs, headers=headers, data=body, allow_redirects=False, auto_decompress=False
         ) as answer:
