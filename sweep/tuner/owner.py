@@ -1,6 +1,9 @@
 """One driver owns a sweep directory while it runs: ``mjp sweep run`` and ``mjp sweep resume``
-hold an exclusive ``flock`` on ``<experiment dir>/mjp_sweep.lock`` until they end, and a second
-run or resume of the same directory is refused in one line naming the holder (pid, host, since).
+hold an exclusive ``flock`` on the experiment directory itself until they end, and a second run
+or resume of the same directory is refused in one line naming the holder (pid, host, since), as
+the holder wrote it into ``<experiment dir>/mjp_sweep.lock``. The lock is the directory's, not
+that file's: deleting the file (or making it anew) while a sweep runs frees nothing, where a lock
+on the file let a second resume lock a new file beside the running one.
 
 The kernel drops the lock when its process ends, however it ends (SIGKILL, a lost session): a
 lock never outlives its driver, so there is nothing stale to clean up. A sweep kept in a bucket
@@ -23,7 +26,7 @@ from trainables.errors import UserError
 
 LOCK_FILE = "mjp_sweep.lock"
 
-_HELD: dict[str, int] = {}  # experiment dir -> the open file descriptor holding its lock
+_HELD: dict[str, tuple[int, ...]] = {}  # experiment dir -> the open descriptors holding its lock and its note
 
 
 def lock_path(experiment_dir: str) -> Path:
@@ -72,10 +75,14 @@ def claim(experiment_dir: str) -> None:
         raise UserError(
             f"{path} is not a lock file this user made (a link, or another user's file); remove it if the sweep {experiment_dir} is yours"
         )
+    # a local sweep is locked by its directory, which a running sweep's files keep from going away
+    locked = fd if "://" in experiment_dir else os.open(experiment_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    held = (fd,) if locked == fd else (locked, fd)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(locked, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        os.close(fd)
+        for each in held:
+            os.close(each)
         raise UserError(
             f"sweep {experiment_dir} is already run by {holder(path)}; wait for it to end, or stop it "
             "(Ctrl-C, or `kill <pid>`) and resume then"
@@ -83,12 +90,10 @@ def claim(experiment_dir: str) -> None:
     since = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()} since {since}\n".encode(), 0)
-    _HELD[experiment_dir] = fd
+    _HELD[experiment_dir] = held
 
 
 def release(experiment_dir: str) -> None:
-    """Give ``experiment_dir`` up (the file stays: removing it would let a second driver lock a
-    new file while a third still waits on the old one)."""
-    fd = _HELD.pop(_key(experiment_dir), None)
-    if fd is not None:
+    """Give ``experiment_dir`` up (its note stays, naming the last driver)."""
+    for fd in _HELD.pop(_key(experiment_dir), ()):
         os.close(fd)

@@ -110,3 +110,19 @@ def test_a_lock_file_planted_as_a_link_is_refused_and_its_target_untouched(sweep
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "is not a lock file this user made (a link, or another user's file)" in err
     assert target.read_text() == "export PATH=$PATH\n"
+
+
+def test_deleting_the_lock_file_while_a_sweep_runs_frees_nothing(sweep_dir, capsys):
+    """The lock is the directory's: a second resume after ``rm mjp_sweep.lock`` is still refused
+    (a lock on the file let it lock a new file and run beside the first)."""
+    holder = _holder(sweep_dir)
+    try:
+        (sweep_dir / owner.LOCK_FILE).unlink()
+        assert main(["sweep", "resume", str(sweep_dir)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "is already run by" in err, err
+    finally:
+        holder.stdin.close()
+        holder.wait()
+    owner.claim(str(sweep_dir))  # free once its driver ended
+    owner.release(str(sweep_dir))
