@@ -33,6 +33,7 @@ from analysis.tables import (
     to_latex,
     to_markdown,
 )
+from analysis.written import write_atomically
 from mjp import keys
 
 #: figure file name -> (figure function's name, caption)
@@ -180,16 +181,16 @@ def write_report(runs: pd.DataFrame, out_dir: str | Path, ctx: ReportContext) ->
         *[(f"paper_table_{k}", v) for k, v in paper.items()],
     ]:
         t.to_csv(out / f"{name}.csv", index=False)
-        (out / f"{name}.md").write_text(to_markdown(t) + "\n")
-        (out / f"{name}.tex").write_text(to_latex(t, captions[name]) + "\n")
+        write_atomically(out / f"{name}.md", to_markdown(t) + "\n")
+        write_atomically(out / f"{name}.tex", to_latex(t, captions[name]) + "\n")
     drawn, figure_notes = build_figures(runs, ctx)
     for name, fig in drawn.items():
         for suffix in ("png", "svg"):
             fig.savefig(out / "figures" / f"{name}.{suffix}", dpi=130, bbox_inches="tight")
     setup = setup_caption(runs)
     markdown = _markdown(ctx, table, sections, paper, notes + figure_notes, [f"{name}.png" for name in drawn], setup)
-    (out / "report.md").write_text(markdown)
-    (out / "report.html").write_text(_html(runs, ctx, table, sections, paper, notes + figure_notes, drawn))
+    write_atomically(out / "report.md", markdown)
+    write_atomically(out / "report.html", _html(runs, ctx, table, sections, paper, notes + figure_notes, drawn))
     _close(drawn)
     return ReportFiles(out, out / "report.html", out / "report.md", table, paper, notes + figure_notes, sections, setup)
 

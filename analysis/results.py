@@ -25,6 +25,7 @@ import pandas as pd
 from analysis.directions import directions_text
 from analysis.robustness import with_relative_mce, with_s4_mean_error
 from analysis.tables import finished, paper_comparison, paper_text, setup_caption, study_table, to_markdown
+from analysis.written import write_atomically
 
 FORMAT = 1
 #: run columns kept besides the metrics (``<section>/<name>``): identity and what the run measured on
@@ -111,7 +112,7 @@ def save(results: Results, path: Path) -> None:
         "paper_tables": list(results.paper_tables),
         "runs": list(results.runs),
     }
-    path.write_text(json.dumps(body, indent=1, sort_keys=True) + "\n")
+    write_atomically(path, json.dumps(body, indent=1, sort_keys=True) + "\n")
 
 
 def load(path: Path) -> Results:

@@ -95,6 +95,7 @@ def cmd_analyze_results(args: argparse.Namespace) -> int:
 
 def cmd_analyze_readme(args: argparse.Namespace) -> int:
     from analysis.results import documents_disagreements, rendered_blocks, with_blocks_in
+    from analysis.written import write_atomically
 
     paths = documents()
     try:
@@ -111,7 +112,7 @@ def cmd_analyze_readme(args: argparse.Namespace) -> int:
         raise UserError(str(err)) from None
     changed = [name for name in texts if updated[name] != texts[name]]
     for name in changed:
-        paths[name].write_text(updated[name])
+        write_atomically(paths[name], updated[name])
     print(
         f"{len(blocks)} results block(s) ({', '.join(blocks)}): {'updated in ' + ', '.join(changed) if changed else 'already up to date'}"
     )
