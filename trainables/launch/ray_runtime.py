@@ -28,6 +28,7 @@ _ENVIRONMENT = {
     # Worker-group start on a 2-core machine can pass Ray Train's 60 s default.
     "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S": "300",
     "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",
+    "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",  # MLflow's own "View run ... at" line after each run, on a server
     "TUNE_MAX_PENDING_TRIALS_PG": "1",
     "RAY_DEDUP_LOGS": "0",
     **{
@@ -46,12 +47,16 @@ _LOGGERS = ("ray", "py.warnings", "filelock", "urllib3", "alembic", "mlflow", "o
 
 def prepare_environment() -> None:
     """Defaults this process and every Ray process it starts need; the user's values win. A
-    tracking URI's credentials leave ``$MLFLOW_TRACKING_URI`` (``trainables.tracking.credentials``)."""
+    tracking URI's credentials leave ``$MLFLOW_TRACKING_URI`` (``trainables.tracking.credentials``),
+    AWS keys the environment (``trainables.launch.aws_keys``)."""
     for key, value in _ENVIRONMENT.items():
         os.environ.setdefault(key, value)
     from trainables.tracking.credentials import scrub_environment
 
     scrub_environment()  # $MLFLOW_TRACKING_URI's user:password into MLflow's own variables, before anything prints or passes it on
+    from trainables.launch.aws_keys import keys_to_private_file
+
+    keys_to_private_file()  # Tune would copy AWS keys into every trial's runtime env, which Ray logs
 
 
 def console_logs_to(path: Path | None, verbose: bool = False) -> None:
