@@ -55,6 +55,13 @@ def cluster(twin_session):
 
 
 @pytest.fixture(autouse=True)
+def the_gates_token(cluster, monkeypatch):
+    """The twin's MLflow is behind its gate, as cluster.yaml's is: this process' clients send the
+    token as every node's and job's do (``MLFLOW_TRACKING_TOKEN``)."""
+    monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", cluster.environment()["MLFLOW_TRACKING_TOKEN"])
+
+
+@pytest.fixture(autouse=True)
 def each_test_ends_its_jobs(cluster):
     """A test that fails with its job still running must not starve the tests after it of the
     twin's nodes: every job it submitted is stopped, and has ended, before the next test starts."""

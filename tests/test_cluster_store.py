@@ -19,8 +19,9 @@ from sweep.cluster.twin import down, up
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 
-def test_a_new_twin_starts_from_the_store_and_artifacts_the_last_one_kept(twin_session, tmp_path):
+def test_a_new_twin_starts_from_the_store_and_artifacts_the_last_one_kept(twin_session, tmp_path, monkeypatch):
     first = twin_session.get()
+    monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", first.environment()["MLFLOW_TRACKING_TOKEN"])  # through the twin's gate
     client = mlflow.MlflowClient(tracking_uri=first.tracking_uri)
     run = client.create_run(client.create_experiment("kept"))
     client.log_metric(run.info.run_id, "val/top1", 0.75)
@@ -33,6 +34,7 @@ def test_a_new_twin_starts_from_the_store_and_artifacts_the_last_one_kept(twin_s
     second = Path(tempfile.mkdtemp(prefix="mjp-st-", dir="/tmp"))  # short: Ray's socket paths live under it
     try:
         again = up(second, gpu_workers=1, cpu_workers=0, bucket=bucket)  # a new head disk: no mlflow.db of its own
+        monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", again.environment()["MLFLOW_TRACKING_TOKEN"])  # its own token
         client = mlflow.MlflowClient(tracking_uri=again.tracking_uri)
         kept = client.get_run(run.info.run_id)
         assert kept.data.metrics == {"val/top1": 0.75}

@@ -10,6 +10,7 @@ bucket must hold every experiment its MLflow server had.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -40,7 +41,14 @@ class SharedTwin:
 
         twin, self.twin = self.twin, None
         assert twin is not None, "no twin is up"
-        experiments = {e.name for e in mlflow.MlflowClient(tracking_uri=twin.tracking_uri).search_experiments()}
+        before = os.environ.get("MLFLOW_TRACKING_TOKEN")
+        os.environ["MLFLOW_TRACKING_TOKEN"] = twin.environment()["MLFLOW_TRACKING_TOKEN"]  # through the twin's gate
+        try:
+            experiments = {e.name for e in mlflow.MlflowClient(tracking_uri=twin.tracking_uri).search_experiments()}
+        finally:
+            os.environ.pop("MLFLOW_TRACKING_TOKEN")
+            if before is not None:
+                os.environ["MLFLOW_TRACKING_TOKEN"] = before
         down(twin.session_dir)
         left = session_processes(twin.session_dir)
         assert left == [], f"`down` left processes of the twin running: {[b' '.join(command_line(p))[:200] for p in left]}"

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 #: files in the session directory holding the process groups of the MLflow server and of the Ray head
-GROUP_FILES = ("mlflow/server.pgid", "ray-head.pgid")
+GROUP_FILES = ("mlflow/server.pgid", "mlflow/gate.pgid", "ray-head.pgid")
 
 
 def _session_groups(session: Path) -> set[int]:

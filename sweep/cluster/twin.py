@@ -18,8 +18,9 @@ Every worker type has ``min_workers: 0``: the autoscaler starts them on demand. 
 on 127.0.0.1 only (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``), with token authentication
 (``RAY_AUTH_MODE=token``; ``up`` writes a fresh token into the session directory and names it
 with ``RAY_AUTH_TOKEN_PATH``, so the twin needs no ``~/.ray/auth_token`` and never touches one),
-and an ``mlflow server`` on 127.0.0.1 is the tracking server, as ``cluster.yaml``'s head starts
-one. Everything lives in one session directory; ``down`` ends
+and an ``mlflow server`` on 127.0.0.1 is the tracking server behind ``mjp cluster mlflow-gate``
+(the session's token), as ``cluster.yaml``'s head starts them: every process of the twin reaches
+MLflow through the gate. Everything lives in one session directory; ``down`` ends
 exactly the processes whose command lines name it (never ``ray stop``, which would end every Ray
 on the machine).
 """
@@ -34,6 +35,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -63,9 +65,10 @@ class LocalCluster:
     session_dir: str
     address: str
     dashboard: str
-    tracking_uri: str
+    tracking_uri: str  # the MLflow gate, as on cluster.yaml's head: every client sends the token
     storage: str
     bucket: str = ""  # the folder standing in for cluster.yaml's S3 bucket (empty in a state written before it)
+    mlflow_server: str = ""  # the MLflow server behind the gate, on loopback (cluster.yaml: the UI's SSH tunnel)
 
     @property
     def kept_store(self) -> Path:
@@ -83,6 +86,7 @@ class LocalCluster:
             "RAY_ADDRESS": self.address,
             "RAY_API_SERVER_ADDRESS": self.dashboard,
             "MLFLOW_TRACKING_URI": self.tracking_uri,
+            "MLFLOW_TRACKING_TOKEN": Path(self.token_path).read_text().strip(),  # what the gate wants (cluster.yaml: each shell)
             "MJP_SWEEP_STORAGE": self.storage,
             "MJP_REPORTS_DIR": str(Path(self.session_dir) / "reports"),
             "RAY_AUTH_MODE": "token",
@@ -113,6 +117,8 @@ def _wait_http(url: str, what: str, seconds: float, log: Path, process: subproce
     while time.monotonic() < deadline and process.poll() is None:
         try:
             urllib.request.urlopen(url, timeout=2).close()
+            return
+        except urllib.error.HTTPError:  # an answer (the gate's 401 without its token)
             return
         except OSError:
             time.sleep(0.5)
@@ -188,13 +194,30 @@ def up(
         # listening before Ray starts: Ray's processes bind ports of their own choosing, and one took
         # the server's port while it was still importing (uvicorn then ends: address already in use)
         _wait_http(f"http://127.0.0.1:{mlflow_port}/health", "the MLflow server", 120, mlflow_log, server)
-        return _start_head(session, config, kept, env, gcs, dash, mlflow_port)
+        gate_port = _start_gate(session, env, mlflow_port, token)
+        return _start_head(session, config, kept, env, gcs, dash, mlflow_port, gate_port)
     except BaseException:  # whatever stops the start (a missing `ray`, Ctrl-C): nothing left running
         down(session)
         raise
 
 
-def _start_head(session: Path, config: Path, bucket: Path, env: dict[str, str], gcs: int, dash: int, mlflow_port: int) -> LocalCluster:
+def _start_gate(session: Path, env: dict[str, str], mlflow_port: int, token: Path) -> int:
+    """``mjp cluster mlflow-gate`` in front of the MLflow server, as cluster.yaml's head runs it:
+    the twin's clients reach MLflow through it, with the session's token; its port."""
+    port = free_port()
+    log_path = session / "mlflow" / "gate.log"
+    command = [sys.executable, "-m", "sweep.cli", "cluster", "mlflow-gate", "--listen", f"127.0.0.1:{port}"]
+    command += ["--upstream", f"http://127.0.0.1:{mlflow_port}", "--token-file", str(token)]
+    with open(log_path, "w") as log:  # its command line names the session's token: `down` ends it
+        gate = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=PROJECT_DIR)
+    (session / "mlflow" / "gate.pgid").write_text(str(gate.pid))
+    _wait_http(f"http://127.0.0.1:{port}/health", "the MLflow gate", 60, log_path, gate)  # its 401 is an answer
+    return port
+
+
+def _start_head(
+    session: Path, config: Path, bucket: Path, env: dict[str, str], gcs: int, dash: int, mlflow_port: int, gate_port: int
+) -> LocalCluster:
     """``ray start --head`` with the autoscaler, in a process group of its own, which ``down``
     ends (Ray's client proxy names no path of the session)."""
     ray_cli = Path(sys.executable).with_name("ray")
@@ -235,11 +258,13 @@ def _start_head(session: Path, config: Path, bucket: Path, env: dict[str, str], 
         str(session),
         f"127.0.0.1:{gcs}",
         f"http://127.0.0.1:{dash}",
-        f"http://127.0.0.1:{mlflow_port}",
+        f"http://127.0.0.1:{gate_port}",
         str(bucket / "mjp-sweeps"),
         str(bucket),
+        f"http://127.0.0.1:{mlflow_port}",
     )
-    env.update({k: v for k, v in cluster.environment().items() if k in ("MLFLOW_TRACKING_URI", "MJP_SWEEP_STORAGE", "MJP_REPORTS_DIR")})
+    passed_on = ("MLFLOW_TRACKING_URI", "MLFLOW_TRACKING_TOKEN", "MJP_SWEEP_STORAGE", "MJP_REPORTS_DIR")
+    env.update({k: v for k, v in cluster.environment().items() if k in passed_on})
     env.setdefault("RAY_JOB_STOP_WAIT_TIME_S", "120")  # `ray job stop`: SIGTERM, then 120 s (not 3) for the sweep to close its runs
     with open(session / "ray-start.log", "w") as log:
         start = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=session, start_new_session=True)

@@ -39,7 +39,8 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
     )
     print("use it from this shell:")
     for key, value in cluster.environment().items():
-        print(f"  export {key}={value}")
+        shown = f'"$(cat {cluster.token_path})"' if key == "MLFLOW_TRACKING_TOKEN" else value  # the secret stays in its file
+        print(f"  export {key}={shown}")
     return 0
 
 
