@@ -70,13 +70,13 @@ def cmd_sweep_run(args: argparse.Namespace) -> int:
 
 def cmd_sweep_resume(args: argparse.Namespace) -> int:
     from sweep.tuner.owner import claim, release
-    from sweep.tuner.state import load_resumable, read_state
+    from sweep.tuner.state import SweepFinished, load_resumable, read_state
 
     read_state(args.experiment_dir)  # a sweep directory at all (plain JSON)? then it is this driver's, or refused naming its driver
     claim(args.experiment_dir)  # never through a link, never another user's file (sweep.tuner.owner)
     try:
         state, study = load_resumable(args.experiment_dir)  # refused in one line before Ray is imported
-        from sweep.tuner.run import SweepFinished, resume_sweep
+        from sweep.tuner.run import resume_sweep
 
         outcome = resume_sweep(args.experiment_dir, (state, study), address=args.address, verbose=args.verbose, uri=args.uri)
     except SweepFinished as finished:

@@ -30,7 +30,7 @@ from sweep.tuner.child_runs import reopen_children
 from sweep.tuner.outcome import SweepOutcome, finish_sweep
 from sweep.tuner.owner import claim, release
 from sweep.tuner.recorder import SweepRecorder, run_closed_on_error
-from sweep.tuner.state import SweepState, in_project, in_store, load_resumable, write_state
+from sweep.tuner.state import SweepFinished, SweepState, in_project, in_store, load_resumable, write_state
 from sweep.tuner.storage import (
     SweepPaths,
     announce,
@@ -236,11 +236,6 @@ def resume_sweep(
         return _resume(paths, loaded, address, verbose, stream, uri)
     finally:
         release(paths.experiment_dir)
-
-
-class SweepFinished(Exception):
-    """The sweep a resume was asked for had finished: every trial ended and its parent run is
-    FINISHED. Nothing was changed; the message says so and where its results are."""
 
 
 def _refuse_finished(experiment_dir: str, state: SweepState, study: Study) -> None:

@@ -77,6 +77,11 @@ class SweepState:
             )
 
 
+class SweepFinished(Exception):
+    """The sweep a resume was asked for had finished: every trial ended and its parent run is
+    FINISHED. Nothing was changed; the message says so and where its results are."""
+
+
 def write_state(experiment_dir: str, state: SweepState) -> None:
     fs, path = filesystem(experiment_dir)
     fs.create_dir(path, recursive=True)
