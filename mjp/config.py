@@ -41,7 +41,10 @@ def _is_number_field(annotation: Any) -> bool:
 
 class NoBooleanNumbers(BaseModel):
     """A model whose number fields refuse booleans: YAML reads ``yes``/``no``/``true``/``off`` as
-    booleans, and pydantic would take them as 1 and 0 (``optim.epochs=yes``: one epoch)."""
+    booleans, and pydantic would take them as 1 and 0 (``optim.epochs=yes``: one epoch); and refuse
+    ``.inf`` and ``.nan`` (``optim.base_lr: .inf`` trained to a NaN loss)."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
 
     @field_validator("*", mode="before")
     @classmethod

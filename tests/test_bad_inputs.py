@@ -58,6 +58,17 @@ CASES = [
     ("dataset typo", lambda t: TRAIN + ["--set", "data.name=fashion"], "did you mean fashion_mnist?"),
     ("ratio above 1", lambda t: TRAIN + ["--set", "mjp.mask_ratio=2"], "mjp.mask_ratio: must be <= 1 (got 2)"),
     (
+        "an infinite learning rate",
+        lambda t: TRAIN + ["--set", "optim.base_lr=.inf"],
+        "optim.base_lr: Input should be a finite number (got inf)",
+    ),
+    ("a NaN ratio", lambda t: TRAIN + ["--set", "mjp.mask_ratio=.nan"], "mjp.mask_ratio: Input should be a finite number (got nan)"),
+    (
+        "more loader processes than the worker's CPUs carry",
+        lambda t: TRAIN + ["--set", "data.loader_workers=512"],
+        "data.loader_workers=512 is more than 4 per CPU a worker reserves (scaling.cpus_per_worker=1): allowed 0-4",
+    ),
+    (
         "ratio selects 1 patch",
         lambda t: TRAIN + ["--set", "mjp.mask_ratio=0.07"],
         "mjp.mask_ratio=0.07 selects round(16 x 0.07) = 1 of the 16 patches, and a jigsaw needs at least 2",

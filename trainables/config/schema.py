@@ -4,7 +4,7 @@ keys at once and the seed streams a run derives from ``runtime.seed``."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
@@ -221,6 +221,21 @@ class TrainConfig(_Section):
     scaling: ScalingSection = ScalingSection()
     runtime: RuntimeSection = RuntimeSection()
     tracking: TrackingSection = TrackingSection()
+
+    #: data loader processes per CPU a training worker reserves: more only contend (and each holds
+    #: a copy of the dataset's state: 512 on this 24 GB machine took all its memory)
+    LOADER_WORKERS_PER_CPU: ClassVar[int] = 4
+
+    @model_validator(mode="after")
+    def _loader_workers_fit(self) -> TrainConfig:
+        most = max(1, int(self.LOADER_WORKERS_PER_CPU * self.scaling.cpus_per_worker))
+        if self.data.loader_workers > most:
+            raise ValueError(
+                f"data.loader_workers={self.data.loader_workers} is more than {self.LOADER_WORKERS_PER_CPU} per CPU a worker "
+                f"reserves (scaling.cpus_per_worker={self.scaling.cpus_per_worker:g}): allowed 0-{most}; raise "
+                "scaling.cpus_per_worker to load with more"
+            )
+        return self
 
     @model_validator(mode="before")
     @classmethod

@@ -1,13 +1,14 @@
-"""SIGTERM stops a command as Ctrl-C does: ``ray job stop``, systemd and batch schedulers send
-SIGTERM, and a driver must then close its MLflow runs (KILLED), save Tune's state and say how to
-resume, as after Ctrl-C, instead of dying inside Ray.
+"""SIGTERM and SIGHUP stop a command as Ctrl-C does: ``ray job stop``, systemd and batch schedulers
+send SIGTERM, a closed terminal or a dropped SSH session SIGHUP, and a driver must then close its
+MLflow runs (KILLED), save Tune's state and say how to resume, as after Ctrl-C, instead of dying
+at once (SIGHUP's default) or inside Ray.
 
 ``sigterm_as_ctrl_c()`` routes SIGTERM to whatever SIGINT does at that moment: Tune's own handler
 while ``Tuner.fit`` runs (a graceful stop: the trials end, the experiment is saved, ``fit``
 returns), else Python's, which raises ``KeyboardInterrupt`` in the main thread. ``ray.init``
 installs a SIGTERM handler of its own (it exits at once, leaving runs RUNNING), so
 ``trainables.launch.ray_runtime.ensure_ray`` calls this again after it. ``interrupted_status()``
-is the exit status of an interrupted command: 143 after SIGTERM, 130 after SIGINT.
+is the exit status of an interrupted command: 143 after SIGTERM, 129 after SIGHUP, 130 after SIGINT.
 """
 
 from __future__ import annotations
@@ -29,11 +30,13 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 
 def sigterm_as_ctrl_c() -> None:
-    """Route SIGTERM to SIGINT's handler (only the main thread may set handlers; elsewhere nothing changes)."""
+    """Route SIGTERM and SIGHUP to SIGINT's handler (only the main thread may set handlers;
+    elsewhere nothing changes)."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _on_sigterm)
+        signal.signal(signal.SIGHUP, _on_sigterm)
 
 
 def interrupted_status() -> int:
-    """128 + the signal that interrupted this process: 143 for SIGTERM, else 130 (Ctrl-C)."""
-    return 128 + (signal.SIGTERM if _received else signal.SIGINT)
+    """128 + the signal that interrupted this process: 143 for SIGTERM, 129 for SIGHUP, else 130 (Ctrl-C)."""
+    return 128 + (_received[-1] if _received else signal.SIGINT)

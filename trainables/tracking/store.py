@@ -90,6 +90,38 @@ def server_silence(uri: str, seconds: float) -> str | None:
     return None
 
 
+def check_server_access(uri: str, seconds: float = 10.0) -> None:
+    """``TrackingError`` in one line when the tracking server at ``uri`` refuses this process'
+    credentials (HTTP 401/403), before MLflow's client meets the refusal deep in a command: the
+    credentials MLflow would send (``MLFLOW_TRACKING_TOKEN`` as a bearer token, else
+    ``MLFLOW_TRACKING_USERNAME``/``PASSWORD``) on one cheap search."""
+    import base64
+    import urllib.error
+    import urllib.request
+
+    if not is_tracking_server(uri):
+        return
+    request = urllib.request.Request(uri.rstrip("/") + "/api/2.0/mlflow/experiments/search?max_results=1")
+    token, user = os.environ.get("MLFLOW_TRACKING_TOKEN"), os.environ.get("MLFLOW_TRACKING_USERNAME")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    elif user:
+        pair = f"{user}:{os.environ.get('MLFLOW_TRACKING_PASSWORD', '')}".encode()
+        request.add_header("Authorization", "Basic " + base64.b64encode(pair).decode())
+    try:
+        urllib.request.urlopen(request, timeout=seconds).close()
+    except urllib.error.HTTPError as err:
+        if err.code in (401, 403):
+            sent = "the token in $MLFLOW_TRACKING_TOKEN" if token else "the user and password given" if user else "no credentials"
+            raise TrackingError(
+                f"the MLflow server at {uri} refuses {sent} (HTTP {err.code}); on cluster.yaml's cluster or the twin: "
+                "`export MLFLOW_TRACKING_TOKEN=$(cat ~/.ray/auth_token)` (the twin's: its session's auth_token), "
+                "else the server's user:password in the URI"
+            ) from None
+    except OSError:
+        return  # not an answer about credentials: the commands' own checks say what is wrong
+
+
 #: the stores MLflow 3 opens (a database through SQLAlchemy, with an optional ``+driver``, a
 #: tracking server, Databricks, a local folder)
 STORE_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql", "http", "https", "databricks", "file")
@@ -136,12 +168,15 @@ def check_store_readable(uri: str) -> None:
         raise TrackingError(f"no MLflow store at {path} (nothing has been run with this tracking URI); give --uri or run a sweep first")
     if path is not None:
         check_store_file(path)
+    check_server_access(uri)
 
 
 def check_store_writable(uri: str) -> None:
-    """Before launch: a SQLite store (and its artifact folder) must be creatable and writable."""
+    """Before launch: a SQLite store (and its artifact folder) must be creatable and writable; a
+    server must take this process' credentials."""
     path = sqlite_path(uri)
     if path is None:
+        check_server_access(uri)
         return
     parent = path.parent
     if not parent.is_dir():

@@ -58,6 +58,23 @@ def test_mlflow_passes_the_gate_with_the_token_and_nothing_passes_without(gate, 
     assert len(mlflow.seen) == passed  # nothing reached the server
 
 
+@pytest.mark.parametrize("token", [None, "s3cret-tokem"])
+def test_a_missing_or_wrong_token_is_one_line_naming_it_before_the_command_works(gate, monkeypatch, capsys, token):
+    """A wrong MLflow password or token (HTTP 401) printed 31 lines of MLflow's traceback."""
+    from sweep.cli import main
+
+    url, server = gate
+    if token is None:
+        monkeypatch.delenv("MLFLOW_TRACKING_TOKEN", raising=False)
+    else:
+        monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", token)
+    assert main(["sweep", "status", "--uri", url]) == 2
+    err = capsys.readouterr().err
+    sent = "no credentials" if token is None else "the token in $MLFLOW_TRACKING_TOKEN"
+    assert err.count("\n") == 1 and f"error: the MLflow server at {url} refuses {sent} (HTTP 401)" in err, err
+    assert server.seen == []  # nothing reached the server
+
+
 def test_a_token_file_others_can_read_is_refused(tmp_path):
     path = tmp_path / "auth_token"
     path.write_text("abc\n")

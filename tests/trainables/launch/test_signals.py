@@ -45,6 +45,27 @@ except KeyboardInterrupt:
     assert out.stdout.split() == ["KILLED", "143"], out.stderr
 
 
+def test_sighup_a_closed_terminal_closes_an_open_run_killed_and_exits_129(tmp_path):
+    """SIGHUP's default ends a process at once: a driver whose terminal closed left its runs RUNNING."""
+    code = """
+import os, signal
+from sweep.tuner.recorder import run_closed_on_error
+from trainables.launch.signals import interrupted_status, sigterm_as_ctrl_c
+from trainables.tracking.runs import RunTracker
+from trainables.tracking.store import tracking_uri
+sigterm_as_ctrl_c()
+run = RunTracker.create(tracking_uri(), "signals", run_name="r")
+try:
+    with run_closed_on_error(run):
+        os.kill(os.getpid(), signal.SIGHUP)
+        print("not stopped")
+except KeyboardInterrupt:
+    print(run.status, interrupted_status())
+"""
+    out = _python(code, tmp_path)
+    assert out.stdout.split() == ["KILLED", "129"], out.stderr
+
+
 def test_sigterm_goes_to_the_handler_sigint_has_at_that_moment_and_ctrl_c_stays_130(tmp_path):
     code = """
 import os, signal
