@@ -175,3 +175,24 @@ def test_a_manifest_is_refused_in_one_line_for_a_flat_folder_or_a_root_it_cannot
     monkeypatch.setattr(Path, "write_text", full)
     with pytest.raises(DataError, match=r"cannot write the manifest .*mjp_folder.json \(OSError: No space left on device\)"):
         write_manifest(images)
+
+
+def test_data_check_finds_a_jpeg_cut_short_and_shows_a_forged_name_quoted(tmp_path, capsys):
+    """``verify()`` alone passed a JPEG truncated mid-file (training then failed on it); a file
+    named with a newline printed raw could forge a line of the report."""
+    import io
+
+    from sweep.cli import main
+
+    make_imagefolder(tmp_path)
+    rng = np.random.default_rng(0)
+    whole = io.BytesIO()
+    Image.fromarray(rng.integers(0, 255, (96, 96, 3), dtype=np.uint8)).save(whole, "JPEG", quality=95)
+    (tmp_path / "train" / "cat" / "cut.jpg").write_bytes(whole.getvalue()[: len(whole.getvalue()) // 2])
+    (tmp_path / "train" / "dog" / "ok.jpg").write_bytes(whole.getvalue())
+    (tmp_path / "train" / "dog" / "x\n  every image opens\n.png").write_bytes(b"not an image")
+    assert main(["data", "check", str(tmp_path), "--workers", "1"]) == 1
+    out = capsys.readouterr().out
+    assert "cut.jpg: OSError: image file is truncated" in out and "ok.jpg" not in out, out
+    assert "'" + str(tmp_path / "train" / "dog" / "x\\n  every image opens\\n.png") + "'" in out
+    assert "\n  every image opens" not in out and "2 unusable file(s)" in out

@@ -1,8 +1,10 @@
 """``mjp data check ROOT``: what an ImageNet-style folder holds, before a run trips over it.
 
-Every image file is opened by a pool of processes (PIL reads the header and ``verify()`` walks
-the file's structure without decoding the pixels), so a 1.28M-image ImageNet is a matter of
-minutes on a node's cores, not the hours a full decode would take. Reported: unreadable and
+Every image file is opened by a pool of processes: PIL reads the header, ``verify()`` walks the
+file's structure, and the pixels are decoded at the smallest scale the format offers (a JPEG at
+1/8 in each side, ``Image.draft``: the whole compressed stream is read, so a file cut short is
+found, at a fraction of a full decode's cost; other formats decode whole). A truncated JPEG
+passed ``verify()`` alone and failed the training that read it. Reported: unreadable and
 zero-byte files (with their paths), images that are not RGB (converted at load: grayscale is
 fine, CMYK and palettes may not be), and the balance of the classes. What training refuses in the
 folder's layout (``image_folder.check_classes``: a class folder without images, fewer than 2
@@ -49,6 +51,9 @@ def _verdict(path: str) -> FileVerdict:
         with Image.open(path) as img:
             mode = img.mode
             img.verify()
+        with Image.open(path) as img:  # verify() leaves the image unusable: open it again to decode
+            img.draft(None, (max(1, img.width // 8), max(1, img.height // 8)))
+            img.load()
         return FileVerdict(path, None, mode)
     except Exception as err:  # PIL raises many kinds; every one means this file is unusable
         return FileVerdict(path, f"{type(err).__name__}: {str(err)[:120]}", None)
@@ -102,6 +107,12 @@ def check_folder(root: str | Path, workers: int | None = None) -> CheckReport:
     return report
 
 
+def shown_path(path: str) -> str:
+    """``path`` as one line of the report: a name with a newline or another control character is
+    shown quoted, escaped (a file named to look like a report line cannot forge one)."""
+    return repr(path) if any(ord(c) < 32 or ord(c) == 127 for c in path) else path
+
+
 def describe(report: CheckReport) -> str:
     """The report as a person reads it."""
     lines = [f"{report.root}:"]
@@ -121,7 +132,7 @@ def describe(report: CheckReport) -> str:
         lines.append("  not RGB (converted to RGB when loaded): " + ", ".join(f"{n} {m}" for m, n in sorted(other.items())))
     if report.bad:
         lines.append(f"  {len(report.bad)} unusable file(s):")
-        lines += [f"    {v.path}: {v.problem}" for v in report.bad[:50]]
+        lines += [f"    {shown_path(v.path)}: {v.problem}" for v in report.bad[:50]]
         if len(report.bad) > 50:
             lines.append(f"    ... and {len(report.bad) - 50} more")
         lines.append("  remove them, or train with data.on_bad_image=skip (skipped images are counted and listed in the run)")
