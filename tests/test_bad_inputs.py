@@ -510,6 +510,15 @@ CASES = [
         "`mjp sweep plan s`, then shrink it or pass --max-trials 1000000",
     ),
     (
+        "a 10,000-value choice list, refused by its count before a model is built for each value",
+        lambda t: [
+            "sweep",
+            "run",
+            study(t, search={"algorithm": "grid"}, space={"model.kwargs.embed_dim": {"type": "grid", "values": list(range(8, 10_008))}}),
+        ],
+        "has 10,000 trials (a grid of 10000), more than the 1,000 a sweep starts without asking",
+    ),
+    (
         "a config error is one line",
         lambda t: TRAIN + ["--set", "optim.epochs=0", "--set", "optim.lrr=1"],
         f"error: invalid {CONFIG}: optim.epochs: must be >= 1 (got 0); optim.lrr: not a key",

@@ -58,10 +58,11 @@ def after_sweep(outcome: Any, study: Any) -> int:
 
 
 def cmd_sweep_run(args: argparse.Namespace) -> int:
-    from sweep.study.load import check_trial_count, load_study
+    from sweep.study.load import check_study, check_trial_count, load_study
 
-    study = load_study(args.study, smoke=args.smoke, overrides=set_overrides(args))
-    check_trial_count(study, args.max_trials)
+    study = load_study(args.study, smoke=args.smoke, overrides=set_overrides(args), check=False)
+    check_trial_count(study, args.max_trials)  # before the pre-flight, which checks every value (a model for each)
+    check_study(study)
     from sweep.tuner.run import run_sweep
 
     outcome = run_sweep(study, storage=args.storage, address=args.address, uri=args.uri, verbose=args.verbose)
