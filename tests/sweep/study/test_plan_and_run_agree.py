@@ -34,7 +34,12 @@ def study_file(tmp: Path, space: dict, algorithm: str = "grid") -> str:
 BAD = [
     ("ratio 1.5", {"mjp.mask_ratio": {"type": "grid", "values": [0.27, 1.5]}}, "grid", "mjp.mask_ratio: must be <= 1 (got 1.5)"),
     ("ratio -0.1", {"mjp.mask_ratio": {"type": "grid", "values": [-0.1]}}, "grid", "mjp.mask_ratio: must be >= 0 (got -0.1)"),
-    ("ratio NaN", {"mjp.mask_ratio": {"type": "grid", "values": [math.nan]}}, "grid", "mjp.mask_ratio: must be <= 1 (got nan)"),
+    (
+        "ratio NaN",
+        {"mjp.mask_ratio": {"type": "grid", "values": [math.nan]}},
+        "grid",
+        "mjp.mask_ratio: Input should be a finite number (got nan)",
+    ),
     (
         "range to NaN",
         {"mjp.mask_ratio": {"type": "uniform", "low": 0.1, "high": math.nan}},
