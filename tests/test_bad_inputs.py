@@ -339,6 +339,11 @@ CASES = [
         lambda t: ["sweep", "status", "--study", "quickstrat", "--uri", mlflow_store(t)],
         "study 'quickstrat' is neither a shipped study nor one with sweeps in",
     ),
+    (
+        "a report --out that cannot be written",
+        lambda t: ["analyze", "report", "--study", "quickstart", "--uri", mlflow_store(t), "--out", write(t / "a-file", "x")],
+        "cannot write the report to",
+    ),
     ("analyze a misspelt study", lambda t: ["analyze", "tables", "--study", "fashon", "--uri", mlflow_store(t)], "(did you mean fashion?)"),
     (
         "analyze a study that does not exist",

@@ -103,6 +103,23 @@ def _pe_run_figures(uri: str, runs: Any) -> dict[str, dict[str, bytes]]:
     return out
 
 
+def writable_directory(path: str) -> str:
+    """``path``, made if missing; ``UserError`` in one line, before any work, when this user cannot
+    write there (a read-only ``--out``)."""
+    import os
+    from pathlib import Path
+
+    from trainables.errors import UserError
+
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UserError(f"cannot write the report to {path} ({err.strerror}); give --out a directory you can write") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise UserError(f"cannot write the report to {path} (not writable by this user); give --out a directory you can write")
+    return path
+
+
 def reports_dir() -> str:
     """Where reports go by default: ``$MJP_REPORTS_DIR`` (the local twin's exports set it to its
     session, so its jobs' reports and a local run's stay apart), else ``./reports``."""
@@ -163,10 +180,11 @@ def refuse_study_without_sweeps(study: str, configured: str | None) -> None:
 def cmd_analyze(args: argparse.Namespace) -> int:
     """``mjp analyze tables`` and ``mjp analyze report``: both write the whole report and print its
     tables; they differ in the last line alone (``tables`` also names the table files)."""
+    out = writable_directory(args.out or reports_dir())
     refuse_study_without_sweeps(args.study, args.uri)
     from trainables.tracking.store import tracking_uri
 
-    files = build_report(tracking_uri(args.uri), args.study, args.out or reports_dir(), pool=args.all)
+    files = build_report(tracking_uri(args.uri), args.study, out, pool=args.all)
     _print(files, args.paper)
     tables = f" (tables: {files.directory}/table.md, .csv, .tex)" if args.analyze_command == "tables" else ""
     print(f"\nreport: {files.html}{tables}")

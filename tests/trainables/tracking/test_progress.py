@@ -116,6 +116,12 @@ def test_the_console_shows_a_running_trial_s_progress_from_its_mlflow_run(tmp_pa
     table = Console(file=io.StringIO(), width=250)
     table.print(view.table.rich())
     assert "step 30/120" in table.file.getvalue() and "this epoch" in table.file.getvalue()
+    for width in (200, 80):  # what a terminal of that width shows while the trial is mid-epoch
+        shown = Console(file=io.StringIO(), width=width)
+        shown.print(view.table.rich(width))
+        lines = shown.file.getvalue().splitlines()
+        assert max(map(len, lines)) <= width and any("A baseline seed 0" in line for line in lines), lines
+        assert ("step 30/120" in shown.file.getvalue()) == (width == 200), (width, lines)  # at 80 the in-epoch column goes first
     view.on_trial_result(0, [trial], trial, {"epoch": 2, keys.VAL_TOP1: 0.6})
     assert row.progress is None and row.epochs_done == 2  # the reported epoch ended: its progress is gone
     tune_calls.on_step_end(iteration=2, trials=[trial])
