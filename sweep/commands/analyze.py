@@ -104,19 +104,20 @@ def _pe_run_figures(uri: str, runs: Any) -> dict[str, dict[str, bytes]]:
 
 
 def writable_directory(path: str) -> str:
-    """``path``, made if missing; ``UserError`` in one line, before any work, when this user cannot
-    write there (a read-only ``--out``)."""
+    """``path``, when the report can be written there: a directory this user may write, or one it
+    may make (its nearest existing parent is); else ``UserError`` in one line, before any work
+    and without making anything (a read-only or file ``--out``)."""
     import os
     from pathlib import Path
 
     from trainables.errors import UserError
 
-    try:
-        Path(path).mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise UserError(f"cannot write the report to {path} ({err.strerror}); give --out a directory you can write") from None
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise UserError(f"cannot write the report to {path} (not writable by this user); give --out a directory you can write")
+    target = Path(path).absolute()
+    existing = next(p for p in (target, *target.parents) if p.exists())
+    if not existing.is_dir():
+        raise UserError(f"cannot write the report to {path}: {existing} is a file; give --out a directory you can write")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UserError(f"cannot write the report to {path}: {existing} is not writable by this user; give --out a directory you can write")
     return path
 
 
