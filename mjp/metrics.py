@@ -97,8 +97,7 @@ def top1_under_shuffle(
     was_training = model.training
     model.eval()
     try:
-        return (
-            shuffled_correct(model, images, labels, ratio, generator=generator).float().mean().item()
-        )  # evaluation: one host sync per call
+        # evaluation, never the training step: one host sync per call, for the fraction it returns
+        return shuffled_correct(model, images, labels, ratio, generator=generator).float().mean().item()
     finally:
         model.train(was_training)

@@ -17,7 +17,8 @@ from mjp.jigsaw import JigsawShuffle, shuffle_tokens
 from mjp.models.base import MJPMixin
 
 
-class MJPSwinTransformer(MJPMixin, SwinTransformer):  # type: ignore[misc]  # forward(x, shuffle) may return an MJPOutput: not timm's signature, on purpose
+# forward(x, shuffle) may return an MJPOutput: not timm's signature, on purpose (hence the ignore)
+class MJPSwinTransformer(MJPMixin, SwinTransformer):  # type: ignore[misc]
     """timm's Swin with an added absolute PE ``[1, H * W, C]`` and MJP on it."""
 
     def _init_mjp(self, cfg: MJPConfig, dim: int, grid: tuple[int, int]) -> None:

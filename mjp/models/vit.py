@@ -15,7 +15,8 @@ from mjp.jigsaw import JigsawShuffle, shuffle_tokens
 from mjp.models.base import MJPMixin
 
 
-class MJPVisionTransformer(MJPMixin, VisionTransformer):  # type: ignore[misc]  # forward(x, shuffle) may return an MJPOutput: not timm's signature, on purpose
+# forward(x, shuffle) may return an MJPOutput: not timm's signature, on purpose (hence the ignore)
+class MJPVisionTransformer(MJPMixin, VisionTransformer):  # type: ignore[misc]
     """timm's ``VisionTransformer`` with MJP: token-space jigsaw after the patch embedding; E_unk at
     shuffled slots; CLS keeps its PE."""
 

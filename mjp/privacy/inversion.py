@@ -79,6 +79,5 @@ def invert_gradients(
     finally:
         math_attention.__exit__(None, None, None)
         model.train(was_training)
-    return InversionResult(
-        x.detach(), torch.stack(history).tolist() if history else []
-    )  # the loss history: one host sync, after the attack
+    # the attack's loss history as numbers: one host sync, after the attack (never in a training step)
+    return InversionResult(x.detach(), torch.stack(history).tolist() if history else [])

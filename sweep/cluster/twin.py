@@ -31,12 +31,9 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -44,6 +41,7 @@ import yaml
 
 from sweep.cluster.processes import is_gcs, session_processes
 from sweep.cluster.twin_config import twin_config
+from sweep.cluster.twin_mlflow import free_port, start_mlflow
 from sweep.study.names import PROJECT_DIR
 from trainables.errors import ConfigError
 
@@ -95,12 +93,6 @@ class LocalCluster:
         }
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _environment() -> dict[str, str]:
     from trainables.launch.ray_runtime import prepare_environment
 
@@ -109,22 +101,6 @@ def _environment() -> dict[str, str]:
     here = str(PROJECT_DIR)
     env["PYTHONPATH"] = os.pathsep.join([here, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != here]])
     return env
-
-
-def _wait_http(url: str, what: str, seconds: float, log: Path, process: subprocess.Popen) -> None:
-    """Until ``url`` answers; ``ConfigError`` with the log's last line when ``process`` ends first or time runs out."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and process.poll() is None:
-        try:
-            urllib.request.urlopen(url, timeout=2).close()
-            return
-        except urllib.error.HTTPError:  # an answer (the gate's 401 without its token)
-            return
-        except OSError:
-            time.sleep(0.5)
-    tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
-    how = f"ended ({process.returncode})" if process.poll() is not None else f"did not answer within {seconds:.0f} s"
-    raise ConfigError(f"{what} at {url} {how} ({tail[0] if tail else 'no log'}); see {log}")
 
 
 def write_token(path: Path) -> Path:
@@ -144,8 +120,6 @@ def up(
     ``bucket`` (default ``SESSION/bucket``) stands in for cluster.yaml's S3 bucket: the sweeps,
     MLflow's artifacts, and the copy of MLflow's store that ``down`` saves and a new twin's ``up``
     starts from, as a new head on AWS does."""
-    from sweep.cluster.store_copy import restore_store
-
     session = Path(session_dir).resolve()
     if (session / STATE_FILE).exists():
         raise ConfigError(f"{session} already holds a local cluster ({STATE_FILE}); `mjp cluster down --session {session}` first")
@@ -156,63 +130,19 @@ def up(
     token = write_token(session / TOKEN_FILE)
     env.pop("RAY_AUTH_TOKEN", None)  # a token in the caller's environment would win over the session's
     env["RAY_AUTH_TOKEN_PATH"] = str(token)
-    gcs, dash, mlflow_port = free_port(), free_port(), free_port()
+    gcs, dash = free_port(), free_port()
     config = session / "autoscaler.yaml"
     config.write_text(yaml.safe_dump(twin_config(gcs, gpu_workers=gpu_workers, cpu_workers=cpu_workers)))
     kept = Path(bucket or session / "bucket").expanduser().resolve()
-    storage = kept / "mjp-sweeps"
-    storage.mkdir(parents=True, exist_ok=True)
-    (session / "mlflow").mkdir(exist_ok=True)
-    restore_store(str(kept / "mlflow" / "mlflow.db"), session / "mlflow" / "mlflow.db")
-    mlflow_log = session / "mlflow" / "server.log"
-    with open(mlflow_log, "w") as log:  # its own process group: `down` ends its uvicorn workers with it
-        server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "mlflow",
-                "server",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(mlflow_port),
-                "--workers",
-                "1",
-                "--backend-store-uri",
-                f"sqlite:///{session}/mlflow/mlflow.db",
-                "--artifacts-destination",
-                str(kept / "mlflow-artifacts"),
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env={**env, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
-            start_new_session=True,
-            cwd=session,
-        )
-    (session / "mlflow" / "server.pgid").write_text(str(server.pid))
+    (kept / "mjp-sweeps").mkdir(parents=True, exist_ok=True)
     try:
-        # listening before Ray starts: Ray's processes bind ports of their own choosing, and one took
-        # the server's port while it was still importing (uvicorn then ends: address already in use)
-        _wait_http(f"http://127.0.0.1:{mlflow_port}/health", "the MLflow server", 120, mlflow_log, server)
-        gate_port = _start_gate(session, env, mlflow_port, token)
+        # MLflow listening before Ray starts: Ray's processes bind ports of their own choosing, and one
+        # took the server's port while it was still importing (uvicorn then ends: address already in use)
+        mlflow_port, gate_port = start_mlflow(session, env, kept, token)
         return _start_head(session, config, kept, env, gcs, dash, mlflow_port, gate_port)
     except BaseException:  # whatever stops the start (a missing `ray`, Ctrl-C): nothing left running
         down(session)
         raise
-
-
-def _start_gate(session: Path, env: dict[str, str], mlflow_port: int, token: Path) -> int:
-    """``mjp cluster mlflow-gate`` in front of the MLflow server, as cluster.yaml's head runs it:
-    the twin's clients reach MLflow through it, with the session's token; its port."""
-    port = free_port()
-    log_path = session / "mlflow" / "gate.log"
-    command = [sys.executable, "-m", "sweep.cli", "cluster", "mlflow-gate", "--listen", f"127.0.0.1:{port}"]
-    command += ["--upstream", f"http://127.0.0.1:{mlflow_port}", "--token-file", str(token)]
-    with open(log_path, "w") as log:  # its command line names the session's token: `down` ends it
-        gate = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=PROJECT_DIR)
-    (session / "mlflow" / "gate.pgid").write_text(str(gate.pid))
-    _wait_http(f"http://127.0.0.1:{port}/health", "the MLflow gate", 60, log_path, gate)  # its 401 is an answer
-    return port
 
 
 def _start_head(

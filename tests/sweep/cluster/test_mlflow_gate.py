@@ -94,7 +94,7 @@ def real_gate(tmp_path_factory):
 
     from aiohttp import web
 
-    from sweep.cluster.twin import _wait_http, free_port
+    from sweep.cluster.twin_mlflow import free_port, wait_http
 
     tmp = tmp_path_factory.mktemp("gated")
     port, log = free_port(), tmp / "server.log"
@@ -104,7 +104,7 @@ def real_gate(tmp_path_factory):
         server = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, cwd=tmp)
     loop = asyncio.new_event_loop()
     try:
-        _wait_http(f"http://127.0.0.1:{port}/health", "the MLflow server", 120, log, server)
+        wait_http(f"http://127.0.0.1:{port}/health", "the MLflow server", 120, log, server)
         runner = web.AppRunner(gate_app(f"http://127.0.0.1:{port}", "s3cret-token"))
         loop.run_until_complete(runner.setup())
         site = web.TCPSite(runner, "127.0.0.1", 0)
