@@ -1,10 +1,11 @@
-"""``mjp cluster``: cluster.yaml checked, the local twin, the head's MLflow gate and store, the AWS account, the probe."""
+"""``mjp cluster``: cluster.yaml checked, the local twin, the head's MLflow gate and store, the AWS account, the probe,
+and a sweep as one Slurm job."""
 
 from __future__ import annotations
 
 import argparse
 
-from sweep.cli.options import group
+from sweep.cli.options import add_sets, group
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -93,3 +94,42 @@ def add(sub: argparse._SubParsersAction) -> None:
     srestore.add_argument("src", help="the kept copy (s3://... or a path)")
     srestore.add_argument("db", help="the MLflow server's SQLite file to make")
     srestore.set_defaults(handler="sweep.commands.cluster:cmd_store_restore")
+    add_slurm(cluster)
+
+
+def add_slurm(cluster: argparse._SubParsersAction) -> None:
+    slurm = cluster.add_parser(
+        "slurm",
+        help="a study as one Slurm batch job: Ray's head, a worker per other node, MLflow, the sweep; sbatch'd (docs/cluster-slurm.md)",
+    )
+    slurm.add_argument("study", help="a study YAML file or a shipped study name (`mjp sweep list`)")
+    slurm.add_argument("--nodes", type=int, required=True, help="nodes of the job (Ray's head trains on the first too)")
+    slurm.add_argument(
+        "--gpus-per-node", type=int, required=True, metavar="G", help="GPUs on each node (0 for a study that trains on CPUs)"
+    )
+    slurm.add_argument("--cpus-per-node", type=int, required=True, metavar="C", help="CPUs on each node (one task per node)")
+    slurm.add_argument("--partition", required=True, help="the Slurm partition")
+    slurm.add_argument("--time", required=True, help="the job's time limit in Slurm's form (e.g. 24:00:00, 2-00); the next start resumes")
+    slurm.add_argument("--account", help="the Slurm account to charge (when your cluster asks for one)")
+    slurm.add_argument("--mem", help="memory per node in Slurm's form (e.g. 256G; default: the partition's)")
+    slurm.add_argument("--smoke", action="store_true", help="the study's small version")
+    add_sets(slurm)
+    slurm.add_argument("--data", help="dataset root on the shared filesystem (same as --set data.root=PATH)")
+    slurm.add_argument(
+        "--shared",
+        help="a folder every node mounts (default $MJP_SLURM_DIR): the job's folder, its sweep, logs and the MLflow store go there",
+    )
+    slurm.add_argument("--store", help="the MLflow store's folder (default SHARED/mlflow): one job at a time serves it")
+    slurm.add_argument(
+        "--signal-lead", type=int, default=180, metavar="SECONDS", help="SIGTERM this long before the time limit (default 180)"
+    )
+    slurm.add_argument("--max-restarts", type=int, default=20, metavar="N", help="requeue at the time limit at most N times (default 20)")
+    slurm.add_argument("--dry-run", action="store_true", help="check everything and print the batch script; submit nothing")
+    slurm.set_defaults(handler="sweep.commands.slurm:cmd_cluster_slurm")
+    job = cluster.add_parser("slurm-job", help="inside a Slurm job (its batch script runs it): the job's Ray, MLflow and sweep")
+    job.add_argument("job_dir", help="the job's folder that `mjp cluster slurm` wrote")
+    job.set_defaults(handler="sweep.commands.slurm:cmd_cluster_slurm_job")
+    node = cluster.add_parser("slurm-node", help="inside a Slurm job step: this node joins the job's Ray head")
+    node.add_argument("job_dir", help="the job's folder")
+    node.add_argument("--head", required=True, metavar="IP:PORT", help="the job's Ray head")
+    node.set_defaults(handler="sweep.commands.slurm:cmd_cluster_slurm_node")

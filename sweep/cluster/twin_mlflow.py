@@ -44,48 +44,47 @@ def start_mlflow(session: Path, env: dict[str, str], kept: Path, token: Path) ->
     ``kept``), then the gate in front of it, each answering before this returns; their ports."""
     from sweep.cluster.store_copy import restore_store
 
-    mlflow_port = free_port()
     (session / "mlflow").mkdir(exist_ok=True)
     restore_store(str(kept / "mlflow" / "mlflow.db"), session / "mlflow" / "mlflow.db")
-    mlflow_log = session / "mlflow" / "server.log"
-    with open(mlflow_log, "w") as log:  # its own process group: `down` ends its uvicorn workers with it
+    server, mlflow_port = start_mlflow_server(
+        session / "mlflow" / "mlflow.db", kept / "mlflow-artifacts", session / "mlflow" / "server.log", env, session
+    )
+    (session / "mlflow" / "server.pgid").write_text(str(server.pid))
+    # as cluster.yaml's head runs it: the twin's clients reach MLflow through it, with the session's token;
+    # its command line names the session's token, so `down` ends it
+    gate, gate_port = start_gate("127.0.0.1", mlflow_port, token, session / "mlflow" / "gate.log", env)
+    (session / "mlflow" / "gate.pgid").write_text(str(gate.pid))
+    return mlflow_port, gate_port
+
+
+def start_mlflow_server(db: Path, artifacts: Path, log_path: Path, env: dict[str, str], cwd: Path) -> tuple[subprocess.Popen, int]:
+    """An ``mlflow server`` on loopback with its SQLite store ``db`` and its artifacts under
+    ``artifacts``, in a process group of its own (ending it ends its uvicorn workers), answering
+    before this returns; the process and its port. Its output goes to ``log_path``."""
+    port = free_port()
+    command = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
+    command += ["--backend-store-uri", f"sqlite:///{db}", "--artifacts-destination", str(artifacts)]
+    with open(log_path, "w") as log:
         server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "mlflow",
-                "server",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(mlflow_port),
-                "--workers",
-                "1",
-                "--backend-store-uri",
-                f"sqlite:///{session}/mlflow/mlflow.db",
-                "--artifacts-destination",
-                str(kept / "mlflow-artifacts"),
-            ],
+            command,
             stdout=log,
             stderr=subprocess.STDOUT,
             env={**env, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
             start_new_session=True,
-            cwd=session,
+            cwd=cwd,
         )
-    (session / "mlflow" / "server.pgid").write_text(str(server.pid))
-    wait_http(f"http://127.0.0.1:{mlflow_port}/health", "the MLflow server", 120, mlflow_log, server)
-    return mlflow_port, _start_gate(session, env, mlflow_port, token)
+    wait_http(f"http://127.0.0.1:{port}/health", "the MLflow server", 120, log_path, server)
+    return server, port
 
 
-def _start_gate(session: Path, env: dict[str, str], mlflow_port: int, token: Path) -> int:
-    """``mjp cluster mlflow-gate`` in front of the MLflow server, as cluster.yaml's head runs it:
-    the twin's clients reach MLflow through it, with the session's token; its port."""
+def start_gate(host: str, mlflow_port: int, token: Path, log_path: Path, env: dict[str, str]) -> tuple[subprocess.Popen, int]:
+    """``mjp cluster mlflow-gate`` on ``host`` in front of the MLflow server at ``mlflow_port`` on
+    loopback, letting in requests that carry ``token``; answering before this returns (its 401 is
+    an answer); the process and its port."""
     port = free_port()
-    log_path = session / "mlflow" / "gate.log"
-    command = [sys.executable, "-m", "sweep.cli", "cluster", "mlflow-gate", "--listen", f"127.0.0.1:{port}"]
+    command = [sys.executable, "-m", "sweep.cli", "cluster", "mlflow-gate", "--listen", f"{host}:{port}"]
     command += ["--upstream", f"http://127.0.0.1:{mlflow_port}", "--token-file", str(token)]
-    with open(log_path, "w") as log:  # its command line names the session's token: `down` ends it
+    with open(log_path, "w") as log:
         gate = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=PROJECT_DIR)
-    (session / "mlflow" / "gate.pgid").write_text(str(gate.pid))
-    wait_http(f"http://127.0.0.1:{port}/health", "the MLflow gate", 60, log_path, gate)  # its 401 is an answer
-    return port
+    wait_http(f"http://{host}:{port}/health", "the MLflow gate", 60, log_path, gate)
+    return gate, port
