@@ -76,7 +76,11 @@ def start_logging(experiment_dir: str, name: str, verbose: bool, file_name: str 
 def link_ray_logs(experiment_dir: str) -> None:
     logs = ray_session_logs()
     link = Path(experiment_dir) / "ray_logs"
-    if logs is not None and "://" not in experiment_dir and not link.exists():
+    if logs is None or "://" in experiment_dir:
+        return
+    if link.is_symlink():  # an earlier driver's Ray session (a resume: its folder may be gone with its node)
+        link.unlink()
+    if not link.exists():
         link.symlink_to(logs, target_is_directory=True)
 
 
