@@ -7,9 +7,10 @@ batch is left out and gets no DAL gradient. Heads ``g``:
 
 - ``linear``: ``Linear(D, 2)``; ``mlp``: ``Linear(D, D) - ReLU - Linear(D, 2)`` (the paper's NLN);
 - ``pca``: no parameters; two modes (``MJPConfig.dal_pca``):
-  ``reference`` (the default; the reference code's ``ssl/dlocr.py``, the paper's row H): the PE
-  rows are projected, uncentred, on two principal directions found by ``REFERENCE_PCA_ITERATIONS``
-  subspace iterations from a random start (``torch.pca_lowrank(q=2, niter=5)``), and the
+  ``reference`` (the default; the reference code's ``ssl_mjp/dlocr.py``, the paper's row H): the PE
+  rows are projected, uncentred, on two principal directions found as ``torch.pca_lowrank(q=2,
+  niter=5)`` finds them (``REFERENCE_PCA_ITERATIONS`` subspace iterations from a random start, on
+  the kept rows when there are at least ``D`` of them, on their transpose when fewer), and the
   projection is compared with (row, col) directly, whatever the directions' signs and order;
   ``affine`` (ours): the exact top-2 directions, then a closed-form weighted least-squares affine
   map from the projection to (row, col): the loss is then how far the PE is from laying out its
@@ -25,14 +26,19 @@ direction at a time with the first deflated. It uses no random draws (the refere
 ``eigh`` and ``solve`` check their results on the host under CUDA). Gradients flow through the
 projection, the mean and the affine fit, not through the directions.
 
-The reference mode draws its start once, from the run's seed, where the reference draws a fresh
-one per call from the global RNG: the loss is then a function of the PE alone, and a resumed run
-computes the same one. Gram-Schmidt on two columns stands in for QR and a closed-form 2 x 2
-eigen-decomposition for the small SVD, so no step syncs with the host. As in the reference, the
-gradient flows through the directions too (the reference differentiates through ``pca_lowrank``);
-given the reference's random start, its loss and gradient are ours up to the directions' signs
-(``tests/mjp/test_dal.py`` against a plain re-implementation). The affine mode stops the gradient at
-its directions.
+The reference mode draws its starts once, from the run's seed (``DALHead``), where the reference
+draws a fresh one per call from the global RNG: the loss is then a function of the PE alone, and a
+resumed run computes the same one. Its start lies where ``pca_lowrank``'s does: ``[D, 2]`` when
+the ``k`` kept rows are at least ``D`` (tall), ``[k, 2]`` on the kept rows when fewer (wide: DeiT-S
+keeps 196 or fewer rows of ``D = 384``; ``pca_lowrank`` then works on the transpose). ``k`` is
+read on the device, Gram-Schmidt stands in for QR and a closed-form 2 x 2 eigen-decomposition for
+the small SVD, so no step syncs with the host. As in the reference, the gradient flows through the
+directions too (the reference differentiates through ``pca_lowrank``); given the reference's start,
+its loss and gradient are ours to float32 noise, up to the directions' signs, in both shapes
+(``tests/mjp/test_dal.py`` against a plain re-implementation). That holds for one mask per batch
+(``mask_mode: per_batch``, the reference's); with ``per_sample`` masks the PCA weights each row by
+its share of kept (sample, position) pairs, a different quantity from the reference's. The affine
+mode stops the gradient at its directions.
 """
 
 from __future__ import annotations
@@ -95,42 +101,75 @@ def top2_subspace(rows: torch.Tensor, weights: torch.Tensor, squarings: int = PC
     return _orthonormal(basis).to(rows.dtype)
 
 
-def reference_pca_directions(
-    rows: torch.Tensor, weights: torch.Tensor, start: torch.Tensor, iterations: int = REFERENCE_PCA_ITERATIONS
-) -> torch.Tensor:
-    """Two principal directions ``[D, 2]`` of the weighted rows, as ``torch.pca_lowrank(q=2)`` finds them.
-
-    ``rows [N, D]`` (centred here, with ``weights [N]``), ``start [D, 2]`` (the random start):
-    ``Q = orth(A R)``, then ``iterations`` times ``Q = orth(A orth(A^T Q))``, then the right
-    singular vectors of ``B = Q^T A`` (``[2, D]``) from the eigen-decomposition of ``B B^T``,
-    largest first. Columns are unit vectors; their signs are arbitrary, as the reference's.
-    """
-    a = (rows - (weights.unsqueeze(1) * rows).sum(0, keepdim=True)) * weights.clamp_min(0).sqrt().unsqueeze(1)  # [N, D]
-    q = _orthonormal(a @ start)
+def _range_basis(m: torch.Tensor, start: torch.Tensor, iterations: int) -> torch.Tensor:
+    """Orthonormal basis ``[M, 2]`` of ``m [M, K]``'s top-2 range from ``start [K, 2]``:
+    ``Q = orth(m R)``, then ``iterations`` times ``Q = orth(m orth(m^T Q))`` (Halko et al.'s
+    Algorithm 4.4, ``torch.pca_lowrank``'s basis; Gram-Schmidt stands in for its QR)."""
+    q = _orthonormal(m @ start)
     for _ in range(iterations):
-        q = _orthonormal(a @ _orthonormal(a.T @ q))
-    b = q.T @ a  # [2, D]
+        q = _orthonormal(m @ _orthonormal(m.T @ q))
+    return q
+
+
+def _top2_rotation(b: torch.Tensor) -> torch.Tensor:
+    """The left singular vectors ``[2, 2]`` (columns, larger singular value first) of ``b [2, K]``,
+    from the closed-form eigen-decomposition of ``b b^T`` (a rotation; no host sync)."""
     bbt = b @ b.T
     angle = 0.5 * torch.atan2(2 * bbt[0, 1], bbt[0, 0] - bbt[1, 1])  # the larger eigenvalue's axis
     cos, sin = angle.cos(), angle.sin()
-    u = torch.stack([torch.stack([cos, -sin]), torch.stack([sin, cos])])  # [2, 2], columns = eigenvectors
-    v = b.T @ u  # [D, 2]
-    return v / v.norm(dim=0, keepdim=True).clamp_min(1e-12)
+    return torch.stack([torch.stack([cos, -sin]), torch.stack([sin, cos])])
+
+
+def reference_pca_directions(
+    rows: torch.Tensor,
+    weights: torch.Tensor,
+    tall_start: torch.Tensor,
+    wide_start: torch.Tensor,
+    iterations: int = REFERENCE_PCA_ITERATIONS,
+) -> torch.Tensor:
+    """Two principal directions ``[D, 2]`` of the weighted rows, as ``torch.pca_lowrank(q=2)`` finds them.
+
+    ``rows [N, D]`` (centred here, with ``weights [N]``; rows of weight 0 are left out). As
+    ``pca_lowrank``, on the ``k`` kept rows: when ``k >= D`` (tall), the basis ``Q [N, 2]`` of
+    ``A``'s range grows from ``tall_start [D, 2]`` and the directions are the right singular
+    vectors of ``Q^T A [2, D]``; when ``k < D`` (wide), ``A^T`` is the matrix, ``Q [D, 2]``
+    grows from ``wide_start [N, 2]`` (its kept rows are the start: ``pca_lowrank``'s
+    ``randn(k, 2)``) and the directions are ``Q`` times the left singular vectors of
+    ``Q^T A^T [2, N]``. ``k`` is read on the device (no host sync): when ``N >= D`` both recipes
+    run and ``k`` picks one. Unit columns, largest first; their signs are arbitrary, as the
+    reference's.
+    """
+    a = (rows - (weights.unsqueeze(1) * rows).sum(0, keepdim=True)) * weights.clamp_min(0).sqrt().unsqueeze(1)  # [N, D]
+    q = _range_basis(a.T, wide_start, iterations)  # [D, 2]
+    wide = q @ _top2_rotation(q.T @ a.T)
+    if a.shape[0] < a.shape[1]:  # k <= N < D: always wide
+        return wide
+    q = _range_basis(a, tall_start, iterations)  # [N, 2]
+    b = q.T @ a  # [2, D]
+    tall = b.T @ _top2_rotation(b)
+    tall = tall / tall.norm(dim=0, keepdim=True).clamp_min(1e-12)
+    return torch.where((weights > 0).sum() < a.shape[1], wide, tall)
 
 
 class DALHead(nn.Module):
     """``g``: PE rows ``[N, D]`` -> predicted positions ``[N, 2]``.
 
-    ``pca_mode`` (``pca`` only): ``reference`` or ``affine`` (see the module docstring);
-    ``seed`` draws the reference mode's start ``[D, 2]`` from N(0, 1), once.
+    ``pca_mode`` (``pca`` only): ``reference`` or ``affine`` (see the module docstring). The
+    reference mode draws its two starts once, from ``torch.Generator().manual_seed(seed)``,
+    from N(0, 1) as ``pca_lowrank`` does: ``tall_start [D, 2]``, then ``wide_start
+    [positions, 2]`` (``positions`` = N, the PE's patch rows). To give it the start of one
+    ``torch.pca_lowrank(pe[kept], q=2, niter=5)`` call, ``R``, its first draw: with ``k =
+    len(kept)`` rows kept, ``R`` is ``[D, 2]`` when ``k >= D`` (copy it into ``tall_start``) and
+    ``[k, 2]`` when ``k < D`` (``wide_start[kept] = R``, ``kept`` in increasing order).
     """
 
-    #: the reference mode's start ``[D, 2]``, a buffer (not saved in checkpoints); absent otherwise
-    start: torch.Tensor
+    #: the reference mode's starts (buffers, not saved in checkpoints); absent otherwise
+    tall_start: torch.Tensor
+    wide_start: torch.Tensor
     #: the ``linear`` / ``mlp`` head; absent for ``pca``
     proj: nn.Module
 
-    def __init__(self, kind: str, dim: int, *, pca_mode: str = "reference", seed: int = 0):
+    def __init__(self, kind: str, dim: int, *, positions: int = 0, pca_mode: str = "reference", seed: int = 0):
         super().__init__()
         if kind not in ("pca", "linear", "mlp"):
             raise ValueError(f"unknown DAL head {kind!r}; allowed: pca, linear, mlp")
@@ -138,8 +177,11 @@ class DALHead(nn.Module):
             raise ValueError(f"unknown pca mode {pca_mode!r}; allowed: reference, affine")
         self.kind, self.pca_mode = kind, pca_mode
         if kind == "pca" and pca_mode == "reference":
-            start = torch.randn(dim, 2, generator=torch.Generator().manual_seed(seed))
-            self.register_buffer("start", start, persistent=False)
+            if positions < 1:
+                raise ValueError(f"the reference pca head needs positions >= 1 (the PE's patch rows), got {positions}")
+            generator = torch.Generator().manual_seed(seed)
+            self.register_buffer("tall_start", torch.randn(dim, 2, generator=generator), persistent=False)
+            self.register_buffer("wide_start", torch.randn(positions, 2, generator=generator), persistent=False)
         if kind == "linear":
             self.proj = nn.Linear(dim, 2)
         elif kind == "mlp":
@@ -151,7 +193,10 @@ class DALHead(nn.Module):
             return self.proj(rows)
         rows, w = rows.float(), weights.float()
         if self.pca_mode == "reference":
-            return rows @ reference_pca_directions(rows, w, self.start.float())  # differentiated through, as the reference
+            if rows.shape[0] != self.wide_start.shape[0]:
+                raise ValueError(f"the reference pca head was built for {self.wide_start.shape[0]} PE rows, got {rows.shape[0]}")
+            directions = reference_pca_directions(rows, w, self.tall_start.float(), self.wide_start.float())
+            return rows @ directions  # differentiated through the directions, as the reference
         centred = rows - (w.unsqueeze(1) * rows).sum(0, keepdim=True)
         directions = top2_subspace(centred.detach(), w)  # [D, 2]
         z = centred @ directions

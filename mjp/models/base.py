@@ -60,7 +60,7 @@ class MJPMixin:
             self.mjp_idx_embed = nn.Parameter(torch.zeros(1, grid[0] * grid[1], dim))
             trunc_normal_(self.mjp_idx_embed, std=cfg.unk_init_std)
         if cfg.dal != "none":
-            self.mjp_dal_head = DALHead(cfg.dal, dim, pca_mode=cfg.dal_pca, seed=cfg.seed)
+            self.mjp_dal_head = DALHead(cfg.dal, dim, positions=grid[0] * grid[1], pca_mode=cfg.dal_pca, seed=cfg.seed)
 
     # --- the shuffle ------------------------------------------------------------------------
     def mjp_patch_size(self) -> tuple[int, int]:
