@@ -6,7 +6,7 @@ PYTHON ?= python3
 UV := $(PYTHON) -m uv
 RUN := $(UV) run --frozen --no-sync
 
-.PHONY: setup lint format test test-fast test-cluster test-gpu gpu-kit demo bench clean
+.PHONY: setup lint format test test-fast test-cluster test-slurm test-gpu gpu-kit demo bench clean
 setup: .venv/.synced
 
 .venv/.synced: pyproject.toml uv.lock Makefile
@@ -42,6 +42,11 @@ test-fast: setup  # everything but the end-to-end runs through Ray
 # docs/cluster-local.md. Part of `make test` too; this runs it alone.
 test-cluster: setup
 	@$(RUN) pytest -m cluster tests/test_cluster_local.py tests/test_cluster_store.py
+
+# A sweep as a Slurm job on a real Slurm the tests start (slurmctld + two slurmd on this host; Debian's
+# slurm-wlm): docs/cluster-slurm.md. Part of `make test` too; this runs it alone.
+test-slurm: setup
+	@$(RUN) pytest -m slurm tests/test_cluster_slurm.py tests/sweep/cluster/slurm
 
 # On a CUDA machine: the `gpu` tests, then the GPU benchmarks, whose tables (naming the GPU) are
 # appended to BENCHMARKS-gpu.md. Under 10 minutes on one H100-class GPU.

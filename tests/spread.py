@@ -1,10 +1,11 @@
 """How ``make test`` spreads the suite over its processes (pytest-xdist, ``--dist loadgroup``).
 
 Each test goes to whichever process is free, except where tests share something expensive that
-lives in one process: the cluster tests share one twin (group ``twin``), and the tests of a module
+lives in one process: the cluster tests share one twin (group ``twin``), the Slurm tests one
+test Slurm (group ``slurm``), and the tests of a module
 that share a module- or class-scoped fixture (one sweep read by many checks) stay together. The
-longest work is handed out first, so neither process is left with a long tail: the twin's tests,
-then the other end-to-end (``slow``) tests, then the rest, each in the order they were collected.
+longest work is handed out first, so neither process is left with a long tail: the twin's and
+the Slurm tests, then the other end-to-end (``slow``) tests, then the rest, each in the order they were collected.
 A run in one process (plain ``pytest``) is left as collected.
 """
 
@@ -15,6 +16,7 @@ import pytest
 #: fixture scopes whose value lives in one process and is shared by several tests
 SHARED = {"package", "module", "class"}
 TWIN = "twin"
+SLURM = "slurm"
 
 
 def spread(config: pytest.Config) -> bool:
@@ -39,6 +41,8 @@ def group_of(item: pytest.Item) -> str | None:
     """The group a test must run in, or None where it may run in any process."""
     if item.get_closest_marker("cluster"):
         return TWIN
+    if item.get_closest_marker("slurm"):
+        return SLURM
     info = getattr(item, "_fixtureinfo", None)
     definitions = info.name2fixturedefs.values() if info is not None else ()
     if any(d.scope in SHARED for defs in definitions for d in defs):
@@ -47,6 +51,6 @@ def group_of(item: pytest.Item) -> str | None:
 
 
 def _rank(item: pytest.Item) -> int:
-    if item.get_closest_marker("cluster"):
+    if item.get_closest_marker("cluster") or item.get_closest_marker("slurm"):
         return 0
     return 1 if item.get_closest_marker("slow") else 2

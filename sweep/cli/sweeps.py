@@ -39,6 +39,11 @@ def add(sub: argparse._SubParsersAction) -> None:
         type=float,
         help="training throughput of one trial, images per second (default: measured here for CPU trials, BENCHMARKS.md for GPU ones)",
     )
+    plan.add_argument("--slurm", action="store_true", help="plan for a Slurm job of --nodes x (--gpus-per-node, --cpus-per-node)")
+    plan.add_argument("--nodes", type=int, help="with --slurm: the job's nodes")
+    plan.add_argument("--gpus-per-node", type=int, help="with --slurm: GPUs on each node")
+    plan.add_argument("--cpus-per-node", type=int, help="with --slurm: CPUs on each node")
+    plan.add_argument("--time", help="with --slurm: the job's time limit (Slurm's form): how many starts the sweep takes")
     plan.set_defaults(handler="sweep.commands.plan:cmd_sweep_plan")
 
     resume = sweep.add_parser("resume", help="continue an interrupted sweep from its experiment directory")

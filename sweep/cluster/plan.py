@@ -105,6 +105,14 @@ def cluster_machines(path: str | Path) -> Machines:
     return Machines(f"{path} at its largest ({cpus:.0f} CPUs, {gpus} GPUs on worker nodes)", cpus, gpus)
 
 
+def slurm_machines(nodes: int, gpus_per_node: int, cpus_per_node: int) -> Machines:
+    """A Slurm job's nodes (``mjp cluster slurm``): every node trains, the first less the one CPU
+    its driver, MLflow server and gate keep."""
+    cpus = nodes * cpus_per_node - (1 if cpus_per_node > 1 else 0)
+    s = "s" if nodes != 1 else ""
+    return Machines(f"a Slurm job of {nodes} node{s} x ({cpus_per_node} CPUs, {gpus_per_node} GPUs)", float(cpus), nodes * gpus_per_node)
+
+
 def train_images(cfg: TrainConfig) -> tuple[int, str]:
     """Training images per epoch (after ``data.train_limit``) and where the count comes from."""
     from trainables.data.info import planned_data_info

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from sweep.cluster.plan import Machines, Plan, cluster_machines, duration_text, local_machines, make_plan
+from sweep.cluster.plan import Machines, Plan, cluster_machines, duration_text, local_machines, make_plan, slurm_machines
 from trainables.errors import ConfigError
 
 
@@ -34,16 +34,54 @@ def describe(study: Any, plan: Plan, machines: Machines) -> str:
     )
 
 
+def _machines(args: argparse.Namespace) -> Machines:
+    shape = [args.nodes, args.gpus_per_node, args.cpus_per_node]
+    if not args.slurm:
+        if any(v is not None for v in shape) or args.time:
+            raise ConfigError("--nodes, --gpus-per-node, --cpus-per-node and --time describe a Slurm job: give them with --slurm")
+        return cluster_machines(args.cluster) if args.cluster else local_machines()
+    if args.cluster:
+        raise ConfigError("--cluster and --slurm: plan for one of them")
+    if any(v is None for v in shape):
+        raise ConfigError("--slurm needs the job's shape: --nodes N --gpus-per-node G --cpus-per-node C (as `mjp cluster slurm` takes it)")
+    for flag, value, least in (
+        ("--nodes", args.nodes, 1),
+        ("--gpus-per-node", args.gpus_per_node, 0),
+        ("--cpus-per-node", args.cpus_per_node, 1),
+    ):
+        if value < least:
+            raise ConfigError(f"{flag} {value}: allowed is {least} or more")
+    return slurm_machines(args.nodes, args.gpus_per_node, args.cpus_per_node)
+
+
+def _slurm_jobs(plan: Plan, time_limit: str) -> str:
+    """How many starts of a job with this ``--time`` the sweep takes (each resumes the last; the
+    first 180 s of each before the signal are not counted as lost, start-up is)."""
+    import math
+
+    from sweep.cluster.slurm.shape import time_limit_s
+
+    usable_h = max(0.0, time_limit_s(time_limit) - 180 - 120) / 3600  # the signal's lead, and a start (Ray, MLflow, a resume)
+    if usable_h <= 0:
+        raise ConfigError(
+            f"--time {time_limit}: no training fits in it (a job is signalled 180 s before its end and starts in about 120 s)"
+        )
+    starts = math.ceil(plan.wall_hours / usable_h) if plan.wall_hours != math.inf else 0
+    return f"with --time {time_limit}: about {starts} start{'s' if starts != 1 else ''} of the job (it requeues itself at its limit)"
+
+
 def cmd_sweep_plan(args: argparse.Namespace) -> int:
     from sweep.study.cli_overrides import set_overrides
     from sweep.study.load import load_study
 
     study = load_study(args.study, smoke=args.smoke, overrides=set_overrides(args), files=False)  # run's validation, less the files
-    machines = cluster_machines(args.cluster) if args.cluster else local_machines()
+    machines = _machines(args)
     if args.img_per_s is not None and args.img_per_s <= 0:
         raise ConfigError(f"--img-per-s {args.img_per_s}: allowed is a positive number of images per second")
     plan = make_plan(study, machines, args.img_per_s)
     print(describe(study, plan, machines))
+    if args.slurm and args.time:
+        print(_slurm_jobs(plan, args.time))
     from sweep.study.load import MAX_TRIALS
 
     if study.num_trials > MAX_TRIALS:

@@ -87,6 +87,13 @@ def claim(experiment_dir: str) -> None:
             f"sweep {experiment_dir} is already run by {holder(path)}; wait for it to end, or stop it "
             "(Ctrl-C, or `kill <pid>`) and resume then"
         ) from None
+    except OSError as err:  # ENOLCK, ENOSYS, EOPNOTSUPP: a filesystem that keeps no locks (NFS nolock, Lustre noflock)
+        for each in held:
+            os.close(each)
+        raise UserError(
+            f"cannot lock the sweep directory {experiment_dir}: its filesystem refuses flock ({err.strerror}); a sweep needs "
+            "one where flock holds (docs/cluster-slurm.md, The shared folder)"
+        ) from None
     since = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()} since {since}\n".encode(), 0)

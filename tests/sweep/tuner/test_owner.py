@@ -126,3 +126,18 @@ def test_deleting_the_lock_file_while_a_sweep_runs_frees_nothing(sweep_dir, caps
         holder.wait()
     owner.claim(str(sweep_dir))  # free once its driver ended
     owner.release(str(sweep_dir))
+
+
+def test_a_filesystem_that_refuses_flock_is_one_line_naming_the_directory(tmp_path, monkeypatch):
+    """NFS mounted with nolock and Lustre without -o flock answer flock with ENOLCK / ENOSYS; no such
+    filesystem mounts here, so the kernel's answer is given to fcntl.flock."""
+    import errno
+    import fcntl
+
+    def refuse(fd, op):
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+
+    monkeypatch.setattr(fcntl, "flock", refuse)
+    with pytest.raises(owner.UserError, match=rf"cannot lock the sweep directory {tmp_path}: its filesystem refuses flock \(No locks"):
+        owner.claim(str(tmp_path))
+    assert str(tmp_path) not in owner._HELD

@@ -1,0 +1,57 @@
+"""What a Slurm job asks for: Slurm's time forms, GPUs in sinfo's GRES field, a shape against a partition."""
+
+import pytest
+
+from sweep.cluster.slurm.shape import NodeGroup, SlurmShape, check_fits, gpus_in, time_limit_s
+from trainables.errors import ConfigError
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("30", 1800), ("1:30", 90), ("4:00:00", 14400), ("2-12", 216000), ("1-00:30", 88200), ("1-00:00:05", 86405)],
+)
+def test_slurm_time_forms(text, seconds):
+    assert time_limit_s(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "0", "soon", "1:2:3:4", "-5", "UNLIMITED", "1-"])
+def test_a_time_slurm_would_not_take_is_refused_naming_the_forms(text):
+    with pytest.raises(ConfigError, match="allowed are Slurm's forms"):
+        time_limit_s(text)
+
+
+@pytest.mark.parametrize(
+    ("gres", "gpus"), [("(null)", 0), ("gpu:8", 8), ("gpu:a100:4(S:0-1)", 4), ("gpu:a100:2,gpu:v100:2", 4), ("shard:8", 0)]
+)
+def test_gpus_in_sinfo_gres(gres, gpus):
+    assert gpus_in(gres) == gpus
+
+
+def shape(**kw):
+    base = {"nodes": 2, "gpus_per_node": 8, "cpus_per_node": 64, "partition": "gpu", "time": "24:00:00"}
+    return SlurmShape(**{**base, **kw})
+
+
+def test_a_shape_fits_where_enough_nodes_have_its_cpus_and_gpus():
+    check_fits(shape(), [NodeGroup(1, 96, 8), NodeGroup(3, 64, 4), NodeGroup(1, 128, 8)])
+    with pytest.raises(ConfigError, match=r"--nodes 3 .* partition gpu has 2 such nodes \(its nodes: 1 x \(96 CPUs, 8 GPUs\)"):
+        check_fits(shape(nodes=3), [NodeGroup(1, 96, 8), NodeGroup(3, 64, 4), NodeGroup(1, 128, 8)])
+
+
+@pytest.mark.parametrize(
+    ("kw", "says"),
+    [
+        ({"nodes": 0}, "--nodes 0: allowed is 1 or more"),
+        ({"gpus_per_node": -1}, "--gpus-per-node -1"),
+        ({"cpus_per_node": 0}, "--cpus-per-node 0"),
+        ({"partition": "gpu;rm -rf"}, "--partition 'gpu;rm -rf'"),
+        ({"account": "a b"}, "--account 'a b'"),
+        ({"mem": "lots"}, "--mem 'lots'"),
+        ({"time": "5", "signal_lead_s": 180}, "--time 5 (300 s) leaves no time to train"),
+        ({"signal_lead_s": 5}, "--signal-lead 5"),
+    ],
+)
+def test_a_bad_shape_says_which_value_and_what_is_allowed(kw, says):
+    with pytest.raises(ConfigError, match=None) as err:
+        shape(**kw)
+    assert says in str(err.value)

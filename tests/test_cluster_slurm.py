@@ -1,0 +1,165 @@
+"""A sweep on a real Slurm (tests/slurm_daemons.py: slurmctld and two slurmd on this host, nothing
+mocked): ``mjp cluster slurm`` refuses bad shapes in one line before anything is submitted, and a
+two-node smoke sweep survives a ``scancel`` (the same script submitted again resumes it) and its
+time limit (SIGTERM before the end, the runs closed, the job requeued and resumed), ending with
+every trial once, none RUNNING, and trials on both nodes.
+
+Every wait is for an event Slurm or MLflow reports (a job's state, a run's first metric, a line
+the job prints), with a deadline only as a bound on failure; each race is asserted to have happened.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.slurm_daemons import SlurmDaemons, slurm_missing
+
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+REPO = Path(__file__).resolve().parent.parent
+VARIANTS = {"A", "E", "G", "J"}  # quickstart's grid: four trials
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory):
+    reason = slurm_missing()
+    if reason:
+        pytest.skip(reason)
+    daemons = SlurmDaemons(Path(tmp_path_factory.mktemp("slurm")))
+    daemons.start()
+    try:
+        yield daemons
+    finally:
+        daemons.stop()
+
+
+def mjp(slurm: SlurmDaemons, *argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sweep.cli", *argv], env=slurm.env, cwd=REPO, capture_output=True, text=True, timeout=300)
+
+
+def slurm_args(shared: Path, *extra: str, partition: str = "debug", time_limit: str = "10") -> list[str]:
+    shape = ["--nodes", "2", "--gpus-per-node", "0", "--cpus-per-node", "2", "--partition", partition, "--time", time_limit]
+    return ["cluster", "slurm", "quickstart", "--smoke", *shape, "--shared", str(shared), *extra]
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ({"--partition": "gpu"}, "--partition 'gpu': Slurm has no such partition (it has: debug, short)"),
+        ({"--nodes": "3"}, "partition debug has 2 such nodes"),
+        ({"--cpus-per-node": "4"}, "partition debug has 0 such nodes"),
+        ({"--gpus-per-node": "1"}, "trains on CPUs (scaling.use_gpu is false): --gpus-per-node 1"),
+        ({"--time": "1:00"}, "--time 1:00 (60 s) leaves no time to train"),
+        ({"--time": "soon"}, "--time 'soon': allowed are Slurm's forms"),
+        (
+            {"--partition": "short", "--time": "10"},
+            "sbatch refused the job: allocation failure: Requested time limit is invalid",
+        ),
+        ({"--shared": "/nonexistent/shared"}, "--shared /nonexistent/shared: no such directory"),
+    ],
+)
+def test_a_bad_shape_is_one_line_before_anything_is_submitted(slurm, tmp_path, change, says):
+    argv = slurm_args(tmp_path)
+    for flag, value in change.items():
+        argv[argv.index(flag) + 1] = value
+    out = mjp(slurm, *argv)
+    assert out.returncode == 2, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and says in lines[0], out.stderr
+    assert slurm.jobs() == [], "nothing is submitted"
+    assert list(tmp_path.iterdir()) == [], "no job folder is left behind"
+
+
+def test_dry_run_prints_a_script_an_administrator_accepts(slurm, tmp_path):
+    out = mjp(slurm, *slurm_args(tmp_path, "--dry-run", "--account", "lab", "--mem", "4G"))
+    assert out.returncode == 0, out.stderr
+    script = out.stdout
+    directives = [line.split(None, 1)[1] for line in script.splitlines() if line.startswith("#SBATCH")]
+    assert {"--nodes=2", "--ntasks-per-node=1", "--cpus-per-task=2", "--partition=debug", "--time=10", "--requeue"} <= set(directives)
+    assert {"--account=lab", "--mem=4G", "--signal=B:TERM@180"} <= set(directives)
+    assert not any(d.startswith("--gpus") for d in directives), "a CPU study asks for no GPU"
+    body = [line for line in script.splitlines() if line and not line.startswith("#")]
+    assert "srun" not in "\n".join(body), "the batch script starts no step itself: the job's process does, one per node"
+    assert body[-1].startswith("exec ") and "cluster slurm-job" in body[-1]
+    assert list(tmp_path.iterdir()) == [] and slurm.jobs() == []
+    checked = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr
+
+
+def wait_for(what: str, condition, seconds: float = 600):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(1)
+    raise AssertionError(f"waited {seconds:.0f} s for {what}")
+
+
+def store_rows(store: Path, query: str) -> list[tuple]:
+    if not store.exists():
+        return []
+    with sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=30) as db:
+        try:
+            return db.execute(query).fetchall()
+        except sqlite3.OperationalError:  # the server has not made its tables yet
+            return []
+
+
+def metrics(store: Path) -> int:
+    return store_rows(store, "SELECT count(*) FROM metrics")[0][0] if store_rows(store, "SELECT 1 FROM metrics LIMIT 1") else 0
+
+
+def ended(slurm: SlurmDaemons, job: str) -> bool:
+    return job not in slurm.jobs()
+
+
+def test_a_sweep_survives_scancel_and_its_time_limit_with_every_trial_once(slurm, tmp_path):
+    out = mjp(slurm, *slurm_args(tmp_path))
+    assert out.returncode == 0, out.stderr
+    first = out.stdout.split("submitted Slurm job ", 1)[1].split(":", 1)[0]
+    job_dir = next(p for p in tmp_path.iterdir() if p.name.startswith("mjp-quickstart-smoke-"))
+    store = tmp_path / "mlflow" / "mlflow.db"
+
+    # 1. scancel as soon as a trial has reported: the sweep is mid-way, then the same script again
+    wait_for("the first job's first trial report", lambda: metrics(store) > 0)
+    slurm.run("scancel", first)
+    wait_for(f"job {first} to end after scancel", lambda: ended(slurm, first))
+    finished = store_rows(store, "SELECT name FROM runs WHERE status = 'FINISHED' AND name NOT LIKE 'quickstart%'")
+    assert len(finished) < len(VARIANTS), f"the sweep had finished before the scancel ({finished}): no race"
+    resubmitted = slurm.run("sbatch", "--parsable", str(job_dir / "job.sbatch")).stdout.strip()
+    second_out = job_dir / f"slurm-{resubmitted}.out"
+
+    # 2. the resumed job reaches its time limit: Slurm signals it before the end (the limit cut
+    #    to now + 2 min, inside --signal-lead's 180 s), it closes its runs and requeues itself
+    wait_for("the second job's driver to resume", lambda: second_out.is_file() and "resuming sweep" in second_out.read_text())
+    reports = metrics(store)
+    wait_for("a trial report in the second job", lambda: metrics(store) > reports)
+    minutes = int(slurm.job_field(resubmitted, "RunTime").split(":")[-2]) + 2
+    slurm.run("scontrol", "update", f"JobId={resubmitted}", f"TimeLimit={minutes}")
+    wait_for("the job to requeue itself at its time limit", lambda: "requeued" in second_out.read_text())
+    wait_for("Slurm to hold the requeued job", lambda: slurm.job_field(resubmitted, "Restarts") == "1")
+    text = second_out.read_text()
+    assert "signal SIGTERM: the sweep closes its runs" in text and "time limit: job" in text, text[-2000:]
+    assert not store_rows(store, "SELECT name FROM runs WHERE status = 'RUNNING'"), "the signalled job closed every run"
+    # a requeued job waits out Slurm's delay (about 2 min) before it may start: start it now, with its limit back
+    slurm.run("scontrol", "update", f"JobId={resubmitted}", "TimeLimit=10", "StartTime=now")
+    wait_for(f"job {resubmitted} to finish the sweep", lambda: ended(slurm, resubmitted))
+
+    # 3. every trial once, finished, on both nodes; nothing RUNNING; every process of the jobs ended
+    text = second_out.read_text()
+    assert "4 of 4 trials finished, 0 failed" in text, text[-3000:]
+    runs = store_rows(store, "SELECT name, status FROM runs")
+    trials = [name for name, _ in runs if not name.startswith("quickstart")]
+    assert sorted(t.split("-")[0] for t in trials) == sorted(VARIANTS), f"every trial once: {runs}"
+    assert {status for _, status in runs} == {"FINISHED"}, runs
+    nodes = store_rows(store, "SELECT DISTINCT value FROM tags WHERE key = 'mjp.node.rank0'")
+    assert len(nodes) == 2, f"the trials trained on {len(nodes)} node(s) of 2"
+    assert (job_dir / "logs" / f"{resubmitted}-1").is_dir(), "the requeued job started a second time"
+    left = subprocess.run(["pgrep", "-f", f"mjp-ray-({first}|{resubmitted})-"], capture_output=True, text=True).stdout.split()
+    assert left == [], f"processes of the jobs outlived them: {left}"
