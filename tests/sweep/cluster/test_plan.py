@@ -46,3 +46,28 @@ def test_a_local_cpu_plan_measures_and_runs_max_concurrent_at_once():
     assert plan.trials == 4 and plan.gpus_per_trial == 0 and plan.concurrent == 2
     assert plan.img_per_s > 0 and "measured now on this CPU" in plan.img_per_s_source
     assert plan.wall_hours == pytest.approx(2 * plan.epochs * plan.train_images / plan.img_per_s / 3600)
+
+
+def test_a_slurm_shape_is_priced_with_the_starts_its_time_limit_takes(capsys):
+    argv = ["sweep", "plan", "tune", "--img-per-s", "10000", "--slurm", "--nodes", "2", "--gpus-per-node", "8", "--cpus-per-node", "96"]
+    assert main([*argv, "--time", "12:00:00"]) == 0
+    out = capsys.readouterr().out
+    trial_h = 100 * 1_281_167 / 10_000 / 3600  # 3.6 h; 24 trials, 2 at a time: 12 rounds
+    assert "on a Slurm job of 2 nodes x (96 CPUs, 8 GPUs): 2 at a time" in out
+    assert f"{12 * trial_h:.1f} h wall, {24 * trial_h * 8:,.1f} GPU-hours" in out
+    usable_h = (12 * 3600 - 180 - 120) / 3600  # the signal's lead and a start, each time
+    assert f"with --time 12:00:00: about {-(-12 * trial_h // usable_h):.0f} starts of the job" in out
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (["--slurm", "--nodes", "2"], "--slurm needs the job's shape"),
+        (["--nodes", "2"], "describe a Slurm job: give them with --slurm"),
+        (["--slurm", "--nodes", "0", "--gpus-per-node", "8", "--cpus-per-node", "8"], "--nodes 0: allowed is 1 or more"),
+        (["--slurm", "--cluster", "cluster.yaml"], "--cluster and --slurm"),
+    ],
+)
+def test_a_slurm_plan_without_its_shape_is_one_line(capsys, extra, says):
+    assert main(["sweep", "plan", "tune", *extra]) == 2
+    assert says in capsys.readouterr().err
