@@ -119,6 +119,7 @@ def ended(slurm: SlurmDaemons, job: str) -> bool:
     return job not in slurm.jobs()
 
 
+@pytest.mark.timeout(1800)  # three starts of a two-node job on 2 cores: about 6 minutes idle
 def test_a_sweep_survives_scancel_and_its_time_limit_with_every_trial_once(slurm, tmp_path):
     out = mjp(slurm, *slurm_args(tmp_path))
     assert out.returncode == 0, out.stderr
