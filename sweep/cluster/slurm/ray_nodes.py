@@ -1,10 +1,11 @@
 """Ray's processes of a Slurm job: the nodes' addresses as Slurm knows them, the ``ray start``
 command of the head and of each other node, and the environment every process of the job shares.
 
-Each node's Ray listens on the node's own address (``NodeAddr`` in ``scontrol show node``, resolved),
-never on all interfaces, and on ports free on that node when it starts: two jobs sharing a node, or
-two nodes on one test host, do not collide. Ray's dashboard listens on the head's loopback; every
-Ray connection needs the job's token (``RAY_AUTH_MODE=token``)."""
+Each node's Ray is addressed by the node's own address (``NodeAddr`` in ``scontrol show node``,
+resolved) and takes ports free on that node when it starts: two jobs sharing a node, or two nodes on
+one test host, do not collide. Ray's dashboard listens on the head's loopback; the GCS, the raylets
+and the dashboard agent bind all interfaces (Ray 2.60 holds only a single-node Ray to one address),
+and every Ray connection needs the job's token (``RAY_AUTH_MODE=token``)."""
 
 from __future__ import annotations
 
