@@ -162,5 +162,6 @@ def test_a_sweep_survives_scancel_and_its_time_limit_with_every_trial_once(slurm
     nodes = store_rows(store, "SELECT DISTINCT value FROM tags WHERE key = 'mjp.node.rank0'")
     assert len(nodes) == 2, f"the trials trained on {len(nodes)} node(s) of 2"
     assert (job_dir / "logs" / f"{resubmitted}-1").is_dir(), "the requeued job started a second time"
+    assert not (job_dir / "auth_token").exists(), "the job's token ends with the job"
     left = subprocess.run(["pgrep", "-f", f"mjp-ray-({first}|{resubmitted})-"], capture_output=True, text=True).stdout.split()
     assert left == [], f"processes of the jobs outlived them: {left}"

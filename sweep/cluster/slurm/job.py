@@ -257,6 +257,7 @@ def run_job(job_dir: Path) -> int:
         processes.end()
         for node in nodes:
             shutil.rmtree(ray_temp_dir(job_id, node), ignore_errors=True)
+        (job_dir / "auth_token").unlink(missing_ok=True)  # the job's token ends with it (a SIGKILL's is replaced at the next start)
     say(f"job {job_id} ends: the sweep's driver exited {status}; every process of the job ended")
     if signals.received == signal.SIGTERM and _near_time_limit(job_id, spec.shape.signal_lead_s):
         _requeue(job_id, restart, spec, job_dir)
