@@ -53,7 +53,8 @@ def test_a_link_at_a_name_the_report_writes_is_replaced_and_its_target_left_as_i
 def _whole(path, before: bytes) -> bool:
     """``path`` is its old bytes, or a whole new figure (an SVG carries the time it was drawn)."""
     after = path.read_bytes()
-    return after == before or (path.suffix == ".png" and after.endswith(b"IEND\xaeB`\x82")) or (path.suffix == ".svg" and after.endswith(b"</svg>\n"))
+    ends = {".png": b"IEND\xaeB`\x82", ".svg": b"</svg>\n"}
+    return after == before or (path.suffix in ends and after.endswith(ends[path.suffix]))
 
 
 def test_a_report_written_into_a_full_disk_leaves_every_old_file_whole(tmp_path):
