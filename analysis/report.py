@@ -33,7 +33,7 @@ from analysis.tables import (
     to_latex,
     to_markdown,
 )
-from analysis.written import write_atomically
+from analysis.written import atomic_file, save_figure, write_atomically
 from mjp import keys
 
 #: figure file name -> (figure function's name, caption)
@@ -169,7 +169,8 @@ def write_report(runs: pd.DataFrame, out_dir: str | Path, ctx: ReportContext) ->
     }
     notes = missing_notes(runs)
     paper = {k: paper_comparison(runs, k) for k in ctx.paper_tables}
-    runs.to_csv(out / "runs.csv", index=False)
+    with atomic_file(out / "runs.csv") as csv:
+        runs.to_csv(csv, index=False)
     captions = {
         "table": ctx.title,
         **{f"{k}_table": SECTIONS[k][0] for k in sections},
@@ -180,13 +181,14 @@ def write_report(runs: pd.DataFrame, out_dir: str | Path, ctx: ReportContext) ->
         *[(f"{k}_table", v) for k, v in sections.items()],
         *[(f"paper_table_{k}", v) for k, v in paper.items()],
     ]:
-        t.to_csv(out / f"{name}.csv", index=False)
+        with atomic_file(out / f"{name}.csv") as csv:
+            t.to_csv(csv, index=False)
         write_atomically(out / f"{name}.md", to_markdown(t) + "\n")
         write_atomically(out / f"{name}.tex", to_latex(t, captions[name]) + "\n")
     drawn, figure_notes = build_figures(runs, ctx)
     for name, fig in drawn.items():
         for suffix in ("png", "svg"):
-            fig.savefig(out / "figures" / f"{name}.{suffix}", dpi=130, bbox_inches="tight")
+            save_figure(fig, out / "figures" / f"{name}.{suffix}", dpi=130, bbox_inches="tight")
     setup = setup_caption(runs)
     markdown = _markdown(ctx, table, sections, paper, notes + figure_notes, [f"{name}.png" for name in drawn], setup)
     write_atomically(out / "report.md", markdown)

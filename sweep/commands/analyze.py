@@ -135,7 +135,9 @@ def build_report(uri: str, study: str, out_dir: str | Path, pool: bool = False, 
 
     from analysis.report import write_report
     from analysis.runs import load_runs
+    from sweep.study.names import named_inside
 
+    named_inside(out_dir, study)  # before MLflow is read
     if parent_run_id is not None:
         parents, what = [parent_run_id], "this sweep"
     else:
@@ -144,7 +146,7 @@ def build_report(uri: str, study: str, out_dir: str | Path, pool: bool = False, 
         what = f"{len(parents)} sweeps pooled" if pool else str(sweeps["run_name"].iloc[0])
     runs = pd.concat([load_runs(uri, parent_run_id=p) for p in parents], ignore_index=True)
     title = f"Study {study}: {what}" if parent_run_id is None else f"Study {study}"
-    return write_report(runs, Path(out_dir) / study, _context(uri, parents, runs, title))
+    return write_report(runs, named_inside(out_dir, study), _context(uri, parents, runs, title))
 
 
 def _print(files: Any, paper: bool) -> None:

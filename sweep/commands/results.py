@@ -10,7 +10,7 @@ import platform
 import subprocess
 from pathlib import Path
 
-from sweep.study.names import PROJECT_DIR
+from sweep.study.names import PROJECT_DIR, named_inside
 from trainables.errors import UserError
 from trainables.tracking import schema
 
@@ -54,6 +54,7 @@ def cmd_analyze_results(args: argparse.Namespace) -> int:
     from analysis.runs import load_runs, load_sweeps, sweep_record
     from trainables.tracking.store import check_store_readable, tracking_uri
 
+    named_inside(RESULTS, args.study, ".json")  # before MLflow is read
     uri = tracking_uri(args.uri)
     check_store_readable(uri)
     sweeps = load_sweeps(uri, args.study)
@@ -84,7 +85,7 @@ def cmd_analyze_results(args: argparse.Namespace) -> int:
     )
     if not results.runs:
         raise UserError(f"the newest sweep of {args.study!r} ({record.run_name}) has no finished run: nothing to write")
-    path = RESULTS / f"{args.study}.json"
+    path = named_inside(RESULTS, args.study, ".json")
     save(results, path)
     print(
         f"wrote {path.relative_to(ROOT)}: {len(results.runs)} finished runs of {record.run_name}; "

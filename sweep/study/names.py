@@ -16,6 +16,22 @@ STUDIES_DIR = Path(__file__).resolve().parents[1] / "studies"
 PROJECT_DIR = next((p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file()), STUDIES_DIR.parents[1])
 
 
+#: a study's name: letters, digits, ``_``, ``.`` and ``-``, not first ``.`` or ``-``; so it is one
+#: plain folder or file name (``reports/<name>/``, ``results/<name>.json``), never ``.`` or ``..``
+STUDY_NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$"
+
+
+def named_inside(folder: str | Path, name: str, suffix: str = "") -> Path:
+    """``folder/<name><suffix>`` for a study or sweep ``name`` (one recorded by an older version
+    included); ``UserError`` when ``name`` is not one plain path part inside ``folder``."""
+    if not name or name in (".", "..") or name.startswith(".") or any(c in name for c in "/\\\0"):
+        raise UserError(
+            f"study or sweep name {name!r} is not a plain folder name, so nothing is written for it under {folder}; "
+            "allowed: letters, digits, _, . and -, not starting with ."
+        )
+    return Path(folder) / f"{name}{suffix}"
+
+
 def shipped_studies() -> list[str]:
     return sorted(p.stem for p in STUDIES_DIR.glob("*.yaml"))
 

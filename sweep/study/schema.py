@@ -26,6 +26,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from sweep.study.names import STUDY_NAME_PATTERN
 from trainables.config.overrides import did_you_mean
 
 
@@ -135,7 +136,7 @@ class Smoke(_Strict):
 
 
 class StudyConfig(_Strict):
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", max_length=100)
+    name: str = Field(pattern=STUDY_NAME_PATTERN, max_length=100)
     #: shown as the sweep's and the experiment's description in MLflow (a run tag holds 8,000 characters)
     description: str = Field("", max_length=4000)
     base: str | None = Field(None, description="a TrainConfig YAML, relative to the project directory")

@@ -26,3 +26,59 @@ def test_a_write_killed_half_way_leaves_the_old_file_whole_and_no_part_behind(tm
     assert readme.stat().st_mode & 0o777 == 0o644  # its mode kept
     write_atomically(tmp_path / "new.json", "{}\n")
     assert (tmp_path / "new.json").read_text() == "{}\n"
+
+
+def test_a_link_at_a_name_the_report_writes_is_replaced_and_its_target_left_as_it_was(tmp_path):
+    """The report once wrote runs.csv, table.csv and its figures through a link at their names."""
+    from analysis.report import ReportContext, write_report
+    from tests.analysis.test_tables import runs_frame
+
+    out, elsewhere = tmp_path / "r", tmp_path / "elsewhere"
+    (out / "figures").mkdir(parents=True)
+    elsewhere.mkdir()
+    names = ["runs.csv", "table.csv", "table.md", "report.html", "figures/metrics.png"]
+    for name in names:
+        target = elsewhere / name.replace("/", "-")
+        target.write_text("not the report's\n")
+        target.chmod(0o444)
+        (out / name).symlink_to(target)
+    write_report(runs_frame(), out, ReportContext(study="t", title="Test"))
+    for name in names:
+        assert not (out / name).is_symlink() and (out / name).stat().st_size > 0, name
+        assert (elsewhere / name.replace("/", "-")).read_text() == "not the report's\n", name
+    assert (out / "figures" / "metrics.png").read_bytes().startswith(b"\x89PNG")
+    assert not list(out.rglob("*.part"))
+
+
+def _whole(path, before: bytes) -> bool:
+    """``path`` is its old bytes, or a whole new figure (an SVG carries the time it was drawn)."""
+    after = path.read_bytes()
+    ends = {".png": b"IEND\xaeB`\x82", ".svg": b"</svg>\n"}
+    return after == before or (path.suffix in ends and after.endswith(ends[path.suffix]))
+
+
+def test_a_report_written_into_a_full_disk_leaves_every_old_file_whole(tmp_path):
+    """A write that fails half-way (here the file-size limit, as a full disk does) once cut a PNG and lost the old one."""
+    import subprocess
+    import sys
+
+    from analysis.report import ReportContext, write_report
+    from sweep.study.names import PROJECT_DIR
+    from tests.analysis.test_tables import runs_frame
+
+    out = tmp_path / "r"
+    write_report(runs_frame(), out, ReportContext(study="t", title="Test"))
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    limit = (out / "figures" / "metrics.png").stat().st_size // 2
+    assert max(len(before[out / name]) for name in ("runs.csv", "table.csv", "table.md", "table.tex")) < limit  # the figure is cut
+    script = (
+        "import resource, sys\n"
+        "from analysis.report import ReportContext, write_report\n"
+        "from tests.analysis.test_tables import runs_frame\n"
+        f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit}))\n"
+        f"write_report(runs_frame(), {str(out)!r}, ReportContext(study='t', title='Test'))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=PROJECT_DIR, capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0 and "File too large" in done.stderr, done.stderr[-2000:]
+    assert {p for p in out.rglob("*") if p.is_file()} == set(before)  # nothing torn, nothing left aside
+    assert [p.name for p, old in before.items() if not _whole(p, old)] == []

@@ -7,7 +7,9 @@ entry in ``trainables/evaluation/registry.py``: the evaluations can run on this 
 
 from __future__ import annotations
 
+import functools
 import inspect
+import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,16 +28,23 @@ def _timm_signature_check(name: str, kwargs: dict[str, Any]) -> None:
     from mjp.models.factory import timm_class
 
     cls = timm_class(name)
-    params = inspect.signature(cls.__init__).parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+    params = _init_arguments(cls)
+    if params is None:
         return
-    unknown = sorted(set(kwargs) - set(params))
+    unknown = sorted(set(kwargs) - params)
     if unknown:
         shown = ", ".join(unknown)
         raise ConfigError(
             f"model.kwargs {{{shown}}} are not arguments of {name!r} (a timm {cls.__name__}); "
             f"remove them (--set model.kwargs={{}} clears all) or pick a model that takes them"
         )
+
+
+@functools.cache
+def _init_arguments(cls: type) -> frozenset[str] | None:
+    """The keyword arguments ``cls`` takes (None: any, it has ``**kwargs``)."""
+    params = inspect.signature(cls.__init__).parameters
+    return None if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()) else frozenset(params)
 
 
 def _positive_int_kwargs(kwargs: dict[str, Any]) -> None:
@@ -61,7 +70,38 @@ def _heads_divide_width(name: str, kwargs: dict[str, Any]) -> None:
         )
 
 
-def _build_on_meta(cfg: TrainConfig, info: DataInfo, *, with_mjp: bool):
+#: ``MJPConfig`` fields that change what MJP does in training, never the modules it builds: configs
+#: that differ only in them share one meta model (the mask ratio's own check is ``_ratios_select_patches``)
+_NOT_BUILT = frozenset(
+    {"mask_ratio", "mask_mode", "min_block_patches", "aspect_ratio", "jigsaw_prob", "unk_init_std", "dal_weight", "dal_schedule"}
+    | {"dal_final_weight", "seed"}
+)
+#: meta models built, by what built them (``_architecture``): a study's thousand values of a
+#: learning rate or a mask ratio cost one build, not a thousand (about 40 ms each)
+_BUILT: dict[str, tuple[Any, int]] = {}
+_BUILT_LIMIT = 64
+
+
+def _architecture(cfg: TrainConfig, info: DataInfo, with_mjp: bool) -> str:
+    """What the meta model of ``cfg`` is built from: the model section, the data's shape and the
+    MJP fields other than ``_NOT_BUILT`` (none without MJP)."""
+    mjp = cfg.mjp.model_dump(mode="json", exclude=set(_NOT_BUILT)) if with_mjp and cfg.mjp is not None else None
+    return json.dumps([cfg.model.model_dump(mode="json"), repr(info.shape), mjp], sort_keys=True, default=str)
+
+
+def _build_on_meta(cfg: TrainConfig, info: DataInfo, *, with_mjp: bool) -> tuple[Any, int]:
+    """``cfg``'s model on the meta device (no memory, no initialisation) and its number of
+    parameters, built once per ``_architecture``."""
+    key = _architecture(cfg, info, with_mjp)
+    if key not in _BUILT:
+        if len(_BUILT) >= _BUILT_LIMIT:
+            _BUILT.pop(next(iter(_BUILT)))
+        model = _build_new_on_meta(cfg, info, with_mjp=with_mjp)
+        _BUILT[key] = (model, sum(p.numel() for p in model.parameters()))
+    return _BUILT[key]
+
+
+def _build_new_on_meta(cfg: TrainConfig, info: DataInfo, *, with_mjp: bool):
     import torch
 
     from trainables.train.engine import build_model
@@ -154,7 +194,7 @@ def check_attention(cfg: TrainConfig, shape: Any) -> None:
     from mjp.metrics import model_patch_size
     from trainables.data.info import DataInfo
 
-    model = _build_on_meta(cfg, DataInfo(shape, 1, 1), with_mjp=False)
+    model, _ = _build_on_meta(cfg, DataInfo(shape, 1, 1), with_mjp=False)
     _attention_fits(cfg, model, shape.img_size, model_patch_size(model)[0])
 
 
@@ -228,8 +268,8 @@ def preflight(cfg: TrainConfig, *, files: bool = True) -> Preflight:
     _heads_divide_width(cfg.model.name, cfg.model.kwargs)
     if files and cfg.model.pretrained_file:
         check_weights_file("model.pretrained_file", cfg.model.pretrained_file)
-    _patch_grid_fits(cfg, info, _build_on_meta(cfg, info, with_mjp=False))
-    model = _build_on_meta(cfg, info, with_mjp=True)
+    _patch_grid_fits(cfg, info, _build_on_meta(cfg, info, with_mjp=False)[0])
+    model, parameters = _build_on_meta(cfg, info, with_mjp=True)
     from mjp.metrics import model_patch_size
 
     patch = model_patch_size(model)
@@ -243,4 +283,4 @@ def preflight(cfg: TrainConfig, *, files: bool = True) -> Preflight:
     _ratios_select_patches(cfg, patches)
     _attention_fits(cfg, model, size, patch[0])
     check_evaluations(cfg, PreflightFacts(info, model, patches, files, check_weights_file))
-    return Preflight(info, sum(p.numel() for p in model.parameters()))
+    return Preflight(info, parameters)

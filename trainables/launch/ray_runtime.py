@@ -147,6 +147,7 @@ def ensure_ray(address: str | None = None, *, num_cpus: int | None = None, verbo
             raylet_messages_to_log()
         return
     _node_address_is_loopback()
+    _private_ray_token()
     ray.init(
         address="local",
         num_cpus=num_cpus,
@@ -162,6 +163,22 @@ def ensure_ray(address: str | None = None, *, num_cpus: int | None = None, verbo
     from trainables.launch.ray_cleanup import watch_local_ray
 
     watch_local_ray()
+
+
+def _private_ray_token() -> None:
+    """The token of a private local Ray (Ray turns token authentication on for a local cluster),
+    in a process secret file (``process_secrets``: mode 0600, ends with this process) named by
+    ``RAY_AUTH_TOKEN_PATH``, unless a token is set already. Ray would otherwise write a fresh one to
+    ``~/.ray/auth_token`` readable by every user (mode 0644) and leave it there."""
+    import secrets
+
+    from trainables.launch.process_secrets import process_secret_file
+
+    if os.environ.get("RAY_AUTH_MODE", "token").lower() != "token" or {"RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"} & set(os.environ):
+        return
+    path = process_secret_file("ray-token", secrets.token_hex(32))  # 256 bits, as `ray get-auth-token --generate`
+    if path is not None:
+        os.environ["RAY_AUTH_TOKEN_PATH"] = str(path)
 
 
 def check_local_resources(cfg: Any, address: str | None) -> None:

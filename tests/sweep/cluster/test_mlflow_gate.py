@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from sweep.cluster.gate_listener import open_gate
 from sweep.cluster.mlflow_gate import gate_app, read_token
 from tests.stand_in_mlflow import StandInMlflow
 from trainables.errors import UserError
@@ -22,18 +23,12 @@ EXPERIMENT = {"experiment": {"experiment_id": "7", "name": "gated", "lifecycle_s
 @pytest.fixture
 def gate(tmp_path):
     """The MLflow stand-in and the gate in front of it (the gate on a thread of its own)."""
-    from aiohttp import web
-
     server = StandInMlflow(EXPERIMENT).__enter__()
     loop = asyncio.new_event_loop()
-    runner = web.AppRunner(gate_app(f"http://127.0.0.1:{server.port}", "s3cret-token"))
-    loop.run_until_complete(runner.setup())
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    loop.run_until_complete(site.start())
-    port = runner.addresses[0][1]
+    opened = loop.run_until_complete(open_gate(gate_app(f"http://127.0.0.1:{server.port}", "s3cret-token"), "127.0.0.1", 0))
     threading.Thread(target=loop.run_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{port}", server
-    asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result()
+    yield f"http://127.0.0.1:{opened.port}", server
+    asyncio.run_coroutine_threadsafe(opened.close(), loop).result()
     loop.call_soon_threadsafe(loop.stop)
     server.__exit__()
 
@@ -92,8 +87,6 @@ def real_gate(tmp_path_factory):
     import subprocess
     import sys
 
-    from aiohttp import web
-
     from sweep.cluster.twin_mlflow import free_port, wait_http
 
     tmp = tmp_path_factory.mktemp("gated")
@@ -105,13 +98,10 @@ def real_gate(tmp_path_factory):
     loop = asyncio.new_event_loop()
     try:
         wait_http(f"http://127.0.0.1:{port}/health", "the MLflow server", 120, log, server)
-        runner = web.AppRunner(gate_app(f"http://127.0.0.1:{port}", "s3cret-token"))
-        loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        loop.run_until_complete(site.start())
+        opened = loop.run_until_complete(open_gate(gate_app(f"http://127.0.0.1:{port}", "s3cret-token"), "127.0.0.1", 0))
         threading.Thread(target=loop.run_forever, daemon=True).start()
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}", tmp
-        asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result()
+        yield f"http://127.0.0.1:{opened.port}", tmp
+        asyncio.run_coroutine_threadsafe(opened.close(), loop).result()
         loop.call_soon_threadsafe(loop.stop)
     finally:
         os.killpg(server.pid, 15)
