@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import mlflow
@@ -87,6 +88,17 @@ def second_trial_reported(uri: str) -> bool:
     return sum(keys.VAL_TOP1 in r.data.metrics for r in runs) >= 2
 
 
+def wait_for(what: str, happened: Callable[[], bool], seconds: float = 300) -> None:
+    """Poll until ``happened()`` holds; fail, naming ``what``, if it never does. A fault is
+    injected on this event, never after a time: the bound only keeps a broken sweep from
+    hanging the suite, and a test that cannot see its event fails instead of testing nothing."""
+    deadline = time.monotonic() + seconds
+    while not happened():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} never happened (waited {seconds:g} s)")
+        time.sleep(0.2)
+
+
 def experiment_dir(tmp: Path) -> str:
     (found,) = [p for p in (tmp / "ray").iterdir() if (p / "mjp_sweep.json").is_file()]
     return str(found)
@@ -114,9 +126,8 @@ def test_ctrl_c_then_sigkill_then_resume_runs_every_trial_exactly_once(tmp_path)
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     first = mjp(tmp_path, "sweep", "run", study(tmp_path))
     seen = read_until(first, "finished ")  # the first trial is done, the second is running
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not second_trial_reported(uri):
-        time.sleep(0.2)  # until the running trial has logged an epoch: its metrics must not count as finished
+    # the running trial has logged an epoch: its metrics must not count as finished
+    wait_for("a second trial's first epoch", lambda: second_trial_reported(uri))
     first.send_signal(signal.SIGINT)
     out, err = first.communicate(timeout=300)
     assert first.returncode == 130, err
@@ -127,6 +138,10 @@ def test_ctrl_c_then_sigkill_then_resume_runs_every_trial_exactly_once(tmp_path)
     parent, kids = children(uri)
     assert parent.info.status == "KILLED" and parent.data.tags[schema.TAG_INTERRUPTED].startswith(f"{finished} of 3 trials finished")
     assert "RUNNING" not in {k.info.status for k in kids}
+    # the race happened: the signal stopped a trial that had reported an epoch but not ended
+    assert [k for k in kids if k.info.status == "KILLED" and keys.VAL_TOP1 in k.data.metrics], [
+        (k.info.run_name, k.info.status, sorted(k.data.metrics)) for k in kids
+    ]
 
     second = mjp(tmp_path, "sweep", "resume", experiment_dir(tmp_path))
     read_until(second, "finished ")
@@ -134,10 +149,8 @@ def test_ctrl_c_then_sigkill_then_resume_runs_every_trial_exactly_once(tmp_path)
     assert left, "the driver started no process"
     second.kill()
     second.communicate()
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and any(is_running(p) for p in left):
-        time.sleep(0.5)  # the watcher ends them (SIGTERM, then SIGKILL after 5 s)
-    assert not [p for p in left if is_running(p)], "processes of the killed driver still run"
+    # the watcher ends them (SIGTERM, then SIGKILL after 5 s)
+    wait_for(f"the end of the killed driver's processes {sorted(left)}", lambda: not any(is_running(p) for p in left), seconds=120)
     status = subprocess.run([sys.executable, "-m", "sweep.cli", "sweep", "status", "--uri", uri], cwd=ROOT, capture_output=True, text=True)
     assert "driver gone (killed?)" in status.stdout, status.stdout + status.stderr
 
@@ -157,11 +170,11 @@ def test_driver_sigkill_then_resume_from_another_directory_makes_each_trial_once
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     first = mjp(tmp_path, "sweep", "run", study(tmp_path), TUNE_GLOBAL_CHECKPOINT_S="3600")
     read_until(first, "finished ")
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not second_trial_reported(uri):
-        time.sleep(0.2)
+    wait_for("a second trial's first epoch", lambda: second_trial_reported(uri))
     first.kill()
     first.communicate()
+    _, kids = children(uri)
+    assert "RUNNING" in {k.info.status for k in kids}, "the kill found no trial running: nothing was left for the resume to adopt"
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     resumed = mjp(tmp_path, "sweep", "resume", experiment_dir(tmp_path), cwd=elsewhere, MLFLOW_TRACKING_URI="")
@@ -183,11 +196,10 @@ def test_sigterm_to_the_sweep_driver_stops_it_as_ctrl_c_does(tmp_path):
     read_until(first, "finished ")  # the first trial is done, the second starts
     client = mlflow.MlflowClient(uri)
     experiment = client.get_experiment_by_name("faults").experiment_id
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not client.search_runs(
-        [experiment], f"tags.`{schema.TAG_PARENT}` != '' and attributes.status = 'RUNNING'"
-    ):
-        time.sleep(0.2)  # until the second trial's run is open: the signal must find a child RUNNING
+    wait_for(  # the signal must find a child RUNNING
+        "a second trial's open run",
+        lambda: bool(client.search_runs([experiment], f"tags.`{schema.TAG_PARENT}` != '' and attributes.status = 'RUNNING'")),
+    )
     first.send_signal(signal.SIGTERM)
     out, err = first.communicate(timeout=300)
     assert first.returncode == 143, out + err

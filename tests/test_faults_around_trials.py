@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import mlflow
@@ -60,9 +59,7 @@ def test_a_zombie_counts_as_ended():
     from trainables.launch.ray_cleanup import is_running
 
     child = subprocess.Popen([sys.executable, "-c", "pass"])
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and is_running(child.pid):
-        time.sleep(0.05)  # it exits; not waited for, it stays a zombie
+    os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # it has exited; not reaped, it stays a zombie
     assert Path(f"/proc/{child.pid}").exists() and not is_running(child.pid)
     child.wait()
     assert not is_running(os.getpid() + 10**7)  # no such process
@@ -123,21 +120,36 @@ def test_two_sweeps_started_in_the_same_second_get_their_own_names(tmp_path):
 RACE = """
 import sys, time
 from trainables.tracking.runs import RunTracker
-while time.time() < float(sys.argv[2]):
-    pass
+print("imported", flush=True)
+sys.stdin.readline()  # the start: every process has imported MLflow
+began = time.monotonic()
 RunTracker.create(sys.argv[1], "race", run_name="sweep")
+print(began, time.monotonic(), flush=True)
 """
 
 
 def test_sweeps_starting_together_on_a_fresh_store_all_create_their_runs(tmp_path):
     """Three processes create their first run in a store that does not exist yet, at the same
-    moment: without a lock, two of them run MLflow's migrations over each other and die."""
+    moment: without a lock, two of them run MLflow's migrations over each other and die. They
+    start when all three have imported MLflow (a line each on stdin), and the test checks that
+    the three creations overlapped in time: the race it is about did happen."""
     uri = f"sqlite:///{tmp_path}/mlflow.db"
-    start = time.time() + 6  # after each process has imported MLflow
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    procs = [subprocess.Popen([sys.executable, "-c", RACE, uri, str(start)], env=env, stderr=subprocess.PIPE, text=True) for _ in range(3)]
-    errors = [p.communicate(timeout=120)[1] for p in procs]
-    assert [p.returncode for p in procs] == [0, 0, 0], errors
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACE, uri], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(3)
+    ]
+    for p in procs:
+        assert p.stdout.readline() == "imported\n", p.communicate()[1]
+    for p in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    ends = [p.communicate() for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], [err for _, err in ends]
+    spans = [tuple(map(float, out.split())) for out, _ in ends]
+    assert max(began for began, _ in spans) < min(ended for _, ended in spans), f"the creations did not overlap: {spans}"
     client = mlflow.MlflowClient(uri)
     assert len(client.search_runs([client.get_experiment_by_name("race").experiment_id])) == 3
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mlflow.db", "mlartifacts"] or sorted(p.name for p in tmp_path.iterdir()) == [
