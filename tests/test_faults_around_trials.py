@@ -65,9 +65,16 @@ def test_a_zombie_counts_as_ended():
     assert not is_running(os.getpid() + 10**7)  # no such process
 
 
-def test_raylet_messages_go_to_the_log_not_the_console(capsys, caplog):
-    """Ray's driver prints the raylet's "A worker died" block from a thread of its own."""
+def test_raylet_messages_go_to_the_log_not_the_console(capsys, caplog, monkeypatch):
+    """Ray's driver prints the raylet's "A worker died" block from a thread of its own. Ray's
+    logger is left as every command leaves it (``library_logs_to``: no handler of its own, its
+    records go to the log file), whatever tests ran before in this process."""
+    import logging
+
     from ray._private import worker
+
+    monkeypatch.setattr(logging.getLogger("ray"), "handlers", [])
+    monkeypatch.setattr(logging.getLogger("ray"), "propagate", True)
 
     from trainables.launch.ray_runtime import raylet_messages_to_log
 
@@ -210,3 +217,40 @@ def test_a_disk_filling_under_the_store_ends_in_one_line_naming_what_to_do(tmp_p
         f"free some space (the MLflow store sqlite:///{disk}/mlflow.db, the run's storage), then `mjp sweep resume DIR` continues the sweep"
         in line
     )
+
+
+def bomb_png(path: Path, side: int = 20_000) -> Path:
+    """A PNG whose header claims ``side`` x ``side`` grey pixels (over twice Pillow's limit, so
+    opening it raises ``DecompressionBombError``) and whose data is a few bytes."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", side, side, 8, 0, 0, 0, 0)
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"")) + chunk(b"IEND", b""))
+    return path
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_bad_image_in_training_is_named_and_not_retried(tmp_path, workers):
+    """The line a failed trial shows (console, ``mjp.error``) names the file that cannot be read,
+    not only the decoder's innermost error; and the error is final (a retry would read the same
+    file), also when torch's DataLoader re-raised it from a worker process as text."""
+    import numpy as np
+    from PIL import Image
+    from torch.utils.data import DataLoader
+    from torchvision.datasets import ImageFolder
+
+    from trainables.data.folder.image_folder import readable_loader
+    from trainables.launch.trial import one_line_reason, recurs
+
+    (tmp_path / "cat").mkdir()
+    Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(tmp_path / "cat" / "a.png")
+    bomb = bomb_png(tmp_path / "cat" / "b.png")
+    with pytest.raises(Exception) as raised:
+        list(DataLoader(ImageFolder(str(tmp_path), loader=readable_loader), num_workers=workers, collate_fn=list))
+    reason = one_line_reason(raised.value)
+    assert f"UnreadableImage: cannot read image {bomb}: Image size (400000000 pixels) exceeds limit" in reason, reason
+    assert recurs(raised.value)
