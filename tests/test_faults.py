@@ -18,6 +18,7 @@ import yaml
 
 from mjp import keys
 from trainables.config.recipe import TrialRecipe
+from trainables.errors import UserError
 from trainables.tracking import schema
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,7 +30,7 @@ TINY = {
 }
 
 
-def study(tmp: Path, epochs: int = 2) -> str:
+def study(tmp: Path, epochs: int = 2, variants: tuple[str, ...] = ("A", "G", "J")) -> str:
     path = tmp / "study.yaml"
     path.write_text(
         yaml.safe_dump(
@@ -37,7 +38,7 @@ def study(tmp: Path, epochs: int = 2) -> str:
                 "name": "faults",
                 "base": "trainables/configs/digits_vit_tiny.yaml",
                 "train": {**TINY, "optim": {"epochs": epochs}},
-                "space": {"mjp.variant": {"type": "grid", "values": ["A", "G", "J"]}},
+                "space": {"mjp.variant": {"type": "grid", "values": list(variants)}},
                 "objective": {"metric": "val/top1"},
                 "search": {"algorithm": "grid"},
                 "budget": {"max_concurrent": 1},
@@ -185,6 +186,42 @@ def test_driver_sigkill_then_resume_from_another_directory_makes_each_trial_once
     assert not (elsewhere / "mlflow.db").exists()
     status = subprocess.run([sys.executable, "-m", "sweep.cli", "sweep", "status", "--uri", uri], cwd=ROOT, capture_output=True, text=True)
     assert "3 finished of 3 trials" in status.stdout, status.stdout + status.stderr
+
+
+def resumable(tmp: Path) -> bool:
+    """Whether a sweep directory under the test's storage has its state file written and signed."""
+    from sweep.tuner.state import load_resumable
+
+    try:
+        load_resumable(experiment_dir(tmp))
+    except (ValueError, OSError, UserError):  # no directory yet, or its state file not yet whole and signed
+        return False
+    return True
+
+
+@pytest.mark.slow
+def test_a_driver_killed_before_tune_saved_anything_resumes_from_its_state_file(tmp_path):
+    """SIGKILL as soon as mjp_sweep.json is written and signed, while Ray starts: Tune has saved
+    nothing (no tuner.pkl) and no trial started. `mjp sweep status` offers the resume, and the
+    resume runs the sweep's one trial under the recorded parent run, which ends FINISHED."""
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    first = mjp(tmp_path, "sweep", "run", study(tmp_path, epochs=1, variants=("A",)))
+    wait_for("the sweep's signed state file", lambda: resumable(tmp_path))
+    first.kill()
+    first.communicate()
+    directory = experiment_dir(tmp_path)
+    assert not (Path(directory) / "tuner.pkl").exists(), "the kill came after Tune's first save: the case was not tested"
+    status = subprocess.run([sys.executable, "-m", "sweep.cli", "sweep", "status", "--uri", uri], cwd=ROOT, capture_output=True, text=True)
+    assert "driver gone (killed?)" in status.stdout and f"mjp sweep resume {directory}" in status.stdout, status.stdout + status.stderr
+
+    resumed = mjp(tmp_path, "sweep", "resume", directory)
+    out, err = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, out + err
+    assert "no trial had started" in err + out and "Traceback" not in out + err
+    parent, kids = children(uri)
+    assert parent.info.status == "FINISHED" and [k.info.status for k in kids] == ["FINISHED"]
+    steps = [m.step for m in mlflow.MlflowClient(uri).get_metric_history(kids[0].info.run_id, keys.VAL_TOP1)]
+    assert steps == [1]
 
 
 @pytest.mark.slow
