@@ -249,6 +249,24 @@ def test_sigterm_to_the_sweep_driver_stops_it_as_ctrl_c_does(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_ctrl_c_or_sigterm_during_the_final_analysis_stops_the_command(tmp_path, sig, status):
+    """After the trials, while the end-of-sweep tables and report are made: the signal stops the
+    command with 130 or 143 (Tune's handler, left installed after its run, swallowed it: exit 0).
+    The trial had finished, so the parent run stays FINISHED."""
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    proc = mjp(tmp_path, "sweep", "run", study(tmp_path, epochs=1, variants=("A",)))
+    read_until(proc, "sweep faults: 1 of 1 trials finished")  # the first line of the final analysis
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == status, out + err
+    assert "logs: " not in out, "the signal came after the final analysis: the case was not tested"
+    assert "interrupted" in err and "Traceback" not in out + err
+    parent, kids = children(uri)
+    assert parent.info.status == "FINISHED" and [k.info.status for k in kids] == ["FINISHED"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_ctrl_c_or_sigterm_on_train_exits_130_or_143_with_the_run_killed_and_no_results_table(tmp_path, sig, status):
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     overrides = [

@@ -52,6 +52,7 @@ from sweep.tuner.tuner import (
     uses_ray_train,
 )
 from trainables.launch.ray_runtime import ensure_ray
+from trainables.launch.signals import ctrl_c_restored_after
 from trainables.tracking import schema
 from trainables.tracking.runs import RunTracker
 from trainables.tracking.store import check_store_writable, optuna_storage_url, tracking_uri
@@ -210,7 +211,7 @@ def _fit(sweep: _Sweep, *, restore: bool) -> SweepOutcome:
             )
             tuner = tune.Tuner(trainable, tune_config=tune_config, run_config=run_config)
             sign_tuner_file(paths.experiment_dir)
-        with objectives_checked_at_the_end(study):
+        with objectives_checked_at_the_end(study), ctrl_c_restored_after():
             grid = tuner.fit()
     return finish_sweep(study, spec, sweep.parent, grid, paths.experiment_dir, sweep.recorder, sweep.log)
 
