@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import mlflow
@@ -17,6 +18,7 @@ import yaml
 
 from mjp import keys
 from trainables.config.recipe import TrialRecipe
+from trainables.errors import UserError
 from trainables.tracking import schema
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,7 +30,7 @@ TINY = {
 }
 
 
-def study(tmp: Path, epochs: int = 2) -> str:
+def study(tmp: Path, epochs: int = 2, variants: tuple[str, ...] = ("A", "G", "J")) -> str:
     path = tmp / "study.yaml"
     path.write_text(
         yaml.safe_dump(
@@ -36,7 +38,7 @@ def study(tmp: Path, epochs: int = 2) -> str:
                 "name": "faults",
                 "base": "trainables/configs/digits_vit_tiny.yaml",
                 "train": {**TINY, "optim": {"epochs": epochs}},
-                "space": {"mjp.variant": {"type": "grid", "values": ["A", "G", "J"]}},
+                "space": {"mjp.variant": {"type": "grid", "values": list(variants)}},
                 "objective": {"metric": "val/top1"},
                 "search": {"algorithm": "grid"},
                 "budget": {"max_concurrent": 1},
@@ -87,6 +89,17 @@ def second_trial_reported(uri: str) -> bool:
     return sum(keys.VAL_TOP1 in r.data.metrics for r in runs) >= 2
 
 
+def wait_for(what: str, happened: Callable[[], bool], seconds: float = 300) -> None:
+    """Poll until ``happened()`` holds; fail, naming ``what``, if it never does. A fault is
+    injected on this event, never after a time: the bound only keeps a broken sweep from
+    hanging the suite, and a test that cannot see its event fails instead of testing nothing."""
+    deadline = time.monotonic() + seconds
+    while not happened():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} never happened (waited {seconds:g} s)")
+        time.sleep(0.2)
+
+
 def experiment_dir(tmp: Path) -> str:
     (found,) = [p for p in (tmp / "ray").iterdir() if (p / "mjp_sweep.json").is_file()]
     return str(found)
@@ -114,9 +127,8 @@ def test_ctrl_c_then_sigkill_then_resume_runs_every_trial_exactly_once(tmp_path)
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     first = mjp(tmp_path, "sweep", "run", study(tmp_path))
     seen = read_until(first, "finished ")  # the first trial is done, the second is running
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not second_trial_reported(uri):
-        time.sleep(0.2)  # until the running trial has logged an epoch: its metrics must not count as finished
+    # the running trial has logged an epoch: its metrics must not count as finished
+    wait_for("a second trial's first epoch", lambda: second_trial_reported(uri))
     first.send_signal(signal.SIGINT)
     out, err = first.communicate(timeout=300)
     assert first.returncode == 130, err
@@ -127,6 +139,10 @@ def test_ctrl_c_then_sigkill_then_resume_runs_every_trial_exactly_once(tmp_path)
     parent, kids = children(uri)
     assert parent.info.status == "KILLED" and parent.data.tags[schema.TAG_INTERRUPTED].startswith(f"{finished} of 3 trials finished")
     assert "RUNNING" not in {k.info.status for k in kids}
+    # the race happened: the signal stopped a trial that had reported an epoch but not ended
+    assert [k for k in kids if k.info.status == "KILLED" and keys.VAL_TOP1 in k.data.metrics], [
+        (k.info.run_name, k.info.status, sorted(k.data.metrics)) for k in kids
+    ]
 
     second = mjp(tmp_path, "sweep", "resume", experiment_dir(tmp_path))
     read_until(second, "finished ")
@@ -134,10 +150,8 @@ def test_ctrl_c_then_sigkill_then_resume_runs_every_trial_exactly_once(tmp_path)
     assert left, "the driver started no process"
     second.kill()
     second.communicate()
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and any(is_running(p) for p in left):
-        time.sleep(0.5)  # the watcher ends them (SIGTERM, then SIGKILL after 5 s)
-    assert not [p for p in left if is_running(p)], "processes of the killed driver still run"
+    # the watcher ends them (SIGTERM, then SIGKILL after 5 s)
+    wait_for(f"the end of the killed driver's processes {sorted(left)}", lambda: not any(is_running(p) for p in left), seconds=120)
     status = subprocess.run([sys.executable, "-m", "sweep.cli", "sweep", "status", "--uri", uri], cwd=ROOT, capture_output=True, text=True)
     assert "driver gone (killed?)" in status.stdout, status.stdout + status.stderr
 
@@ -157,11 +171,11 @@ def test_driver_sigkill_then_resume_from_another_directory_makes_each_trial_once
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     first = mjp(tmp_path, "sweep", "run", study(tmp_path), TUNE_GLOBAL_CHECKPOINT_S="3600")
     read_until(first, "finished ")
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not second_trial_reported(uri):
-        time.sleep(0.2)
+    wait_for("a second trial's first epoch", lambda: second_trial_reported(uri))
     first.kill()
     first.communicate()
+    _, kids = children(uri)
+    assert "RUNNING" in {k.info.status for k in kids}, "the kill found no trial running: nothing was left for the resume to adopt"
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     resumed = mjp(tmp_path, "sweep", "resume", experiment_dir(tmp_path), cwd=elsewhere, MLFLOW_TRACKING_URI="")
@@ -174,6 +188,42 @@ def test_driver_sigkill_then_resume_from_another_directory_makes_each_trial_once
     assert "3 finished of 3 trials" in status.stdout, status.stdout + status.stderr
 
 
+def resumable(tmp: Path) -> bool:
+    """Whether a sweep directory under the test's storage has its state file written and signed."""
+    from sweep.tuner.state import load_resumable
+
+    try:
+        load_resumable(experiment_dir(tmp))
+    except (ValueError, OSError, UserError):  # no directory yet, or its state file not yet whole and signed
+        return False
+    return True
+
+
+@pytest.mark.slow
+def test_a_driver_killed_before_tune_saved_anything_resumes_from_its_state_file(tmp_path):
+    """SIGKILL as soon as mjp_sweep.json is written and signed, while Ray starts: Tune has saved
+    nothing (no tuner.pkl) and no trial started. `mjp sweep status` offers the resume, and the
+    resume runs the sweep's one trial under the recorded parent run, which ends FINISHED."""
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    first = mjp(tmp_path, "sweep", "run", study(tmp_path, epochs=1, variants=("A",)))
+    wait_for("the sweep's signed state file", lambda: resumable(tmp_path))
+    first.kill()
+    first.communicate()
+    directory = experiment_dir(tmp_path)
+    assert not (Path(directory) / "tuner.pkl").exists(), "the kill came after Tune's first save: the case was not tested"
+    status = subprocess.run([sys.executable, "-m", "sweep.cli", "sweep", "status", "--uri", uri], cwd=ROOT, capture_output=True, text=True)
+    assert "driver gone (killed?)" in status.stdout and f"mjp sweep resume {directory}" in status.stdout, status.stdout + status.stderr
+
+    resumed = mjp(tmp_path, "sweep", "resume", directory)
+    out, err = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, out + err
+    assert "no trial had started" in err + out and "Traceback" not in out + err
+    parent, kids = children(uri)
+    assert parent.info.status == "FINISHED" and [k.info.status for k in kids] == ["FINISHED"]
+    steps = [m.step for m in mlflow.MlflowClient(uri).get_metric_history(kids[0].info.run_id, keys.VAL_TOP1)]
+    assert steps == [1]
+
+
 @pytest.mark.slow
 def test_sigterm_to_the_sweep_driver_stops_it_as_ctrl_c_does(tmp_path):
     """What `ray job stop`, systemd and batch schedulers send: the parent and every child run end
@@ -183,11 +233,10 @@ def test_sigterm_to_the_sweep_driver_stops_it_as_ctrl_c_does(tmp_path):
     read_until(first, "finished ")  # the first trial is done, the second starts
     client = mlflow.MlflowClient(uri)
     experiment = client.get_experiment_by_name("faults").experiment_id
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not client.search_runs(
-        [experiment], f"tags.`{schema.TAG_PARENT}` != '' and attributes.status = 'RUNNING'"
-    ):
-        time.sleep(0.2)  # until the second trial's run is open: the signal must find a child RUNNING
+    wait_for(  # the signal must find a child RUNNING
+        "a second trial's open run",
+        lambda: bool(client.search_runs([experiment], f"tags.`{schema.TAG_PARENT}` != '' and attributes.status = 'RUNNING'")),
+    )
     first.send_signal(signal.SIGTERM)
     out, err = first.communicate(timeout=300)
     assert first.returncode == 143, out + err
@@ -196,6 +245,24 @@ def test_sigterm_to_the_sweep_driver_stops_it_as_ctrl_c_does(tmp_path):
     parent, kids = children(uri)
     assert parent.info.status == "KILLED" and len(kids) >= 2
     assert "RUNNING" not in {k.info.status for k in kids} and "KILLED" in {k.info.status for k in kids}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_ctrl_c_or_sigterm_during_the_final_analysis_stops_the_command(tmp_path, sig, status):
+    """After the trials, while the end-of-sweep tables and report are made: the signal stops the
+    command with 130 or 143 (Tune's handler, left installed after its run, swallowed it: exit 0).
+    The trial had finished, so the parent run stays FINISHED."""
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    proc = mjp(tmp_path, "sweep", "run", study(tmp_path, epochs=1, variants=("A",)))
+    read_until(proc, "sweep faults: 1 of 1 trials finished")  # the first line of the final analysis
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == status, out + err
+    assert "logs: " not in out, "the signal came after the final analysis: the case was not tested"
+    assert "interrupted" in err and "Traceback" not in out + err
+    parent, kids = children(uri)
+    assert parent.info.status == "FINISHED" and [k.info.status for k in kids] == ["FINISHED"]
 
 
 @pytest.mark.slow

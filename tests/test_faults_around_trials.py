@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import mlflow
@@ -60,17 +59,22 @@ def test_a_zombie_counts_as_ended():
     from trainables.launch.ray_cleanup import is_running
 
     child = subprocess.Popen([sys.executable, "-c", "pass"])
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and is_running(child.pid):
-        time.sleep(0.05)  # it exits; not waited for, it stays a zombie
+    os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # it has exited; not reaped, it stays a zombie
     assert Path(f"/proc/{child.pid}").exists() and not is_running(child.pid)
     child.wait()
     assert not is_running(os.getpid() + 10**7)  # no such process
 
 
-def test_raylet_messages_go_to_the_log_not_the_console(capsys, caplog):
-    """Ray's driver prints the raylet's "A worker died" block from a thread of its own."""
+def test_raylet_messages_go_to_the_log_not_the_console(capsys, caplog, monkeypatch):
+    """Ray's driver prints the raylet's "A worker died" block from a thread of its own. Ray's
+    logger is left as every command leaves it (``library_logs_to``: no handler of its own, its
+    records go to the log file), whatever tests ran before in this process."""
+    import logging
+
     from ray._private import worker
+
+    monkeypatch.setattr(logging.getLogger("ray"), "handlers", [])
+    monkeypatch.setattr(logging.getLogger("ray"), "propagate", True)
 
     from trainables.launch.ray_runtime import raylet_messages_to_log
 
@@ -123,21 +127,36 @@ def test_two_sweeps_started_in_the_same_second_get_their_own_names(tmp_path):
 RACE = """
 import sys, time
 from trainables.tracking.runs import RunTracker
-while time.time() < float(sys.argv[2]):
-    pass
+print("imported", flush=True)
+sys.stdin.readline()  # the start: every process has imported MLflow
+began = time.monotonic()
 RunTracker.create(sys.argv[1], "race", run_name="sweep")
+print(began, time.monotonic(), flush=True)
 """
 
 
 def test_sweeps_starting_together_on_a_fresh_store_all_create_their_runs(tmp_path):
     """Three processes create their first run in a store that does not exist yet, at the same
-    moment: without a lock, two of them run MLflow's migrations over each other and die."""
+    moment: without a lock, two of them run MLflow's migrations over each other and die. They
+    start when all three have imported MLflow (a line each on stdin), and the test checks that
+    the three creations overlapped in time: the race it is about did happen."""
     uri = f"sqlite:///{tmp_path}/mlflow.db"
-    start = time.time() + 6  # after each process has imported MLflow
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    procs = [subprocess.Popen([sys.executable, "-c", RACE, uri, str(start)], env=env, stderr=subprocess.PIPE, text=True) for _ in range(3)]
-    errors = [p.communicate(timeout=120)[1] for p in procs]
-    assert [p.returncode for p in procs] == [0, 0, 0], errors
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACE, uri], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(3)
+    ]
+    for p in procs:
+        assert p.stdout.readline() == "imported\n", p.communicate()[1]
+    for p in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    ends = [p.communicate() for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], [err for _, err in ends]
+    spans = [tuple(map(float, out.split())) for out, _ in ends]
+    assert max(began for began, _ in spans) < min(ended for _, ended in spans), f"the creations did not overlap: {spans}"
     client = mlflow.MlflowClient(uri)
     assert len(client.search_runs([client.get_experiment_by_name("race").experiment_id])) == 3
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mlflow.db", "mlartifacts"] or sorted(p.name for p in tmp_path.iterdir()) == [
@@ -198,3 +217,40 @@ def test_a_disk_filling_under_the_store_ends_in_one_line_naming_what_to_do(tmp_p
         f"free some space (the MLflow store sqlite:///{disk}/mlflow.db, the run's storage), then `mjp sweep resume DIR` continues the sweep"
         in line
     )
+
+
+def bomb_png(path: Path, side: int = 20_000) -> Path:
+    """A PNG whose header claims ``side`` x ``side`` grey pixels (over twice Pillow's limit, so
+    opening it raises ``DecompressionBombError``) and whose data is a few bytes."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", side, side, 8, 0, 0, 0, 0)
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"")) + chunk(b"IEND", b""))
+    return path
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_bad_image_in_training_is_named_and_not_retried(tmp_path, workers):
+    """The line a failed trial shows (console, ``mjp.error``) names the file that cannot be read,
+    not only the decoder's innermost error; and the error is final (a retry would read the same
+    file), also when torch's DataLoader re-raised it from a worker process as text."""
+    import numpy as np
+    from PIL import Image
+    from torch.utils.data import DataLoader
+    from torchvision.datasets import ImageFolder
+
+    from trainables.data.folder.image_folder import readable_loader
+    from trainables.launch.trial import one_line_reason, recurs
+
+    (tmp_path / "cat").mkdir()
+    Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(tmp_path / "cat" / "a.png")
+    bomb = bomb_png(tmp_path / "cat" / "b.png")
+    with pytest.raises(Exception) as raised:
+        list(DataLoader(ImageFolder(str(tmp_path), loader=readable_loader), num_workers=workers, collate_fn=list))
+    reason = one_line_reason(raised.value)
+    assert f"UnreadableImage: cannot read image {bomb}: Image size (400000000 pixels) exceeds limit" in reason, reason
+    assert recurs(raised.value)

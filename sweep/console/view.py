@@ -128,8 +128,10 @@ class ConsoleView(tune.Callback):
         self._line(f"FAILED    {row.label}: {row.error} (full error: {error_file(trial)})")
 
     def on_trial_recover(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        from trainables.launch.trial import failure_is_final
+
         row = self.rows.get(trial.trial_id)
-        if row is not None:
+        if row is not None and not failure_is_final(getattr(trial, "get_pickled_error", lambda: None)()):  # bad input: ends it
             row.state = "retrying"
             self._line(f"retrying  {row.label} {restart_point(trial)}: {failure_reason(trial)}")
 

@@ -51,8 +51,8 @@ from sweep.tuner.tuner import (
     tuner_parts,
     uses_ray_train,
 )
-from trainables.errors import UserError
 from trainables.launch.ray_runtime import ensure_ray
+from trainables.launch.signals import ctrl_c_restored_after
 from trainables.tracking import schema
 from trainables.tracking.runs import RunTracker
 from trainables.tracking.store import check_store_writable, optuna_storage_url, tracking_uri
@@ -211,7 +211,7 @@ def _fit(sweep: _Sweep, *, restore: bool) -> SweepOutcome:
             )
             tuner = tune.Tuner(trainable, tune_config=tune_config, run_config=run_config)
             sign_tuner_file(paths.experiment_dir)
-        with objectives_checked_at_the_end(study):
+        with objectives_checked_at_the_end(study), ctrl_c_restored_after():
             grid = tuner.fit()
     return finish_sweep(study, spec, sweep.parent, grid, paths.experiment_dir, sweep.recorder, sweep.log)
 
@@ -260,8 +260,9 @@ def _resume(
     moved = in_store(state, uri, experiment_dir)  # the store holds the sweep's parent run, before any write
     check_launchable(study, address)  # as a run checks it: no GPU or CPUs a local Ray would wait for forever
     check_store_writable(moved.uri)
-    if not tune.Tuner.can_restore(experiment_dir):
-        raise UserError(f"{experiment_dir} holds no restorable Tune experiment")
+    # a driver killed between the state file and the Tuner (Ray starting) left no Tune experiment
+    # and started no trial: the resume starts the experiment the run would have, in the same directory
+    restore = tune.Tuner.can_restore(experiment_dir)
     _refuse_finished(experiment_dir, moved, study)  # before anything is written: a finished sweep stays as it is
     if moved != state:
         write_state(experiment_dir, moved)  # signed: the next resume and `mjp sweep status` follow the store's new address
@@ -272,11 +273,12 @@ def _resume(
         from sweep.tuner.optuna_mirror import check_storage
 
         check_storage(state.optuna_storage, state.name, study.config)
-    announce(stream, f"resuming sweep {state.name}\n  logs: {log}")
+    begins = "" if restore else " (its driver was lost before Tune saved anything: no trial had started, every trial runs now)"
+    announce(stream, f"resuming sweep {state.name}{begins}\n  logs: {log}")
     parent = RunTracker(state.uri, state.parent_run_id)
     with run_closed_on_error(parent, f"`mjp sweep resume {experiment_dir}` continues the sweep"):
         parent.set_status("RUNNING")
         parent.set_tags({schema.TAG_DRIVER: f"{socket.gethostname()}:{os.getpid()}"})
         reopen_children(parent, restored_trial_ids(experiment_dir))
         recorder = SweepRecorder(state.uri, state.experiment, parent.run_id, study.num_trials, study.config.budget.time_budget_s)
-        return _fit(_Sweep(study, state, paths, parent, recorder, log, address, verbose, stream), restore=True)
+        return _fit(_Sweep(study, state, paths, parent, recorder, log, address, verbose, stream), restore=restore)

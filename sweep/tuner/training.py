@@ -101,7 +101,10 @@ def run_training(
                 failure_config=failure_config(cfg),
             ),
         )
-        result = tuner.fit()[0]
+        from trainables.launch.signals import ctrl_c_restored_after
+
+        with ctrl_c_restored_after():
+            result = tuner.fit()[0]
     if recorder.interrupted and tracker.status == "RUNNING":
         tracker.set_tags({schema.TAG_INTERRUPTED: "interrupted"})
         tracker.set_status("KILLED")

@@ -9,12 +9,16 @@ returns), else Python's, which raises ``KeyboardInterrupt`` in the main thread. 
 installs a SIGTERM handler of its own (it exits at once, leaving runs RUNNING), so
 ``trainables.launch.ray_runtime.ensure_ray`` calls this again after it. ``interrupted_status()``
 is the exit status of an interrupted command: 143 after SIGTERM, 129 after SIGHUP, 130 after SIGINT.
+``ctrl_c_restored_after()`` wraps ``Tuner.fit``: Tune leaves its handler installed when no signal
+ended the run, which would swallow a Ctrl-C or SIGTERM during the final analysis.
 """
 
 from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import FrameType
 
 _received: list[int] = []
@@ -40,3 +44,17 @@ def sigterm_as_ctrl_c() -> None:
 def interrupted_status() -> int:
     """128 + the signal that interrupted this process: 143 for SIGTERM, 129 for SIGHUP, else 130 (Ctrl-C)."""
     return 128 + (_received[-1] if _received else signal.SIGINT)
+
+
+@contextmanager
+def ctrl_c_restored_after() -> Iterator[None]:
+    """SIGINT's handler as it was before, once the block (``Tuner.fit``) ends. Tune installs its
+    own for the run and puts the old one back only when a signal arrives: after a run no signal
+    ended, a Ctrl-C or SIGTERM during the final analysis (the outcome, the tables, the report)
+    set a flag nothing read any more, and the command went on to exit 0."""
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        yield
+    finally:
+        if threading.current_thread() is threading.main_thread() and before is not None:
+            signal.signal(signal.SIGINT, before)

@@ -54,6 +54,16 @@ def failure_text(err: BaseException) -> str:
     return one_line_reason(err)
 
 
+def failure_is_final(err: BaseException | None) -> bool:
+    """Whether ``err`` carries a final ``TrialFailed``: Tune restarts the trial anyway (it retries
+    every error), and the restart fails at once on its run's ``TAG_ERROR_FINAL``, training nothing."""
+    while err is not None:
+        if isinstance(err, TrialFailed):
+            return err.final
+        err = err.__cause__
+    return False
+
+
 @dataclass(frozen=True)
 class TrialSpec:
     """What every trial of one Tune run shares (passed to ``tune_trial`` with ``tune.with_parameters``)."""
@@ -95,8 +105,11 @@ def worker_resources(s: Any) -> dict[str, float]:
 
 
 def one_line_reason(err: BaseException) -> str:
-    """The innermost ``Type: message`` line of an error (Ray wraps workers' tracebacks in text)."""
-    while err.__cause__ is not None:
+    """The line a person reads of an error: the message of the outermost ``UserError`` in its
+    chain (written for them: it names the file or value, where the error it was raised from,
+    a decoder's, does not), else the innermost ``Type: message`` line (Ray and torch's
+    DataLoader wrap a worker's traceback in text: its last such line)."""
+    while err.__cause__ is not None and not isinstance(err, UserError):
         err = err.__cause__
     lines = [line.strip() for line in str(err).splitlines() if line.strip()]
     for line in reversed(lines):
@@ -232,7 +245,7 @@ def tune_trial(params: dict[str, Any], spec: TrialSpec) -> None:
         # Tune's retries (runtime.max_failures) are for a lost worker or node: an error in the
         # input, one that would recur from the checkpoint (a NaN loss, out of memory), or one Ray
         # Train already retried its workers for, ends the trial at once
-        final = isinstance(err, UserError) or recurs(err) or not cfg.scaling.in_process
+        final = recurs(err) or not cfg.scaling.in_process
         tracker.set_tags({schema.TAG_ERROR: reason, **({schema.TAG_ERROR_FINAL: "1"} if final else {})})
         tracker.set_status("FAILED")
         raise TrialFailed(reason, final) from err
@@ -241,17 +254,23 @@ def tune_trial(params: dict[str, Any], spec: TrialSpec) -> None:
 
 def recurs(err: BaseException) -> bool:
     """Whether ``err`` (or an error it wraps) would happen again on a retry from the checkpoint:
-    the loss went non-finite, or the device ran out of memory."""
+    bad input (a ``UserError``: an unreadable image, a wrong value), the loss went non-finite, or
+    the device ran out of memory. Also where only text is left of it: torch's DataLoader cannot
+    rebuild an error whose ``__init__`` takes more than the message (``UnreadableImage``) and
+    re-raises a worker's as a ``RuntimeError`` holding its traceback."""
     import torch
 
+    from trainables.data.folder.image_folder import UnreadableImage
     from trainables.train.engine import NonFiniteLossError
 
+    recurring = (UserError, NonFiniteLossError, torch.OutOfMemoryError)
     seen: BaseException | None = err
     while seen is not None:
-        if isinstance(seen, (NonFiniteLossError, torch.OutOfMemoryError)):
+        if isinstance(seen, recurring):
             return True
         seen = seen.__cause__ or seen.__context__
-    return False
+    named = one_line_reason(err).split(":", 1)[0].rsplit(".", 1)[-1]
+    return named in {kind.__name__ for kind in (UnreadableImage, NonFiniteLossError)}
 
 
 def adopt_orphan(spec: TrialSpec, params: dict[str, Any], trial_id: str) -> RunTracker | None:
