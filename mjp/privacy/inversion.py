@@ -1,6 +1,11 @@
 """Gradient-matching attack for any model (Geiping et al.'s "Inverting Gradients"):
 optimise an image so that its gradients align with the shared ones (cosine distance) under a
-total-variation prior, with Adam, a fixed budget and a seeded start."""
+total-variation prior, with Adam, a fixed budget and a seeded start.
+
+The attacker runs the model unshuffled: it does not know the client's jigsaw. A shuffled client's
+gradients also hold parameters only the shuffle reaches (E_unk of an UNK model, E_idx of an IDX
+model at its shuffled slots); no image fed to the unshuffled model moves them, so the match
+leaves them out."""
 
 from __future__ import annotations
 
@@ -32,6 +37,19 @@ def _total(terms: Iterable[torch.Tensor]) -> torch.Tensor:
     return functools.reduce(operator.add, terms)
 
 
+def _forward_loss(model: nn.Module, x: torch.Tensor, label: torch.Tensor) -> torch.Tensor:
+    """The attacker's loss on ``x [1, C, H, W]``: the model unshuffled, cross-entropy to ``label [1]``."""
+    logits = model(x, shuffle=None) if isinstance(model, MJPMixin) else model(x)
+    return nn.functional.cross_entropy(logits, label)
+
+
+def _reached(model: nn.Module, x: torch.Tensor, label: torch.Tensor, params: dict[str, nn.Parameter]) -> list[str]:
+    """The names of ``params`` that the attacker's forward on ``x`` reaches (those it can match)."""
+    with torch.enable_grad():
+        found = torch.autograd.grad(_forward_loss(model, x, label), list(params.values()), allow_unused=True)
+    return [n for n, g in zip(params, found) if g is not None]
+
+
 def invert_gradients(
     model: nn.Module,
     grads: dict[str, torch.Tensor],
@@ -48,11 +66,12 @@ def invert_gradients(
     ``on_step()`` after each of the ``steps`` (a caller's progress)."""
     was_training = model.training
     model.eval()
-    names = [n for n, p in model.named_parameters() if p.requires_grad and n in grads and grads[n].abs().sum() > 0]
     params = dict(model.named_parameters())
+    shared = [n for n, p in params.items() if p.requires_grad and n in grads and grads[n].abs().sum() > 0]
+    x = torch.randn(shape, generator=generator).to(grads[shared[0]].device).requires_grad_(True)
+    names = _reached(model, x, label, {n: params[n] for n in shared})
     targets = [grads[n].detach() for n in names]
     target_norm = torch.sqrt(_total((t * t).sum() for t in targets))
-    x = torch.randn(shape, generator=generator).to(targets[0].device).requires_grad_(True)
     opt = torch.optim.Adam([x], lr=lr)
     sched = torch.optim.lr_scheduler.MultiStepLR(opt, milestones=[int(steps * f) for f in (0.375, 0.625, 0.875)], gamma=0.1)
     history: list[torch.Tensor] = []  # on the device: no host sync per step
@@ -62,9 +81,7 @@ def invert_gradients(
         math_attention.__enter__()
         for _ in range(steps):
             opt.zero_grad()
-            logits = model(x, shuffle=None) if isinstance(model, MJPMixin) else model(x)
-            loss = nn.functional.cross_entropy(logits, label)
-            trial = torch.autograd.grad(loss, [params[n] for n in names], create_graph=True)
+            trial = torch.autograd.grad(_forward_loss(model, x, label), [params[n] for n in names], create_graph=True)
             dot = _total((a * b).sum() for a, b in zip(trial, targets))
             norm = torch.sqrt(_total((a * a).sum() for a in trial))
             objective = 1 - dot / (norm * target_norm + 1e-12) + tv_weight * total_variation(x)

@@ -13,7 +13,9 @@ unlinked temporary file (memory: one chunk; nothing left on disk however the gat
 ``CHUNKED_LIMIT`` bytes (413 beyond; 507 when the disk is full), and passed on with its length.
 How it listens (a header timeout, a connection cap within the file limit, one log line per
 event) is ``gate_listener``'s. The UI is reached through the SSH tunnel to the server's own
-loopback port (docs/cluster-aws.md), where the SSH login is the authentication.
+loopback port (docs/cluster-aws.md), where the SSH login is the authentication,
+or through the gate from a browser (``browser_login``): a page asks for the token once and
+leaves a cookie in its place.
 """
 
 from __future__ import annotations
@@ -153,7 +155,7 @@ def gate_app(upstream: str, token: str, *, chunked_limit: int = CHUNKED_LIMIT) -
         yield
         await app[SESSION].close()
 
-    app = web.Application()
+    app = web.Application(middlewares=[browser_login(token)])
     app[TRUSTED] = weakref.WeakSet()
     app.cleanup_ctx.append(open_session)
     app.router.add_route("*", "/{tail:.*}", forward)
@@ -194,3 +196,53 @@ def serve(host: str, port: int, upstream: str, token_file: str) -> None:
             await gate.close()
 
     asyncio.run(run())
+
+
+#: the browser's cookie, the login form's path, and the page a browser gets without either
+LOGIN_COOKIE, LOGIN_PATH = "mjp_gate", "/mjp-gate/login"
+_LOGIN_PAGE = """<!doctype html><title>MLflow behind the cluster's gate</title>
+<form method="post" action="{path}" onsubmit="this.next.value = location.pathname + location.search + location.hash">
+<p>{message}</p><p>The cluster's token (<code>cat SESSION/auth_token</code> on the twin, <code>~/.ray/auth_token</code> on AWS):
+<input type="password" name="token" autofocus> <input type="hidden" name="next" value="/"> <button>open MLflow</button></p></form>
+"""
+
+
+def browser_login(token: str) -> Any:
+    """The gate's door for a browser, which cannot send a bearer token: a page that opens without
+    one is answered with a form (401) that takes the token once (POST, never in a URL) and sets a
+    cookie (HttpOnly, SameSite=Strict, for this browser session) holding an HMAC of the token, not
+    the token (Ray's too); a request with that cookie passes as if it carried the token, the
+    cookie removed before it goes on. Everything else reaches the gate's handler unchanged."""
+    from aiohttp import web
+    from multidict import CIMultiDict
+
+    cookie = hmac.new(token.encode(), b"mjp-gate browser login", "sha256").hexdigest()
+
+    def page(message: str) -> web.Response:
+        return web.Response(status=401, content_type="text/html", text=_LOGIN_PAGE.format(path=LOGIN_PATH, message=message))
+
+    @web.middleware
+    async def door(request: web.Request, handler: Any) -> web.StreamResponse:
+        if request.path == LOGIN_PATH and request.method == "POST":
+            form = await request.post()
+            if not hmac.compare_digest(str(form.get("token", "")).strip().encode(), token.encode()):
+                return page("That is not the cluster's token.")
+            target = str(form.get("next", "/"))
+            if not target.startswith("/") or target.startswith(("//", "/\\")) or any(c < " " for c in target):
+                target = "/"  # only a page of this gate: never a redirect elsewhere
+            answer = web.HTTPSeeOther(target)
+            answer.set_cookie(LOGIN_COOKIE, cookie, httponly=True, samesite="Strict", path="/")
+            return answer
+        if hmac.compare_digest(request.cookies.get(LOGIN_COOKIE, "").encode(), cookie.encode()):
+            headers = CIMultiDict(request.headers)
+            headers["Authorization"] = f"Bearer {token}"
+            others = "; ".join(f"{k}={v}" for k, v in request.cookies.items() if k != LOGIN_COOKIE)
+            headers.popall("Cookie", None)
+            if others:
+                headers["Cookie"] = others
+            return await handler(request.clone(headers=headers))
+        if request.method == "GET" and "Authorization" not in request.headers and "text/html" in request.headers.get("Accept", ""):
+            return page("MLflow's UI is behind the cluster's gate.")
+        return await handler(request)
+
+    return door

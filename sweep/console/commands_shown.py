@@ -3,6 +3,7 @@ opens a run's MLflow page, and the terminal's width they are laid out for."""
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 
@@ -26,7 +27,10 @@ def mlflow_ui_command(uri: str, experiment: str) -> str:
     from trainables.tracking.store import experiment_runs_page, is_tracking_server
 
     if is_tracking_server(uri):
-        return f"open {experiment_runs_page(uri, experiment, host=uri.rstrip('/'))}\n  (the tracking server's own UI)"
+        page = f"open {experiment_runs_page(uri, experiment, host=uri.rstrip('/'))}\n  "
+        if os.environ.get("MLFLOW_TRACKING_TOKEN"):  # behind the cluster's gate (the twin's, a node's)
+            return page + "(the tracking server's own UI; the cluster's gate asks the browser once for its token:\n  echo $MLFLOW_TRACKING_TOKEN)"
+        return page + "(the tracking server's own UI)"
     return f"{tool('mlflow')} ui --backend-store-uri {shlex.quote(uri)}\n  then open {experiment_runs_page(uri, experiment)}"
 
 

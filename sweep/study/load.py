@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from sweep.study.names import PROJECT_DIR, shipped_studies, shipped_study
+from sweep.study.names import PROJECT_DIR, shipped_studies, shipped_study, smoke_name
 from sweep.study.schema import Choice, Fixed, Grid, IntRange, Objective, StudyConfig, is_active
 from trainables.config.build import describe_validation_error, flat_params, known_keys
 from trainables.config.overrides import did_you_mean, did_you_mean_key, merge
@@ -194,11 +194,6 @@ def _canonical(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_canonical(v) for v in value]
     return value if isinstance(value, (str, int, float, bool)) or value is None else str(value)
-
-
-def smoke_name(name: str) -> str:
-    """What a study's smoke size is recorded as: its sweeps, MLflow experiment and report folder."""
-    return f"{name}-smoke"
 
 
 def _smoke_tree(config: StudyConfig, path: Path, base_tree: dict[str, Any], extra: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -42,11 +42,23 @@ def shipped_study(name: str) -> Path | None:
     return path if name in shipped_studies() else None
 
 
+def smoke_name(name: str) -> str:
+    """What a study's smoke size is recorded as: its sweeps, MLflow experiment and report folder."""
+    return f"{name}-smoke"
+
+
+def smoke_of(name: str) -> str | None:
+    """The shipped study whose smoke size ``name`` is (``quickstart`` for ``quickstart-smoke``), or None."""
+    base = name.removesuffix(smoke_name(""))
+    return base if base != name and base in shipped_studies() else None
+
+
 def check_study_name(name: str, recorded: Iterable[str], uri: str) -> None:
-    """``UserError`` unless ``name`` is shipped or ``recorded`` (studies with sweeps in ``uri``)."""
+    """``UserError`` unless ``name`` is shipped, the smoke size of a shipped one, or ``recorded``
+    (studies with sweeps in ``uri``)."""
     recorded = sorted(set(recorded))
     shipped = shipped_studies()
-    if name in shipped or name in recorded:
+    if name in shipped or smoke_of(name) or name in recorded:
         return
     hint = did_you_mean(name, shipped + recorded) or " (none is close)"
     ran = f"; with sweeps in this store: {', '.join(recorded)}" if recorded else ""
@@ -56,6 +68,8 @@ def check_study_name(name: str, recorded: Iterable[str], uri: str) -> None:
 def no_sweep_error(name: str, recorded: Iterable[str], uri: str) -> UserError:
     """The error for a study with no sweep in ``uri``; it names the study's smoke size when that
     one has sweeps (a smoke run is recorded apart, as ``<name>-smoke``)."""
-    smoke = f"{name}-smoke"
+    smoke = smoke_name(name)
     also = f" (its smoke size has: `--study {smoke}`)" if smoke in set(recorded) else ""
-    return UserError(f"no sweep of study {name!r} in {uri}{also}; run `mjp sweep run {name}` first")
+    base = smoke_of(name)
+    run = f"mjp sweep run {base} --smoke" if base else f"mjp sweep run {name}"
+    return UserError(f"no sweep of study {name!r} in {uri}{also}; run `{run}` first")

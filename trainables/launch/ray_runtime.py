@@ -1,7 +1,8 @@
 """Starting Ray: the process environment, a private local Ray on loopback, and Ray's own logs
 in a file instead of the console.
 
-- ``prepare_environment()`` sets what must be set before ``import ray`` (and what workers inherit).
+- ``prepare_environment()`` sets what must be set before ``import ray`` or ``import mlflow`` (and
+  what workers inherit), third-party telemetry off included (``NO_PHONE_HOME``).
 - ``ensure_ray()`` joins ``--address`` / ``$RAY_ADDRESS``, or starts a Ray of its own in this
   process. A bare ``ray.init()`` would join whatever cluster ``/tmp/ray`` last named, even a
   dead one. The local one has 127.0.0.1 as its node address, and every listener binds there:
@@ -19,9 +20,24 @@ import os
 from pathlib import Path
 from typing import Any
 
+#: Nothing phones home: the libraries' background calls to the internet, off in every process
+#: the platform starts (a cluster's nodes usually have none). Set whatever the user's environment
+#: says, before MLflow, Ray or huggingface_hub is imported: each reads its switch at import (MLflow
+#: starts its telemetry thread there) or when it starts a process. MLflow turns its telemetry off
+#: by itself only where it sees a CI variable (``CI``, ``GITHUB_ACTIONS``, ``PYTEST_CURRENT_TEST``,
+#: ...): elsewhere its thread once removed ``_MLFLOW_TELEMETRY_SESSION_ID`` from the environment while
+#: a request read it (a ``KeyError`` that failed a sweep). Optuna makes no such calls; timm reaches
+#: the network only through the Hugging Face hub.
+NO_PHONE_HOME = {
+    "MLFLOW_DISABLE_TELEMETRY": "true",  # MLflow 3.2+: usage telemetry (client, server and UI)
+    "DO_NOT_TRACK": "true",  # the cross-tool switch, read by MLflow and huggingface_hub
+    "RAY_USAGE_STATS_ENABLED": "0",  # Ray's usage stats (`ray start`, ray.init, the dashboard)
+    "HF_HUB_DISABLE_TELEMETRY": "1",  # huggingface_hub's telemetry
+    "HF_HUB_OFFLINE": "1",  # timm (through huggingface_hub) never reaches for the network
+}
+
 #: Read when ray is imported (or by the processes Ray starts, which inherit this environment).
 _ENVIRONMENT = {
-    "HF_HUB_OFFLINE": "1",  # timm never reaches for the network
     # Under `uv run`, Ray would start its workers through `uv run` again, in an environment
     # without this project's packages ("No module named 'ray'"); workers use this interpreter.
     "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0",
@@ -46,11 +62,13 @@ _LOGGERS = ("ray", "py.warnings", "filelock", "urllib3", "alembic", "mlflow", "o
 
 
 def prepare_environment() -> None:
-    """Defaults this process and every Ray process it starts need; the user's values win. A
+    """Defaults this process and every Ray process it starts need; the user's values win, except
+    ``NO_PHONE_HOME``'s, which are always set. A
     tracking URI's credentials leave ``$MLFLOW_TRACKING_URI`` (``trainables.tracking.credentials``),
     AWS keys the environment (``trainables.launch.aws_keys``)."""
     for key, value in _ENVIRONMENT.items():
         os.environ.setdefault(key, value)
+    os.environ.update(NO_PHONE_HOME)
     from trainables.tracking.credentials import scrub_environment
 
     scrub_environment()  # $MLFLOW_TRACKING_URI's user:password into MLflow's own variables, before anything prints or passes it on

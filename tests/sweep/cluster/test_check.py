@@ -224,8 +224,14 @@ def test_the_ui_hint_for_a_tracking_server_is_its_own_page(monkeypatch):
     monkeypatch.setattr(
         trainables.tracking.store, "experiment_runs_page", lambda uri, name, host="http://127.0.0.1:5000": f"{host}/#/experiments/7/runs"
     )
+    monkeypatch.delenv("MLFLOW_TRACKING_TOKEN", raising=False)
     assert mlflow_ui_command("http://127.0.0.1:41234", "mjp").startswith("open http://127.0.0.1:41234/#/experiments/7/runs")
+    assert "token" not in mlflow_ui_command("http://127.0.0.1:41234", "mjp")
     assert "mlflow ui --backend-store-uri sqlite:////x/mlflow.db" in mlflow_ui_command("sqlite:////x/mlflow.db", "mjp")
+    monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", "s3cret")  # behind a cluster's gate: the page asks for the token once
+    behind_gate = mlflow_ui_command("http://127.0.0.1:41234", "mjp")
+    assert behind_gate.startswith("open http://127.0.0.1:41234/#/experiments/7/runs") and "echo $MLFLOW_TRACKING_TOKEN" in behind_gate
+    assert "s3cret" not in behind_gate
 
 
 def _edited(tmp_path, edit) -> Path:

@@ -144,3 +144,38 @@ def test_every_write_and_read_of_mlflows_client_passes_the_gate_to_a_real_server
     )
     assert answer.status_code == 200, answer.text
     assert client.get_experiment_by_name("chunked-in") is not None
+
+
+@pytest.mark.slow
+def test_a_browser_opens_the_ui_through_the_gate_once_given_the_token_and_nothing_without(real_gate):
+    """The UI link a sweep prints for the twin answered 401: a browser sends no bearer token. The
+    gate asks for it once (a form, never in a URL) and leaves a cookie that is not the token."""
+    import requests
+
+    url, _ = real_gate
+    browser = requests.Session()  # keeps cookies and follows redirects, as a browser does
+    html = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
+    link = f"{url}/#/experiments/0/runs"
+    asked = browser.get(link, headers=html, timeout=30)
+    assert asked.status_code == 401 and 'name="token"' in asked.text and "mlflow-ui-container" not in asked.text
+    wrong = browser.post(f"{url}/mjp-gate/login", data={"token": "s3cret-tokem", "next": "/"}, headers=html, timeout=30)
+    assert wrong.status_code == 401 and not browser.cookies
+    elsewhere = browser.post(
+        f"{url}/mjp-gate/login", data={"token": "s3cret-token", "next": "//evil.example/"}, allow_redirects=False, timeout=30
+    )
+    assert elsewhere.status_code == 303 and elsewhere.headers["Location"] == "/"  # never a redirect off the gate
+    browser.cookies.clear()
+
+    opened = browser.post(f"{url}/mjp-gate/login", data={"token": "s3cret-token", "next": "/#/experiments/0/runs"}, headers=html, timeout=30)
+    assert opened.status_code == 200 and "mlflow-ui-container" in opened.text, opened.text[:300]  # MLflow's own UI page
+    set_cookie = opened.history[0].headers["Set-Cookie"]
+    assert "HttpOnly" in set_cookie and "SameSite=Strict" in set_cookie and "s3cret-token" not in set_cookie
+    api = browser.post(f"{url}/ajax-api/2.0/mlflow/experiments/search", json={"max_results": 10}, timeout=30)
+    assert api.status_code == 200 and "Default" in api.text  # what the UI's page asks next
+
+    stranger = requests.Session()
+    for cookie in (None, "s3cret-token"):  # no cookie, then the token itself as the cookie
+        if cookie:
+            stranger.cookies.set("mjp_gate", cookie)
+        assert stranger.get(link, headers=html, timeout=30).status_code == 401
+        assert stranger.post(f"{url}/ajax-api/2.0/mlflow/experiments/search", json={"max_results": 10}, timeout=30).status_code == 401

@@ -73,6 +73,20 @@ def test_a_mistyped_study_gets_a_suggestion_and_exit_2(store, capsys):
     )
 
 
+def test_a_shipped_studys_smoke_size_is_a_study_before_its_first_sweep(store, capsys):
+    """`sweep status quickstart-smoke` (docs/cluster-local.md's "follow it") before the sweep is
+    recorded, or after its job failed, was refused as "neither a shipped study nor one with sweeps"."""
+    from sweep.study.names import no_sweep_error
+
+    uri, _, _ = store  # a quickstart sweep, none of its smoke size
+    for study in ("quickstart-smoke", "fashion-smoke"):
+        assert main(["sweep", "status", study, "--uri", uri]) == 0
+        assert capsys.readouterr().out.strip() == f"no sweeps of study {study!r} recorded in {uri}"
+    assert main(["sweep", "status", "quickstrat-smoke", "--uri", uri]) == 2  # not the smoke size of a shipped study
+    assert "neither a shipped study" in capsys.readouterr().err
+    assert str(no_sweep_error("fashion-smoke", set(), "sqlite:///m.db")).endswith("run `mjp sweep run fashion --smoke` first")
+
+
 def test_a_path_that_is_not_a_sweep_directory_is_bad_input(store, tmp_path, capsys):
     assert main(["sweep", "status", str(tmp_path)]) == 2
     assert "is not a sweep directory" in capsys.readouterr().err
