@@ -12,9 +12,12 @@ normalisation, random erasing (p 0.25, per-pixel normal noise). ``small``: crop,
 Randomness: every random choice of a sample comes from ``random.Random(seed)`` of that sample's
 own seed (drawn in timm's order), and the erasing noise from a counter-based hash of that seed,
 so a sample's result depends on its seed alone: not on the batch it is in, nor on the number of
-loader workers. The per-sample choices are a few dozen Python scalars; the pixel work runs
-batched: crop + resize of the whole batch in a fixed number of ops (``trainables.data.gpu.resize``),
-everything after on the whole batch, RandAugment one call per (layer, op) that any sample drew.
+loader workers. The per-sample choices are a few dozen Python scalars, moved to the device in one
+copy with one entry per sample whatever it drew; the pixel work runs batched: crop + resize of the
+whole batch in a fixed number of ops (``trainables.data.gpu.resize``), then ``augment_resized``:
+flip, RandAugment (every op kind on every image, selected per sample:
+``trainables.data.gpu.randaugment_batch``), normalisation and erasing, whose ops and tensor shapes
+depend on the batch size alone, so that part can be captured once and replayed.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from trainables.data.gpu.randaugment import OPS, SIGNED, apply_op, host_values, level_arg
+from trainables.data.gpu.randaugment import OPS, SIGNED, host_values, level_arg
+from trainables.data.gpu.randaugment_batch import NO_OP, rand_augment_layer
 from trainables.data.gpu.resize import flat_images, resize_crops, resize_host_values, resize_table
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -176,69 +180,103 @@ def _mix32(x: torch.Tensor) -> torch.Tensor:
 
 
 def hash_normal(keys: torch.Tensor, shape: Sequence[int]) -> torch.Tensor:
-    """Standard normal noise ``[n, *shape]`` float32, row i a function of ``keys[i]`` (int64) alone."""
+    """Standard normal noise ``[n, *shape]`` float32, row i a function of ``keys[i]`` (int64) alone.
+    Box-Muller on pairs of hashed uniforms, both of its normals kept: one hashed pair per two values."""
     count = math.prod(shape)
-    counter = torch.arange(count, device=keys.device, dtype=torch.int64)
+    pairs = torch.arange((count + 1) // 2, device=keys.device, dtype=torch.int64)
     lo, hi = (keys & 0xFFFFFFFF).view(-1, 1), ((keys >> 32) & 0xFFFFFFFF).view(-1, 1)
 
     def uniform(stream: int) -> torch.Tensor:
-        bits = _mix32(_mix32(((2 * counter + stream) & 0xFFFFFFFF) ^ lo) ^ hi)
+        bits = _mix32(_mix32(((2 * pairs + stream) & 0xFFFFFFFF) ^ lo) ^ hi)
         return ((bits >> 8).float() + 0.5) / float(1 << 24)  # in (0, 1)
 
-    u1, u2 = uniform(0), uniform(1)
-    return (torch.sqrt(-2.0 * torch.log(u1)) * torch.cos(2.0 * math.pi * u2)).view(-1, *shape)
+    radius, angle = torch.sqrt(-2.0 * torch.log(uniform(0))), 2.0 * math.pi * uniform(1)
+    normals = torch.stack([radius * torch.cos(angle), radius * torch.sin(angle)], -1).view(len(keys), -1)
+    return normals[:, :count].reshape(-1, *shape)
 
 
-def _pack_rand_augment(pack: HostPack, draws: list[SampleDraw], recipe: DeviceRecipe) -> list[tuple[str, slice, slice]]:
-    """Group the samples by (position in their list of applied ops, op): ``(op, rows, args)`` per
-    group, in each sample's order. Every one of the ``ra_layers x 15`` groups is issued, empty or
-    not (an empty one costs its ops but no work), so the ops per batch do not depend on the draws
-    (but for torchvision's autocontrast and equalize, which return early on an empty batch)."""
-    if recipe.augment != "deit":
-        return []
-    groups = []
-    for position in range(recipe.ra_layers):
-        by_op: dict[str, list[int]] = {op: [] for op in OPS}
-        for i, d in enumerate(draws):
-            if position < len(d.ops):
-                by_op[d.ops[position][0]].append(i)
-        for op, rows in by_op.items():
-            groups.append(
-                (
-                    op,
-                    pack.add(np.array(rows, dtype=np.int64)),
-                    pack.add(np.array([draws[i].ops[position][1] for i in rows], dtype=np.float64)),
-                )
-            )
-    return groups
+@dataclass(frozen=True)
+class BatchParams:
+    """A batch's random parameters on the device, one entry per sample whatever it drew (so their
+    shapes depend on the batch size alone): ``flips`` int64 ``[B]``; ``ra_ops`` int64 ``[L, B]``
+    (index into ``OPS``, ``NO_OP`` where layer l applies nothing); ``ra_args`` float64 ``[L, B]``;
+    ``erase_boxes`` int64 ``[B, 4]`` (top, left, height, width; empty where nothing is erased);
+    ``noise_keys`` int64 ``[B]``; ``fill``, ``mean``, ``std`` float32 ``[3]``."""
+
+    flips: torch.Tensor
+    ra_ops: torch.Tensor
+    ra_args: torch.Tensor
+    erase_boxes: torch.Tensor
+    noise_keys: torch.Tensor
+    fill: torch.Tensor
+    mean: torch.Tensor
+    std: torch.Tensor
 
 
-def _rand_augment(x: torch.Tensor, groups: list[tuple[str, slice, slice]], pack: HostPack, fill: torch.Tensor) -> torch.Tensor:
-    """Apply each group's op to its rows of uint8 ``[B, 3, S, S]``, one batched call per group."""
-    for op, rows, args in groups:
-        index = pack.ints(rows)
-        x.index_copy_(0, index, apply_op(op, x.index_select(0, index), pack.ints(args).view(torch.float64), fill))
-    return x
+def pack_params(pack: HostPack, draws: list[SampleDraw], recipe: DeviceRecipe) -> dict[str, slice]:
+    """Add the batch's per-sample parameters (``BatchParams``' fields) to ``pack``: where each lies."""
+    layers = recipe.ra_layers if recipe.augment == "deit" else 0
+    ops = np.full((layers, len(draws)), NO_OP, dtype=np.int64)
+    args = np.zeros((layers, len(draws)), dtype=np.float64)
+    for i, d in enumerate(draws):
+        for layer, (op, arg) in enumerate(d.ops):  # a sample's applied ops, in its order
+            ops[layer, i], args[layer, i] = OPS.index(op), arg
+    boxes = np.array([d.erase or (0, 0, 0, 0) for d in draws], dtype=np.int64).reshape(-1, 4)
+    return {
+        "flips": pack.add([d.flip for d in draws]),
+        "ra_ops": pack.add(ops),
+        "ra_args": pack.add(args),
+        "erase_boxes": pack.add(boxes),
+        "noise_keys": pack.add(np.array([d.noise_key for d in draws], dtype=np.int64)),
+        "fill": pack.add(np.array(recipe.fill, dtype=np.float64)),
+        "mean": pack.add(np.array(recipe.mean, dtype=np.float64)),
+        "std": pack.add(np.array(recipe.std, dtype=np.float64)),
+    }
 
 
-def _erase(x: torch.Tensor, rows: slice, boxes: slice, keys: slice, pack: HostPack) -> torch.Tensor:
-    """Random erasing with per-pixel N(0, 1) noise (on normalised ``[B, 3, S, S]``) inside each drawn
-    box; issued when no sample erases too, so the ops per batch stay the same."""
+def batch_params(pack: HostPack, parts: dict[str, slice], batch: int) -> BatchParams:
+    """``pack_params``' parts as device tensors (views of the pack's one copy)."""
+    return BatchParams(
+        flips=pack.ints(parts["flips"]),
+        ra_ops=pack.ints(parts["ra_ops"]).view(-1, batch),
+        ra_args=pack.ints(parts["ra_args"]).view(torch.float64).view(-1, batch),
+        erase_boxes=pack.ints(parts["erase_boxes"]).view(batch, 4),
+        noise_keys=pack.ints(parts["noise_keys"]),
+        fill=pack.floats(parts["fill"]),
+        mean=pack.floats(parts["mean"]),
+        std=pack.floats(parts["std"]),
+    )
+
+
+def _erase(x: torch.Tensor, boxes: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+    """Random erasing: per-pixel N(0, 1) noise (keyed by ``keys`` int64 ``[B]``) inside each sample's
+    box (``boxes`` int64 ``[B, 4]``: top, left, height, width; height 0 erases nothing) of the
+    normalised ``[B, 3, S, S]``. The noise is made for every sample, so the ops and shapes are the
+    batch size's alone."""
     (_, h, w) = x.shape[1:]
-    index, box = pack.ints(rows), pack.ints(boxes).view(-1, 4)  # top, left, height, width
     ys, xs = torch.arange(h, device=x.device), torch.arange(w, device=x.device)
-    in_rows = (ys >= box[:, 0:1]) & (ys < box[:, 0:1] + box[:, 2:3])
-    in_cols = (xs >= box[:, 1:2]) & (xs < box[:, 1:2] + box[:, 3:4])
+    in_rows = (ys >= boxes[:, 0:1]) & (ys < boxes[:, 0:1] + boxes[:, 2:3])
+    in_cols = (xs >= boxes[:, 1:2]) & (xs < boxes[:, 1:2] + boxes[:, 3:4])
     mask = (in_rows[:, :, None] & in_cols[:, None, :])[:, None]
-    noise = hash_normal(pack.ints(keys), x.shape[1:])
-    return x.index_copy_(0, index, torch.where(mask, noise, x.index_select(0, index)))
+    return torch.where(mask, hash_normal(keys, x.shape[1:]), x)
+
+
+def augment_resized(x: torch.Tensor, params: BatchParams, recipe: DeviceRecipe) -> torch.Tensor:
+    """Everything after the crop + resize: uint8 ``[B, 3, S, S]`` -> normalised float32 ``[B, 3, S, S]``
+    (flip, RandAugment, normalisation, erasing). The same ops on tensors of the same shapes for
+    every batch of B samples, whatever their draws; no host sync: capturable once and replayable."""
+    x = torch.where(params.flips.bool().view(-1, 1, 1, 1), x.flip(-1), x)
+    for op, arg in zip(params.ra_ops, params.ra_args):
+        x = rand_augment_layer(x, op, arg, params.fill)
+    x = (x.float() / 255.0 - params.mean.view(1, 3, 1, 1)) / params.std.view(1, 3, 1, 1)
+    return _erase(x, params.erase_boxes, params.noise_keys) if recipe.augment == "deit" else x
 
 
 def augment_batch(images: Sequence[torch.Tensor], seeds: Sequence[int], recipe: DeviceRecipe) -> torch.Tensor:
     """Decoded uint8 images ``[3, H_i, W_i]`` (one device) and their seeds -> float32 ``[B, 3, S, S]``,
-    normalised, on the images' device. The same number of tensor ops whatever B >= 4 (DeiT's
-    recipe: 1,315; a few dozen fewer in a batch where no sample drew AutoContrast or Equalize as
-    its second op, about 1 batch in 40 at B = 256) and one host -> device copy of the batch's random parameters."""
+    normalised, on the images' device. One host -> device copy of the batch's random parameters;
+    the crop + resize's tensor shapes follow the crops, ``augment_resized``'s (709 aten ops for
+    DeiT's recipe) depend on B alone; 1,013-1,015 aten ops in all at B = 256 and at 512."""
     if len(images) != len(seeds):
         raise ValueError(f"{len(images)} images but {len(seeds)} seeds")
     if not images:
@@ -248,17 +286,7 @@ def augment_batch(images: Sequence[torch.Tensor], seeds: Sequence[int], recipe: 
     table = _resize_table(images, draws, recipe)
     pack = HostPack()
     resize_part = pack.add(resize_host_values(table))
-    flips = pack.add([d.flip for d in draws])
-    groups = _pack_rand_augment(pack, draws, recipe)
-    fill, mean, std = pack.add(recipe.fill), pack.add(recipe.mean), pack.add(recipe.std)
-    erased = [i for i, d in enumerate(draws) if d.erase is not None]
-    erase_rows = pack.add(np.array(erased, dtype=np.int64))
-    erase_boxes = pack.add(np.array([draws[i].erase for i in erased], dtype=np.int64).reshape(-1, 4))
-    erase_keys = pack.add(np.array([draws[i].noise_key for i in erased], dtype=np.int64))
+    parts = pack_params(pack, draws, recipe)
     pack.upload(device)
-
     x = resize_crops(flat_images(images), table, recipe.img_size, pack.ints(resize_part))
-    x = torch.where(pack.ints(flips).bool().view(-1, 1, 1, 1), x.flip(-1), x)
-    x = _rand_augment(x, groups, pack, pack.ints(fill).float())
-    x = (x.float() / 255.0 - pack.floats(mean).view(1, 3, 1, 1)) / pack.floats(std).view(1, 3, 1, 1)
-    return _erase(x, erase_rows, erase_boxes, erase_keys, pack) if recipe.augment == "deit" else x
+    return augment_resized(x, batch_params(pack, parts, len(images)), recipe)

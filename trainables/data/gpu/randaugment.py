@@ -2,11 +2,11 @@
 on whatever device they live (CUDA for ``data.decode: gpu``, the CPU in tests).
 
 Each op takes ``x`` uint8 ``[n, 3, S, S]`` and one argument per sample (``args``: float ``[n]`` on
-``x``'s device, what timm's level function returned for that sample's magnitude and sign), so the
-samples that drew the same op run as one batch. The ops follow timm's PIL ones (``timm.data.
-auto_augment``): same levels, same fill colour, PIL's luma weights, blend rounding and affine
-pixel-centre convention; interpolation is torch's bicubic (a = -0.75; PIL's is -0.5), so
-geometric ops differ from PIL's by a few grey levels at edges.
+``x``'s device, what timm's level function returned for that sample's magnitude and sign): the
+reference, op by op, that ``randaugment_batch`` (a whole batch through every op kind, in fixed
+shapes) equals pixel for pixel. The ops follow timm's PIL ones (``timm.data.auto_augment``):
+same levels, same fill colour, PIL's luma weights, blend rounding and affine pixel-centre
+convention; interpolation is torch's bicubic (a = -0.75; PIL's is -0.5), so geometric ops differ from PIL's by a few grey levels at edges.
 """
 
 from __future__ import annotations
@@ -84,20 +84,20 @@ def level_arg(op: str, magnitude: float, negate: bool) -> float:
     return 0.0
 
 
-def _blend(degenerate: torch.Tensor, image: torch.Tensor, factor: torch.Tensor) -> torch.Tensor:
+def blend(degenerate: torch.Tensor, image: torch.Tensor, factor: torch.Tensor) -> torch.Tensor:
     """PIL's ``Image.blend``: ``degenerate + factor * (image - degenerate)``, truncated to uint8."""
     f = factor.view(-1, 1, 1, 1)
     out = degenerate.float() + f * (image.float() - degenerate.float())
     return out.clamp(0, 255).floor().to(torch.uint8)
 
 
-def _luma(x: torch.Tensor) -> torch.Tensor:
+def luma(x: torch.Tensor) -> torch.Tensor:
     """PIL's ``convert("L")`` (ITU-R 601-2, integer arithmetic): uint8 ``[n, 3, H, W]`` -> int32 ``[n, 1, H, W]``."""
     r, g, b = x.int().unbind(1)
     return ((r * 19595 + g * 38470 + b * 7471 + 32768) >> 16).unsqueeze(1)
 
 
-def _smooth(x: torch.Tensor) -> torch.Tensor:
+def smooth(x: torch.Tensor) -> torch.Tensor:
     """PIL's ``ImageFilter.SMOOTH`` (3x3, centre 5, /13), border pixels kept: uint8 ``[n, 3, H, W]``."""
     kernel = torch.ones(3, 1, 3, 3, device=x.device)
     kernel[:, :, 1, 1] = 5.0
@@ -145,7 +145,7 @@ def device_affine_matrices(op: str, args: torch.Tensor, height: int, width: int)
     return torch.stack([a, b, a * -cx + b * -cy + cx, -b, a, -b * -cx + a * -cy + cy], 1)
 
 
-def _affine(x: torch.Tensor, matrices: torch.Tensor, fill: tuple[int, int, int] | torch.Tensor) -> torch.Tensor:
+def affine_warp(x: torch.Tensor, matrices: torch.Tensor, fill: tuple[int, int, int] | torch.Tensor) -> torch.Tensor:
     """Bicubic affine warp of uint8 ``[n, 3, H, W]`` by PIL coefficients ``[n, 6]``; pixels read from
     outside the image take ``fill`` (PIL's rule: the source point outside [0, W) x [0, H))."""
     n, _, h, w = x.shape
@@ -174,8 +174,8 @@ def apply_op(op: str, x: torch.Tensor, args: list[float] | torch.Tensor, fill: t
         return TF.invert(x)
     if op in ("Rotate", "ShearX", "ShearY", "TranslateXRel", "TranslateYRel"):
         if isinstance(args, torch.Tensor):
-            return _affine(x, device_affine_matrices(op, args.double(), x.shape[-2], x.shape[-1]), fill)
-        return _affine(x, affine_matrices(op, args, x.shape[-2], x.shape[-1]), fill)
+            return affine_warp(x, device_affine_matrices(op, args.double(), x.shape[-2], x.shape[-1]), fill)
+        return affine_warp(x, affine_matrices(op, args, x.shape[-2], x.shape[-1]), fill)
     v = host_values(args, x.device, torch.float32)
     if op == "PosterizeIncreasing":
         bits = v.to(torch.int32)
@@ -186,12 +186,12 @@ def apply_op(op: str, x: torch.Tensor, args: list[float] | torch.Tensor, fill: t
     if op == "SolarizeAdd":  # pixels below 128 get ``add``, capped at 255
         return torch.where(x < 128, (x.int() + v.int().view(-1, 1, 1, 1)).clamp(max=255).to(torch.uint8), x)
     if op == "ColorIncreasing":
-        return _blend(_luma(x).expand_as(x), x, v)
+        return blend(luma(x).expand_as(x), x, v)
     if op == "ContrastIncreasing":  # degenerate: the luma image's mean, rounded, everywhere
-        mean = (_luma(x).float().mean(dim=(1, 2, 3)) + 0.5).floor()
-        return _blend(mean.view(-1, 1, 1, 1).expand_as(x), x, v)
+        mean = (luma(x).float().mean(dim=(1, 2, 3)) + 0.5).floor()
+        return blend(mean.view(-1, 1, 1, 1).expand_as(x), x, v)
     if op == "BrightnessIncreasing":
-        return _blend(torch.zeros_like(x), x, v)
+        return blend(torch.zeros_like(x), x, v)
     if op == "SharpnessIncreasing":
-        return _blend(_smooth(x), x, v)
+        return blend(smooth(x), x, v)
     raise ValueError(f"unknown RandAugment op {op!r}; allowed: {', '.join(OPS)}")

@@ -162,6 +162,14 @@ def test_erasing_noise_is_standard_normal_and_keyed():
     a = hash_normal(torch.tensor([1, 2]), (3, 32, 32))
     assert torch.equal(a[1], hash_normal(torch.tensor([2]), (3, 32, 32))[0]) and not torch.equal(a[0], a[1])
     assert abs(a.mean().item()) < 0.05 and abs(a.std().item() - 1) < 0.05 and a.abs().max() < 6.5
+    # both normals of each Box-Muller pair are used: still N(0, 1), neighbours uncorrelated, odd sizes too
+    from scipy import stats
+
+    many = hash_normal(torch.arange(64) * 7919 + 2**40, (3, 32, 32)).flatten().numpy()
+    assert stats.kstest(many, "norm").statistic < 1.95 / math.sqrt(len(many))  # alpha 0.001
+    assert abs(np.corrcoef(many[0::2], many[1::2])[0, 1]) < 0.01
+    odd = hash_normal(torch.tensor([5, 6]), (3, 5, 5))
+    assert odd.shape == (2, 3, 5, 5) and torch.equal(odd[1], hash_normal(torch.tensor([6]), (3, 5, 5))[0])
 
 
 def test_decode_gpu_is_refused_for_in_memory_data_and_ray_data(tmp_path):
