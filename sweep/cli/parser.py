@@ -17,10 +17,17 @@ from sweep.cli.train import add as add_train
 
 EXIT_STATUS = """exit status (every command):
   0    done
-  1    failed: a training, a trial or a check failed, or a disk filled (or an unexpected error, with its traceback)
-  2    bad input: a config, study, path, key or argument was refused before anything started
-  130  interrupted (Ctrl-C): the MLflow run is marked KILLED; `mjp sweep resume DIR` continues a sweep
+  1    failed: a training, a trial or a check failed, or a disk filled
+       (or an unexpected error, with its traceback)
+  2    bad input: a config, study, path, key or argument was refused
+       before anything started
+  130  interrupted (Ctrl-C): the MLflow run is marked KILLED;
+       `mjp sweep resume DIR` continues a sweep
   143  stopped by SIGTERM (`ray job stop`, systemd, a batch scheduler): as 130"""
+
+#: ``mjp --help``'s first lines (laid out by hand, as the exit status: 80 columns at most)
+DESCRIPTION = """Masked Jigsaw Puzzle (CVPR 2023): training, sweeps, evaluation and analysis
+on Ray + Optuna + MLflow"""
 
 #: the command groups in the order `mjp --help` lists them
 GROUPS = (add_train, add_sweeps, add_config, add_analyze, add_attack, add_evaluate, add_data, add_cluster, add_demo)
@@ -44,7 +51,7 @@ def package_version() -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="mjp",
-        description="Masked Jigsaw Puzzle (CVPR 2023): training, sweeps, evaluation and analysis on Ray + Optuna + MLflow",
+        description=DESCRIPTION,
         epilog=EXIT_STATUS,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

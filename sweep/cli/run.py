@@ -26,7 +26,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler = getattr(importlib.import_module(module), name)
         return handler(args)
     except UserError as err:
-        print(f"error: {one_line(str(err))}", file=sys.stderr)  # one line, whatever the input held
+        from sweep.console.commands_shown import for_terminal
+
+        # one line, whatever the input held (wrapped between words only at a narrower terminal)
+        print(for_terminal(f"error: {one_line(str(err))}", sys.stderr), file=sys.stderr)
         return err.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

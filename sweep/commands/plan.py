@@ -79,11 +79,12 @@ def cmd_sweep_plan(args: argparse.Namespace) -> int:
     if args.img_per_s is not None and args.img_per_s <= 0:
         raise ConfigError(f"--img-per-s {args.img_per_s}: allowed is a positive number of images per second")
     plan = make_plan(study, machines, args.img_per_s)
-    print(describe(study, plan, machines))
-    if args.slurm and args.time:
-        print(_slurm_jobs(plan, args.time))
+    from sweep.console.commands_shown import for_terminal
     from sweep.study.load import MAX_TRIALS
 
+    print(for_terminal(describe(study, plan, machines)))
+    if args.slurm and args.time:
+        print(for_terminal(_slurm_jobs(plan, args.time)))
     if study.num_trials > MAX_TRIALS:
-        print(f"note: `mjp sweep run` refuses more than {MAX_TRIALS:,} trials unless given --max-trials {study.num_trials}")
+        print(for_terminal(f"note: `mjp sweep run` refuses more than {MAX_TRIALS:,} trials unless given --max-trials {study.num_trials}"))
     return 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import socket
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -118,9 +119,18 @@ def trials_table(sweep: SweepSummary, indent: str = "    ", width: int = 10_000)
         )
         if split and k:
             lines.append(f"{indent}  MLflow run id {sweep.trials[k - 1].run_id}")
-    lines += [
-        f"{indent}{t.name}: {t.tags[schema.TAG_ERROR][:200]}" for t in sweep.trials if t.status == "FAILED" and schema.TAG_ERROR in t.tags
-    ]
+    for t in sweep.trials:
+        if t.status == "FAILED" and schema.TAG_ERROR in t.tags:  # a sentence: wraps between words where it would not fit
+            lines.append(
+                textwrap.fill(
+                    f"{t.name}: {t.tags[schema.TAG_ERROR][:200]}",
+                    width,
+                    initial_indent=indent,
+                    subsequent_indent=indent + "  ",
+                    break_long_words=False,
+                    break_on_hyphens=False,
+                )
+            )
     return "\n".join(lines)
 
 
@@ -176,15 +186,15 @@ def cmd_sweep_status(args: argparse.Namespace) -> int:
         if not sweeps:
             print(f"no sweeps{' of study ' + repr(study) if study else ''} recorded in {uri}")
             return 0
-    from sweep.console.commands_shown import terminal_columns
+    from sweep.console.commands_shown import for_terminal, terminal_columns
 
     header = f"sweeps in {uri} (newest first):"
     print(header if len(header) <= terminal_columns() else f"sweeps (newest first) in\n  {uri}")
     for s in sweeps:
         shown = ", ".join(f"{n} {k}" for k, n in sorted(s.trial_states.items())) or "no trials yet"
         label, resume = ("deleted in MLflow: restore its run to resume it", None) if s.deleted else sweep_state(s.status, s.tags, uri)
-        print(f"  {s.run_name}  [{label}]  {shown} of {s.params.trials or '?'} trials")
-        print(f"    parent run {s.run_id}" + (f"\n    resume: {resume}" if resume else ""))
+        print(for_terminal(f"  {s.run_name}  [{label}]  {shown} of {s.params.trials or '?'} trials"))
+        print(for_terminal(f"    parent run {s.run_id}" + (f"\n    resume: {resume}" if resume else "")))
         if s.trials:
             print(trials_table(s, width=terminal_columns()))
     return 0

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from sweep.console.commands_shown import mlflow_ui_command, tool
+from sweep.console.commands_shown import for_terminal, mlflow_ui_command, tool
 from sweep.study.cli_overrides import set_overrides
 
 
@@ -17,7 +17,7 @@ def after_sweep(outcome: Any, study: Any) -> int:
     from trainables.tracking.store import optuna_storage_url
 
     for t in outcome.failed:
-        print(f"failed: {t.label}: {t.error}", file=sys.stderr)
+        print(for_terminal(f"failed: {t.label}: {t.error}", sys.stderr), file=sys.stderr)
     done = outcome.finished
     print(
         f"\nsweep {study.name}: {done} of {outcome.expected_trials} trials finished, {len(outcome.failed)} failed\n"
@@ -28,22 +28,22 @@ def after_sweep(outcome: Any, study: Any) -> int:
         from trainables.tracking.runs import restore_hint
 
         hint = restore_hint(uri, outcome.parent_run_id, outcome.parent_deleted)
-        print(
+        deleted = (
             f"the sweep's MLflow parent run was deleted (its {outcome.parent_deleted}) while the sweep ran: its trials' runs are "
-            f"kept, nothing more was written to it; restore it ({hint}), then `mjp analyze report --study {study.name}`",
-            file=sys.stderr,
+            f"kept, nothing more was written to it; restore it ({hint}), then `mjp analyze report --study {study.name}`"
         )
+        print(for_terminal(deleted, sys.stderr), file=sys.stderr)
         return 1
     report = publish_sweep_report(outcome.parent_run_id, study, reports_dir(), uri)
     if report is not None:
         print(report.table)
         for text in report.paper.values():
-            print(f"\n{text}")
+            print(f"\n{for_terminal(text)}")  # its caption and notes wrap; its table scrolls
         print(f"\nreport: {report.html}")
     if outcome.best is not None:
         print(f"best trial: {outcome.best.label}")
     if outcome.pareto:
-        print("Pareto front: " + "; ".join(t.label for t in outcome.pareto))
+        print(for_terminal("Pareto front: " + "; ".join(t.label for t in outcome.pareto)))
     print(f"MLflow UI:\n  {mlflow_ui_command(uri, study.base.tracking.experiment)}")
     optuna_url = optuna_storage_url(uri)
     if optuna_url:
@@ -52,7 +52,8 @@ def after_sweep(outcome: Any, study: Any) -> int:
     if outcome.interrupted:
         from trainables.launch.signals import interrupted_status
 
-        print(f"\ninterrupted: the parent run is marked KILLED; continue with `mjp sweep resume {outcome.experiment_dir}`", file=sys.stderr)
+        interrupted = f"interrupted: the parent run is marked KILLED; continue with `mjp sweep resume {outcome.experiment_dir}`"
+        print(f"\n{for_terminal(interrupted, sys.stderr)}", file=sys.stderr)
         return interrupted_status()
     return 1 if outcome.failed or not outcome.trials else 0
 

@@ -1,11 +1,13 @@
 """What the console shows of other commands: a tool's path beside this Python, the command that
-opens a run's MLflow page, and the terminal's width they are laid out for."""
+opens a run's MLflow page, the terminal's width they are laid out for, and sentences wrapped to it."""
 
 from __future__ import annotations
 
 import os
 import shlex
 import sys
+import textwrap
+from typing import TextIO
 
 
 def tool(name: str) -> str:
@@ -40,3 +42,24 @@ def terminal_columns() -> int:
     import shutil
 
     return shutil.get_terminal_size(fallback=(10_000, 24)).columns
+
+
+def for_terminal(text: str, stream: TextIO | None = None) -> str:
+    """``text`` as a terminal shows it whole: where ``stream`` (stdout by default) is a terminal
+    narrower than a line, the line wraps between words, its continuation indented two more than it;
+    a table row (``|`` first) stays whole, to scroll. A file or a pipe gets ``text`` unchanged,
+    a sentence to a line, for tools and logs."""
+    if not (stream or sys.stdout).isatty():
+        return text
+    width = terminal_columns()
+    lines = []
+    for line in text.split("\n"):
+        body = line.lstrip(" ")
+        if len(line) <= width or body.startswith("|"):
+            lines.append(line)
+            continue
+        lead = line[: len(line) - len(body)]
+        lines.append(
+            textwrap.fill(body, width, initial_indent=lead, subsequent_indent=lead + "  ", break_long_words=False, break_on_hyphens=False)
+        )
+    return "\n".join(lines)
