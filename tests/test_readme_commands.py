@@ -60,3 +60,17 @@ def test_the_cheap_readme_commands_run(argv, capsys, monkeypatch, tmp_path):
     if argv[:2] != ["cluster", "check"] and "--cluster" not in argv:
         monkeypatch.chdir(tmp_path)  # from anywhere: nothing here but the command
     assert main(argv) == 0, capsys.readouterr().err
+
+
+def test_the_cluster_pages_exports_are_every_variable_cluster_up_prints(tmp_path):
+    """docs/cluster-local.md's export block once left out MLFLOW_TRACKING_TOKEN: pasted as written,
+    every command through the twin's gate got 401 (tests/test_cluster_docs.py runs the block)."""
+    from sweep.cluster.twin import DEFAULT_SESSION, TOKEN_FILE, LocalCluster
+
+    block = re.findall(r"```bash\n(.*?)```", (ROOT / "docs" / "cluster-local.md").read_text(), flags=re.S)[0]
+    export = next(line for line in block.replace("\\\n", " ").splitlines() if line.startswith("export "))
+    given = dict(word.split("=", 1) for word in shlex.split(export)[1:])
+    (tmp_path / TOKEN_FILE).write_text("t")
+    printed = LocalCluster(session_dir=str(tmp_path), address="a", dashboard="d", tracking_uri="u", storage="s").environment()
+    assert list(given) == list(printed)
+    assert given["MLFLOW_TRACKING_TOKEN"] == f"$(cat {DEFAULT_SESSION}/{TOKEN_FILE})"  # as `up` prints it: the secret stays in its file

@@ -100,6 +100,10 @@ def _environment() -> dict[str, str]:
     env = {**os.environ, "RAY_FAKE_CLUSTER": "1", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token"}
     here = str(PROJECT_DIR)
     env["PYTHONPATH"] = os.pathsep.join([here, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != here]])
+    # a job's `bash -c "cd $PWD && mjp ..."` (docs/cluster-local.md) finds this environment's `mjp`
+    # and `ray`, as under `uv run`, however `up` was started (`.venv/bin/mjp cluster up`)
+    tools = str(Path(sys.executable).parent)
+    env["PATH"] = os.pathsep.join([tools, *[p for p in env.get("PATH", "").split(os.pathsep) if p and p != tools]])
     return env
 
 
