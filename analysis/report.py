@@ -17,7 +17,7 @@ from analysis import figures as figs
 from analysis.figures import evaluation as evaluation_figures
 from analysis.html import figure_html, figure_row, image_html, page, paragraphs, preformatted, table_html
 from analysis.markdown import format_value
-from analysis.paper import TABLES
+from analysis.paper import TABLES, measured_titles, paper_notes
 from analysis.robustness import with_relative_mce, with_s4_mean_error
 from analysis.tables import (
     PAPER_SETUP,
@@ -273,7 +273,7 @@ def _html(
         body = table_html(t, f"paper-{key}") if len(t) else "<p>No run of this study answers to a row of this table with its metrics.</p>"
         note = f"Ours: {setup_caption(runs)}; the paper: {PAPER_SETUP}. Compare directions, not values."
         sections.append(
-            (f"The paper beside ours — {TABLES[key].title}", body + paragraphs([note] + ([TABLES[key].note] if TABLES[key].note else [])))
+            (f"The paper beside ours — {TABLES[key].title}", body + paragraphs([note, *paper_notes(key, measured_titles(t))]))
         )
     sections.append(
         ("Figures", "".join(figure_html(fig, CAPTIONS.get(name, name), CAPTIONS.get(name, name)) for name, fig in drawn.items()))

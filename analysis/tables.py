@@ -12,7 +12,7 @@ import math
 import pandas as pd
 
 from analysis.markdown import is_fraction, markdown_table
-from analysis.paper import TABLES, paper_row, paper_values
+from analysis.paper import TABLES, measured_titles, paper_notes, paper_row, paper_values
 from mjp import keys
 from mjp.config import table4_row
 
@@ -188,8 +188,8 @@ def paper_comparison(runs: pd.DataFrame, table_key: str, by: list[str] | None = 
     """Our rows that answer to a row of the paper's table ``table_key``, ours beside the paper's.
 
     Up to ``WIDE`` metrics: a row per configuration, "ours" and "paper" columns per metric. More
-    (supplementary Table 4's corruptions): a row per metric, "ours" and "paper" columns per
-    configuration, so the table stays readable.
+    (supplementary Table 4's corruptions): a row per metric ours has, "ours" and "paper" columns
+    per configuration, so the table stays readable (``paper_notes`` names the metrics left out).
     """
     paper = TABLES[table_key]
     by = by or group_columns(runs)
@@ -223,7 +223,7 @@ def paper_comparison(runs: pd.DataFrame, table_key: str, by: list[str] | None = 
             ]
         )
     rows = []
-    for title in paper.columns.values():
+    for title in (t for t in paper.columns.values() if any(cells[t][0] for _, _, cells, _ in pairs)):  # a metric ours has
         out = {"metric": title}
         for ours, target, cells, n in pairs:
             out[f"{ours} (n={n})"], out[f"paper: {target}"] = cells[title]
@@ -271,7 +271,7 @@ def paper_text(table_key: str, table: pd.DataFrame, ours: str = "") -> str:
     paper = TABLES[table_key]
     body = to_markdown(table) if len(table) else "(no run of this study answers to a row of this table with its metrics)"
     setups = f"the paper: {PAPER_SETUP}" + (f"; ours: {ours}" if ours else "")
-    return f"{paper.title}; {setups}\n{body}" + (f"\nnote: {paper.note}" if paper.note else "")
+    return f"{paper.title}; {setups}\n{body}" + "".join(f"\nnote: {n}" for n in paper_notes(table_key, measured_titles(table)))
 
 
 def to_markdown(table: pd.DataFrame) -> str:

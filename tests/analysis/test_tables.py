@@ -293,3 +293,30 @@ def test_sampled_values_are_rounded_and_one_not_sampled_is_a_dash_never_nan():
     table = study_table(pd.DataFrame(rows))
     assert set(zip(table["mjp.mask_ratio"], table["mjp.dal_weight"])) == {("0.187", "-"), ("0.412", "0.0123")}
     assert "nan" not in to_markdown(table)
+
+
+def test_supplementary_table_4_of_a_smoke_sweep_shows_what_it_measured_and_says_what_it_lacks():
+    """`sweep run fashion --smoke` measures 3 corruptions: its table had 8 of 10 rows empty and an
+    empty mean under a note that said "ours is the mean over these 10 corruptions"."""
+    import pandas as pd
+
+    from analysis.robustness import with_s4_mean_error
+    from analysis.tables import paper_text
+    from mjp import keys
+
+    smoke = ("gaussian_noise", "fog", "pixelate")  # sweep/studies/fashion.yaml's smoke corruptions
+    runs = pd.DataFrame(
+        [{"run_id": "r1", "status": "FINISHED", "variant": "baseline", "sample.mjp.variant": "A", **{keys.robust_err_key(c): 0.3 for c in smoke}}]
+    )
+    table = paper_comparison(with_s4_mean_error(runs), "s4")
+    assert list(table["metric"]) == ["gaussian noise", "pixelate"]  # fog is not one of the table's 10
+    assert all(table.iloc[:, 1] == "30.0")
+    text = paper_text("s4", table)
+    assert "mean over these 10" not in text and "| mean" not in text
+    assert "note: ours has no shot noise, impulse noise" in text and "mean (paper: its mCE): not measured by this study's runs" in text
+    assert "its printed mCE" in text  # the paper's own note stays
+
+    every = {keys.robust_err_key(c): 0.4 for c in keys.CORRUPTIONS}
+    full = paper_comparison(with_s4_mean_error(runs.assign(**every)), "s4")
+    assert len(full) == 11 and "note: ours is the mean over these 10 corruptions" in paper_text("s4", full)
+    assert "ours has no" not in paper_text("s4", full)
