@@ -454,6 +454,7 @@ CASES = [
     ("data for a bundled study", lambda t: ["sweep", "run", "quickstart", "--data", "/data"], "data.name='digits' is bundled"),
     ("data given twice", lambda t: ["sweep", "run", "fashion", "--data", "/a", "--set", "data.root=/b"], "both give the data root"),
     ("resume of a non-sweep", lambda t: ["sweep", "resume", str(t)], "is not a sweep directory"),
+    ("resume of a missing path", lambda t: ["sweep", "resume", str(t / "nope")], "nope does not exist; pass the directory"),
     # --- input that costs more than it says -----------------------------------------------------
     (
         "nested aliases in a study",
@@ -631,7 +632,11 @@ CASES = [
     ("cluster missing", lambda t: ["cluster", "check", str(t / "none.yaml")], "does not exist"),
     # --- other commands -----------------------------------------------------------------------
     ("config show missing", lambda t: ["config", "show", "nope.yaml"], "neither a file nor a shipped study"),
-    ("data check not a folder", lambda t: ["data", "check", str(t / "nothing")], "is not a directory"),
+    # a missing root is said to be missing, the same way by both (check said "is not a directory",
+    # prepare "missing train/")
+    ("data check of a missing root", lambda t: ["data", "check", str(t / "nothing")], "/nothing' does not exist; expected an image folder"),
+    ("data prepare of a missing root", lambda t: ["data", "prepare", str(t / "nothing"), str(t / "out")], "/nothing' does not exist"),
+    ("data check not a folder", lambda t: ["data", "check", write(t / "a-file", "x")], "a-file' is not a directory"),
     # what training refuses, data check refuses (it said "every image opens" and exit 0)
     (
         "data check of one class",

@@ -78,7 +78,7 @@ def local_machines() -> Machines:
     import torch
 
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    return Machines(f"this machine ({os.cpu_count()} CPUs, {gpus} GPUs)", float(os.cpu_count() or 1), gpus, local=True)
+    return Machines(f"this machine ({counted(os.cpu_count() or 1, 'CPU')}, {counted(gpus, 'GPU')})", float(os.cpu_count() or 1), gpus, local=True)
 
 
 def cluster_machines(path: str | Path) -> Machines:
@@ -102,7 +102,7 @@ def cluster_machines(path: str | Path) -> Machines:
         count = int(node.get("max_workers", 0))
         cpus += count * float(resources.get("CPU", known[0] if known else 0))
         gpus += count * int(resources.get("GPU", known[1] if known else 0))
-    return Machines(f"{path} at its largest ({cpus:.0f} CPUs, {gpus} GPUs on worker nodes)", cpus, gpus)
+    return Machines(f"{path} at its largest ({counted(round(cpus), 'CPU')}, {counted(gpus, 'GPU')} on worker nodes)", cpus, gpus)
 
 
 def slurm_machines(nodes: int, gpus_per_node: int, cpus_per_node: int) -> Machines:
@@ -110,7 +110,7 @@ def slurm_machines(nodes: int, gpus_per_node: int, cpus_per_node: int) -> Machin
     its driver, MLflow server and gate keep."""
     cpus = nodes * cpus_per_node - (1 if cpus_per_node > 1 else 0)
     s = "s" if nodes != 1 else ""
-    return Machines(f"a Slurm job of {nodes} node{s} x ({cpus_per_node} CPUs, {gpus_per_node} GPUs)", float(cpus), nodes * gpus_per_node)
+    return Machines(f"a Slurm job of {nodes} node{s} x ({counted(cpus_per_node, 'CPU')}, {counted(gpus_per_node, 'GPU')})", float(cpus), nodes * gpus_per_node)
 
 
 def train_images(cfg: TrainConfig) -> tuple[int, str]:
@@ -201,8 +201,8 @@ def make_plan(study: Any, machines: Machines, img_per_s: float | None = None) ->
         threads = max(1, int(cpus))
         share = min(1.0, machines.cpus / max(1, concurrent * threads)) if machines.local else 1.0
         rate = measure_cpu_img_per_s(cfg, shape.img_size, shape.in_chans, shape.num_classes, threads) * share
-        shared = f", x {share:.2f}: {concurrent} trials share {machines.cpus:g} CPUs" if share < 1 else ""
-        source = f"measured now on this CPU (2 s of steps on {min(cfg.data.batch_size, 32)} synthetic images, {threads} thread(s)){shared}"
+        shared = f", x {share:.2f}: {counted(concurrent, 'trial')} share {counted(machines.cpus, 'CPU')}" if share < 1 else ""
+        source = f"measured now on this CPU (2 s of steps on {counted(min(cfg.data.batch_size, 32), 'synthetic image')}, {counted(threads, 'thread')}){shared}"
     return Plan(study.num_trials, cfg.optim.epochs, images, note, cpus, gpus, concurrent, rate, source, capacity)
 
 
@@ -214,3 +214,8 @@ def duration_text(hours: float) -> str:
     if hours < 48:
         return f"{hours:.1f} h"
     return f"{hours / 24:.1f} days"
+
+
+def counted(n: float, noun: str) -> str:
+    """``n`` and ``noun``, plural unless ``n`` is one: ``1 CPU``, ``2 CPUs``, ``0.5 GPUs``."""
+    return f"{n:g} {noun}{'s' * (n != 1)}"

@@ -217,6 +217,15 @@ def read_state(session_dir: str | Path) -> LocalCluster:
     return LocalCluster(**json.loads(path.read_text()))
 
 
+def kept_store_of(session: Path) -> Path | None:
+    """Where ``down`` saves the MLflow store of the twin in ``session`` (its bucket's copy), or None
+    where there is nothing to save (no twin there, no store yet, a state without a bucket)."""
+    if not ((session / STATE_FILE).is_file() and (session / "mlflow" / "mlflow.db").is_file()):
+        return None
+    state = read_state(session)
+    return state.kept_store if state.bucket else None
+
+
 def down(session_dir: str | Path = DEFAULT_SESSION, *, grace_s: float = 10.0) -> list[int]:
     """Save the twin's MLflow store to its bucket, then end every process of the twin in
     ``session_dir``: SIGTERM to all but the GCS, then to the GCS, then SIGKILL to what is left,
@@ -229,11 +238,10 @@ def down(session_dir: str | Path = DEFAULT_SESSION, *, grace_s: float = 10.0) ->
 
     session = Path(session_dir).resolve()
     unsaved = None
-    if (session / STATE_FILE).is_file() and (session / "mlflow" / "mlflow.db").is_file():
-        state = read_state(session)
+    kept = kept_store_of(session)
+    if kept is not None:
         try:
-            if state.bucket:
-                save_store(session / "mlflow" / "mlflow.db", str(state.kept_store))
+            save_store(session / "mlflow" / "mlflow.db", str(kept))
         except ConfigError as err:  # the twin still goes down; the store stays in the session directory
             unsaved = err
     ended: set[int] = set()

@@ -13,7 +13,7 @@ from sweep.cluster.check import placeholders_left, validate_cluster_config
 from sweep.cluster.probe import probe_here
 from sweep.cluster.processes import session_processes
 from sweep.cluster.store_copy import fingerprint, restore_store, save_store
-from sweep.cluster.twin import DEFAULT_SESSION, STATE_FILE, down, up
+from sweep.cluster.twin import DEFAULT_SESSION, STATE_FILE, down, kept_store_of, up
 from trainables.config.yaml_files import read_yaml_mapping
 from trainables.errors import ConfigError
 
@@ -52,10 +52,13 @@ def cmd_cluster_down(args: argparse.Namespace) -> int:
         )
     if not (session / STATE_FILE).is_file() and not session_processes(session):
         raise ConfigError(f"--session {session}: no local cluster is up there (no {STATE_FILE}, no process of it); nothing to end")
+    kept = kept_store_of(session)  # `down` saves it there first (and says so in one line if it cannot)
     ended = down(session)
     left = session_processes(args.session)
     print(
-        f"local cluster in {Path(args.session).resolve()} down: {len(ended)} processes ended" + (f"; still running: {left}" if left else "")
+        f"local cluster in {session} down: {len(ended)} process{'es' * (len(ended) != 1)} ended"
+        + (f", MLflow's store saved to {kept}" if kept is not None else ", no MLflow store to save")
+        + (f"; still running: {left}" if left else "")
     )
     return 1 if left else 0
 

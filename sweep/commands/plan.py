@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from sweep.cluster.plan import Machines, Plan, cluster_machines, duration_text, local_machines, make_plan, slurm_machines
+from sweep.cluster.plan import Machines, Plan, cluster_machines, counted, duration_text, local_machines, make_plan, slurm_machines
 from trainables.errors import ConfigError
 
 
@@ -24,7 +24,7 @@ def describe(study: Any, plan: Plan, machines: Machines) -> str:
     return "\n".join(
         [
             f"study {study.name}: {plan.trials} trials x {plan.epochs} epochs x {plan.train_images:,} training images ({plan.images_note})",
-            f"each trial asks for {plan.cpus_per_trial:g} CPUs and {plan.gpus_per_trial:g} GPUs",
+            f"each trial asks for {counted(plan.cpus_per_trial, 'CPU')} and {counted(plan.gpus_per_trial, 'GPU')}",
             f"on {machines.name}: {fits}",
             f"throughput {plan.img_per_s:,.0f} img/s per trial: {plan.img_per_s_source}",
             f"estimate: {duration_text(plan.trial_hours)} per trial, {duration_text(plan.wall_hours)} wall, {plan.gpu_hours:,.1f} GPU-hours"

@@ -98,7 +98,7 @@ class ConsoleTable:
     #: and the first objective always stay
     DROP_ORDER = ("this epoch", "progress", "best", "time")
     BAR_WIDTH = 16
-    #: the narrowest the trial column gets: a longer label wraps at its spaces onto more lines
+    #: the narrowest the trial column gets: a longer label folds onto more lines
     TRIAL_MIN = 24
 
     def widths(self) -> dict[tuple[str, int], int]:

@@ -97,9 +97,14 @@ def read_state(experiment_dir: str) -> SweepState:
         with fs.open_input_stream(f"{path}/{STATE_FILE}") as fh:
             return SweepState.from_json(fh.read().decode())
     except (FileNotFoundError, OSError, ValueError, TypeError):
-        raise UserError(
-            f"{experiment_dir} is not a sweep directory (no readable {STATE_FILE}); pass the directory `mjp sweep run` printed"
-        ) from None
+        import pyarrow.fs
+
+        try:
+            gone = fs.get_file_info(path).type == pyarrow.fs.FileType.NotFound
+        except OSError:  # a bucket that cannot be asked: say what is known
+            gone = False
+        what = "does not exist" if gone else f"is not a sweep directory (no readable {STATE_FILE})"
+        raise UserError(f"{experiment_dir} {what}; pass the directory `mjp sweep run` printed (under ray_results/)") from None
 
 
 def in_project(path: str) -> str | None:

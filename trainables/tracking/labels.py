@@ -2,8 +2,10 @@
 
 A sweep's trial is labelled by what the sweep chose for it (a Table 4 row as ``J jp_unk_dal_mlp``,
 a preset by its label, continuous values as ``mask_ratio=0.213``) and its seed; a single
-training by its model and Table 4 row. Run names join the words with ``-``
-(``J-jp_unk_dal_mlp-s1``), the console with spaces (``J jp_unk_dal_mlp seed 1``).
+training by its model and Table 4 row. The words join with ``-`` (``J-jp_unk_dal_mlp-s1``), and
+that one name is the run's everywhere: its MLflow run, the live view, `sweep status`, the end of
+a sweep (the console once said ``J jp_unk_dal_mlp seed 1`` for the run `sweep status` and the
+MLflow UI call ``J-jp_unk_dal_mlp-s1``).
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ class RunLabel:
 
     @property
     def display(self) -> str:
-        return " ".join((*self.words, f"seed {self.seed}"))
+        """What the console calls the run: its run name, as `sweep status` and the MLflow UI do."""
+        return self.run_name
 
 
 def variant_words(variant: str) -> tuple[str, ...]:

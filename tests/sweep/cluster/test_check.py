@@ -119,6 +119,29 @@ def test_cluster_down_of_an_empty_session_ends_nothing(tmp_path):
         raylet_pid(tmp_path, "abc")
 
 
+def test_cluster_down_says_where_it_saved_the_store(tmp_path, capsys):
+    """`down` saves MLflow's store to the bucket (docs/cluster-local.md) and never said so."""
+    import json
+    import sqlite3
+    from dataclasses import asdict
+
+    from sweep.cli import main
+    from sweep.cluster.twin import STATE_FILE, LocalCluster
+
+    bucket = tmp_path / "bucket"
+    twin = LocalCluster(str(tmp_path), "127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3", str(bucket / "s"), str(bucket))
+    (tmp_path / STATE_FILE).write_text(json.dumps(asdict(twin)))
+    (tmp_path / "mlflow").mkdir()
+    with sqlite3.connect(tmp_path / "mlflow" / "mlflow.db") as db:  # a store with one row, its copy checked below
+        db.execute("create table kept (x)")
+        db.execute("insert into kept values (7)")
+    assert main(["cluster", "down", "--session", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.strip()
+    assert out == f"local cluster in {tmp_path} down: 0 processes ended, MLflow's store saved to {twin.kept_store}"
+    with sqlite3.connect(twin.kept_store) as db:
+        assert db.execute("select x from kept").fetchall() == [(7,)]
+
+
 def test_cluster_up_without_local_and_a_bad_size_are_refused_before_anything_starts(tmp_path, capsys):
     from sweep.cli import main
 

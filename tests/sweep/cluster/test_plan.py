@@ -71,3 +71,12 @@ def test_a_slurm_shape_is_priced_with_the_starts_its_time_limit_takes(capsys):
 def test_a_slurm_plan_without_its_shape_is_one_line(capsys, extra, says):
     assert main(["sweep", "plan", "tune", *extra]) == 2
     assert says in capsys.readouterr().err
+
+
+def test_counts_of_one_are_singular(capsys):
+    """`sweep plan quickstart` said "each trial asks for 1 CPUs"."""
+    from sweep.cluster.plan import counted
+
+    assert [counted(n, "CPU") for n in (0, 0.5, 1, 2)] == ["0 CPUs", "0.5 CPUs", "1 CPU", "2 CPUs"]
+    assert main(["sweep", "plan", "quickstart", "--img-per-s", "400"]) == 0
+    assert "each trial asks for 1 CPU and 0 GPUs" in capsys.readouterr().out

@@ -67,7 +67,7 @@ def test_a_seeded_sweep_makes_one_parent_and_a_child_per_trial(seeded_sweep):
     tmp, uri, study, outcome, text = seeded_sweep
     assert len(outcome.trials) == 4 and not outcome.failed and not outcome.interrupted
     assert "Traceback" not in text and "\x1b[" not in text, text
-    assert "A baseline fast seed 0" in text and "J jp_unk_dal_mlp fast seed 1" in text
+    assert "A-baseline-fast-s0" in text and "J-jp_unk_dal_mlp-fast-s1" in text
     assert len(text.splitlines()) < 25, text
 
     sweeps = load_sweeps(uri, "e2e")

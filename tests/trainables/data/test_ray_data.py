@@ -66,6 +66,8 @@ def test_prepared_shards_hold_the_encoded_bytes_and_labels(tmp_path):
     table = pq.read_table(tmp_path / "shards" / "train" / "part-00000.parquet").to_pydict()
     assert table["image"][0] == Path(table["path"][0]).read_bytes() and set(table["label"]) == {0}
     Image.open(io.BytesIO(table["image"][0])).verify()
+    one = prepare_shards(root, tmp_path / "one", images_per_shard=100)
+    assert "in 1 Parquet shard under" in one  # it said "1 Parquet shards"
 
 
 @pytest.mark.slow

@@ -19,7 +19,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from trainables.data.folder.image_folder import IMAGE_EXTENSIONS, check_classes
+from trainables.data.folder.image_folder import IMAGE_EXTENSIONS, absent_root, check_classes
 from trainables.errors import DataError
 
 
@@ -74,11 +74,9 @@ def _splits(root: Path) -> dict[str, Path]:
 def check_folder(root: str | Path, workers: int | None = None) -> CheckReport:
     """Open every image below ``root`` (``root/{train,val}/<class>/*`` or ``root/<class>/*``)."""
     root = Path(root)
-    if not root.is_dir():
-        raise DataError(
-            f"data root {str(root)!r} is not a directory; expected an image folder: ROOT/{{train,val}}/<class>/*.jpg (or "
-            "ROOT/<class>/*.jpg)"
-        )
+    why = absent_root(root)
+    if why:
+        raise DataError(f"data root {str(root)!r} {why}; expected an image folder: ROOT/{{train,val}}/<class>/*.jpg (or ROOT/<class>/*.jpg)")
     report = CheckReport(str(root))
     listed: dict[str, tuple[list[Path], list[str], dict[str, str]]] = {}
     for split, directory in _splits(root).items():

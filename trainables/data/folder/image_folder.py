@@ -103,18 +103,26 @@ class FolderScan:
     empty_files: list[str]  # zero-byte image files
 
 
+def absent_root(root: Path) -> str | None:
+    """Why ``root`` is no folder to read (``does not exist``, ``is not a directory``), or None."""
+    if root.is_dir():
+        return None
+    return "is not a directory" if root.exists() else "does not exist"
+
+
 def scan_imagefolder(root: Path) -> FolderScan:
     """List ``root/{train,val}/<class>/*`` with file sizes; ``DataError`` for a broken layout."""
     classes: dict[str, list[str]] = {}
     counts: dict[str, int] = {}
     empty: list[str] = []
+    why = absent_root(root)
     for split in ("train", "val"):
         d = root / split
-        if not d.is_dir():
+        if why or not d.is_dir():
             raise DataError(
-                f"data.root={str(root)!r}: missing {split}/ (expected {root}/train/<class>/*.jpg and {root}/val/<class>/*.jpg; "
-                f"where the images are on other nodes, as on cluster.yaml's head, `mjp data check ROOT --manifest` "
-                f"writes the mjp_folder.json this node needs)"
+                f"data.root={str(root)!r}{' ' + why if why else f': missing {split}/'} (expected {root}/train/<class>/*.jpg and "
+                f"{root}/val/<class>/*.jpg; where the images are on other nodes, as on cluster.yaml's head, "
+                f"`mjp data check ROOT --manifest` writes the mjp_folder.json this node needs)"
             )
         folders = sorted(p for p in d.iterdir() if p.is_dir())
         if not folders:

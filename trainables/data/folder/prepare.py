@@ -72,8 +72,10 @@ def prepare_shards(root: str | Path, out: str | Path, *, images_per_shard: int =
             indent=2,
         )
     )
-    skipped = f"; {len(scan.empty_files)} zero-byte file(s) left out" if scan.empty_files else ""
+    empty = len(scan.empty_files)
+    skipped = f"; {empty} zero-byte file{'s' * (empty != 1)} left out" if empty else ""
     return (
-        f"{written} training images of {len(classes)} classes in {len(chunks)} Parquet shards under {out / 'train'}{skipped}; "
+        f"{written} training images of {len(classes)} classes in {len(chunks)} Parquet shard{'s' * (len(chunks) != 1)} under "
+        f"{out / 'train'}{skipped}; "
         f"validation stays in {root / 'val'}"
     )
