@@ -272,9 +272,7 @@ def _html(
     for key, t in paper.items():
         body = table_html(t, f"paper-{key}") if len(t) else "<p>No run of this study answers to a row of this table with its metrics.</p>"
         note = f"Ours: {setup_caption(runs)}; the paper: {PAPER_SETUP}. Compare directions, not values."
-        sections.append(
-            (f"The paper beside ours — {TABLES[key].title}", body + paragraphs([note, *paper_notes(key, measured_titles(t))]))
-        )
+        sections.append((f"The paper beside ours — {TABLES[key].title}", body + paragraphs([note, *paper_notes(key, measured_titles(t))])))
     sections.append(
         ("Figures", "".join(figure_html(fig, CAPTIONS.get(name, name), CAPTIONS.get(name, name)) for name, fig in drawn.items()))
     )

@@ -62,7 +62,9 @@ def test_the_pages_block_works_pasted_into_a_shell(twin_session):
         assert wait_job(twin, sweep, seconds=600) == "SUCCEEDED", job_logs(twin, sweep)[-4000:]
         follow = next(line for line in script.splitlines() if "sweep status quickstart-smoke" in line)
         exports = "\n".join(line for line in script.splitlines() if line.startswith("export "))
-        again = subprocess.run(["bash", "-e", "-c", f"{exports}\n{follow}"], cwd=REPO, env=shell, capture_output=True, text=True, timeout=120)
+        again = subprocess.run(
+            ["bash", "-e", "-c", f"{exports}\n{follow}"], cwd=REPO, env=shell, capture_output=True, text=True, timeout=120
+        )
         assert again.returncode == 0 and "[finished]" in again.stdout, again.stdout + again.stderr
     finally:
         for job in jobs:

@@ -78,7 +78,9 @@ def local_machines() -> Machines:
     import torch
 
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    return Machines(f"this machine ({counted(os.cpu_count() or 1, 'CPU')}, {counted(gpus, 'GPU')})", float(os.cpu_count() or 1), gpus, local=True)
+    return Machines(
+        f"this machine ({counted(os.cpu_count() or 1, 'CPU')}, {counted(gpus, 'GPU')})", float(os.cpu_count() or 1), gpus, local=True
+    )
 
 
 def cluster_machines(path: str | Path) -> Machines:
@@ -202,7 +204,8 @@ def make_plan(study: Any, machines: Machines, img_per_s: float | None = None) ->
         share = min(1.0, machines.cpus / max(1, concurrent * threads)) if machines.local else 1.0
         rate = measure_cpu_img_per_s(cfg, shape.img_size, shape.in_chans, shape.num_classes, threads) * share
         shared = f", x {share:.2f}: {counted(concurrent, 'trial')} share {counted(machines.cpus, 'CPU')}" if share < 1 else ""
-        source = f"measured now on this CPU (2 s of steps on {counted(min(cfg.data.batch_size, 32), 'synthetic image')}, {counted(threads, 'thread')}){shared}"
+        steps = f"2 s of steps on {counted(min(cfg.data.batch_size, 32), 'synthetic image')}, {counted(threads, 'thread')}"
+        source = f"measured now on this CPU ({steps}){shared}"
     return Plan(study.num_trials, cfg.optim.epochs, images, note, cpus, gpus, concurrent, rate, source, capacity)
 
 

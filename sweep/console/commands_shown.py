@@ -31,7 +31,10 @@ def mlflow_ui_command(uri: str, experiment: str) -> str:
     if is_tracking_server(uri):
         page = f"open {experiment_runs_page(uri, experiment, host=uri.rstrip('/'))}\n  "
         if os.environ.get("MLFLOW_TRACKING_TOKEN"):  # behind the cluster's gate (the twin's, a node's)
-            return page + "(the tracking server's own UI; the cluster's gate asks the browser once for its token:\n  echo $MLFLOW_TRACKING_TOKEN)"
+            return (
+                page
+                + "(the tracking server's own UI; the cluster's gate asks the browser once for its token:\n  echo $MLFLOW_TRACKING_TOKEN)"
+            )
         return page + "(the tracking server's own UI)"
     return f"{tool('mlflow')} ui --backend-store-uri {shlex.quote(uri)}\n  then open {experiment_runs_page(uri, experiment)}"
 

@@ -306,7 +306,15 @@ def test_supplementary_table_4_of_a_smoke_sweep_shows_what_it_measured_and_says_
 
     smoke = ("gaussian_noise", "fog", "pixelate")  # sweep/studies/fashion.yaml's smoke corruptions
     runs = pd.DataFrame(
-        [{"run_id": "r1", "status": "FINISHED", "variant": "baseline", "sample.mjp.variant": "A", **{keys.robust_err_key(c): 0.3 for c in smoke}}]
+        [
+            {
+                "run_id": "r1",
+                "status": "FINISHED",
+                "variant": "baseline",
+                "sample.mjp.variant": "A",
+                **{keys.robust_err_key(c): 0.3 for c in smoke},
+            }
+        ]
     )
     table = paper_comparison(with_s4_mean_error(runs), "s4")
     assert list(table["metric"]) == ["gaussian noise", "pixelate"]  # fog is not one of the table's 10

@@ -166,7 +166,9 @@ def test_a_browser_opens_the_ui_through_the_gate_once_given_the_token_and_nothin
     assert elsewhere.status_code == 303 and elsewhere.headers["Location"] == "/"  # never a redirect off the gate
     browser.cookies.clear()
 
-    opened = browser.post(f"{url}/mjp-gate/login", data={"token": "s3cret-token", "next": "/#/experiments/0/runs"}, headers=html, timeout=30)
+    opened = browser.post(
+        f"{url}/mjp-gate/login", data={"token": "s3cret-token", "next": "/#/experiments/0/runs"}, headers=html, timeout=30
+    )
     assert opened.status_code == 200 and "mlflow-ui-container" in opened.text, opened.text[:300]  # MLflow's own UI page
     set_cookie = opened.history[0].headers["Set-Cookie"]
     assert "HttpOnly" in set_cookie and "SameSite=Strict" in set_cookie and "s3cret-token" not in set_cookie

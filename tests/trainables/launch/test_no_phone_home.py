@@ -53,9 +53,7 @@ def test_a_process_the_platform_starts_outside_ci_has_every_background_call_off(
     probe = tmp_path / "probe.py"
     probe.write_text(PROBE)
     uri = f"sqlite:///{tmp_path}/mlflow.db"
-    out = subprocess.run(
-        [sys.executable, str(probe), uri], env=env, cwd=PROJECT_DIR, capture_output=True, text=True, timeout=300
-    )
+    out = subprocess.run([sys.executable, str(probe), uri], env=env, cwd=PROJECT_DIR, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     off = str({"mlflow telemetry": False, "ray usage stats": False, "hf hub telemetry": False, "hf hub online": False})
     lines = [line for line in out.stdout.splitlines() if line.startswith(("process ", "worker "))]

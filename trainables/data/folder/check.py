@@ -76,7 +76,9 @@ def check_folder(root: str | Path, workers: int | None = None) -> CheckReport:
     root = Path(root)
     why = absent_root(root)
     if why:
-        raise DataError(f"data root {str(root)!r} {why}; expected an image folder: ROOT/{{train,val}}/<class>/*.jpg (or ROOT/<class>/*.jpg)")
+        raise DataError(
+            f"data root {str(root)!r} {why}; expected an image folder: ROOT/{{train,val}}/<class>/*.jpg (or ROOT/<class>/*.jpg)"
+        )
     report = CheckReport(str(root))
     listed: dict[str, tuple[list[Path], list[str], dict[str, str]]] = {}
     for split, directory in _splits(root).items():
