@@ -111,8 +111,8 @@ def slurm_machines(nodes: int, gpus_per_node: int, cpus_per_node: int) -> Machin
     """A Slurm job's nodes (``mjp cluster slurm``): every node trains, the first less the one CPU
     its driver, MLflow server and gate keep."""
     cpus = nodes * cpus_per_node - (1 if cpus_per_node > 1 else 0)
-    s = "s" if nodes != 1 else ""
-    return Machines(f"a Slurm job of {nodes} node{s} x ({counted(cpus_per_node, 'CPU')}, {counted(gpus_per_node, 'GPU')})", float(cpus), nodes * gpus_per_node)
+    each = f"{counted(cpus_per_node, 'CPU')}, {counted(gpus_per_node, 'GPU')}"
+    return Machines(f"a Slurm job of {counted(nodes, 'node')} x ({each})", float(cpus), nodes * gpus_per_node)
 
 
 def train_images(cfg: TrainConfig) -> tuple[int, str]:
