@@ -47,7 +47,7 @@ def test_every_shipped_study_validates_at_full_size(fake_imagenet, fake_fashion)
 
 
 def test_full_size_without_imagenet_fails_naming_the_path():
-    with pytest.raises(ValueError, match="data.root='/data/imagenet': missing train/"):
+    with pytest.raises(ValueError, match="data.root='/data/imagenet' does not exist"):
         load_study("mask_ratio")
 
 
