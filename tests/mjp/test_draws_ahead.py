@@ -36,6 +36,12 @@ def test_k_batches_are_the_rows_of_one_draw_and_the_next_batch_draws_again():
     for i in range(4):
         assert torch.equal(got[i].perm, first.perm[32 * i : 32 * (i + 1)])
     assert torch.equal(got[4].perm, second.perm[:32])
+    # the reference code's per-batch mode: one row per batch, shared by its samples
+    alg, gen = algorithm(4, mask_mode="per_batch"), torch.Generator().manual_seed(0)
+    rows = sample_shuffle(4, GRID, 0.27, generator=gen)
+    for i in range(4):
+        got = alg.shuffle(IMAGES, 0)
+        assert got.perm.shape == (32, 196) and torch.equal(got.perm, rows.perm[i].expand(32, -1))
 
 
 def test_an_epoch_boundary_drops_the_rest_so_a_resumed_run_draws_the_same():
