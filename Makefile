@@ -68,7 +68,7 @@ endif
 
 # The GPU check for a bare GPU machine (a stock PyTorch image, no registry, a short slot):
 # `make gpu-kit` here puts the wheels it needs beyond that image in .gpu-kit/ (uv.lock's versions
-# and hashes, at most 24 MiB, MANIFEST.md says why each); copy the tree with it over and run
+# and hashes, at most 32 MiB, MANIFEST.md says why each); copy the tree with it over and run
 # `bash benchmarks/gpu_check.sh` there (docs/gpu-check.md). Needs only python3 and the network here.
 gpu-kit:
 	@$(PYTHON) -m benchmarks.gpu_check.make_kit

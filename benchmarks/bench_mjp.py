@@ -2,9 +2,10 @@
 
 Both models are built, fed and stepped alternately in one process (A, B, A, B, ...) so machine
 noise hits both alike; the ratio of medians is the number to read, and img/s of each. As in the
-training engine, the MJP step samples its shuffle outside the model and passes it in, so
-``--compile`` compiles the same graph the engine runs. Also times mask + permutation sampling and
-the token gather alone. Prints a Markdown table; ``--out`` appends it to a file.
+training engine, the MJP step samples its shuffle outside the model and passes it in (drawing
+``JIGSAW_DRAWS_AHEAD`` batches per sampler call), so ``--compile`` compiles the same graph the
+engine runs. Also times one batch's mask + permutation sampling and the token gather alone.
+Prints a Markdown table; ``--out`` appends it to a file.
 
     python benchmarks/bench_mjp.py [--models deit_tiny_patch16_224 deit_small_patch16_224] [--batch 64] [--steps 6]
     python benchmarks/bench_mjp.py --device cuda --models deit_small_patch16_224 --batch 256 --amp bf16 [--compile]
@@ -26,6 +27,7 @@ import torch
 import mjp
 from mjp import MJPConfig, MJPOutput, create_model
 from mjp.algorithm import MJPAlgorithm
+from trainables.train.engine import JIGSAW_DRAWS_AHEAD
 
 
 def sync(device: torch.device) -> None:
@@ -89,7 +91,8 @@ def bench_model(
     base = timm.create_model(name, **model_kwargs).to(device).train()
     torch.manual_seed(0)
     ours = create_model(name, mjp=MJPConfig(mask_ratio=0.27, dal="mlp"), **model_kwargs).to(device).train()
-    algorithm = MJPAlgorithm.for_model(ours, seed=0, device=device)  # masks drawn on the device, as in training
+    # masks drawn on the device, several batches per sampler call, as the engine does
+    algorithm = MJPAlgorithm.for_model(ours, seed=0, device=device, draws_ahead=JIGSAW_DRAWS_AHEAD)
     shape = dict(img_size=model_kwargs.get("img_size", 224), num_classes=model_kwargs.get("num_classes", 1000), backend=backend)
     step_base = make_step(base, device, batch, amp, compile_model, **shape)
     step_ours = make_step(ours, device, batch, amp, compile_model, algorithm.shuffle, **shape)

@@ -56,8 +56,16 @@ def junit_summary(path: Path) -> dict[str, Any] | None:
     return out
 
 
-def status_text(step: dict[str, Any] | None, name: str) -> str:
+def read_plan(out: Path) -> tuple[list[str], int | None]:
+    """The steps in the order the check runs them, and its deadline in seconds (None: not written)."""
+    plan, deadline = out / "steps.plan", out / "deadline"
+    return (plan.read_text().split() if plan.exists() else []), (int(deadline.read_text()) if deadline.exists() else None)
+
+
+def status_text(step: dict[str, Any] | None, name: str, deadline: int | None = None) -> str:
     if step is None:
+        if deadline is not None:
+            return f"not reached (step `{name}` did not start within the {deadline} s deadline)"
         return f"not run (step `{name}` did not start)"
     if step["exit"] == 0:
         return "ok"
@@ -65,10 +73,10 @@ def status_text(step: dict[str, Any] | None, name: str) -> str:
     return f"failed ({why}): {step['last_line'][:200]}"
 
 
-def row_value(row: Row, steps: dict[str, dict[str, Any]]) -> str:
+def row_value(row: Row, steps: dict[str, dict[str, Any]], deadline: int | None = None) -> str:
     step = steps.get(row.step)
     if step is None or step["result"] is None:
-        return f"not measured (step `{row.step}` {status_text(step, row.step)})"
+        return f"not measured (step `{row.step}` {status_text(step, row.step, deadline)})"
     try:
         return row.measure(step["result"])
     except (KeyError, TypeError, ZeroDivisionError) as exc:
@@ -77,6 +85,8 @@ def row_value(row: Row, steps: dict[str, dict[str, Any]]) -> str:
 
 def write_report(out: Path) -> tuple[str, dict[str, Any]]:
     steps = read_steps(out)
+    plan, deadline = read_plan(out)
+    not_reached = [name for name in plan if name not in steps]
     tests = junit_summary(out / "steps" / "tests.xml")
     if "tests" in steps and tests is not None:
         steps["tests"]["result"] = tests
@@ -84,7 +94,9 @@ def write_report(out: Path) -> tuple[str, dict[str, Any]]:
     mode = (env.get("sizes") or {}).get("device") or next(
         (s["result"]["sizes"]["device"] for s in steps.values() if s["result"] and "sizes" in s["result"]), "?"
     )
-    rows = [{"row": r.name, "value": row_value(r, steps), "target": r.target if mode == "cuda" else "", "step": r.step} for r in ROWS]
+    rows = [
+        {"row": r.name, "value": row_value(r, steps, deadline), "target": r.target if mode == "cuda" else "", "step": r.step} for r in ROWS
+    ]
     failed = [name for name, s in steps.items() if s["exit"] != 0]
     md = [
         f"# GPU check: {env.get('gpu') or ('no GPU (--cpu: tiny sizes, the check of the check)' if mode == 'cpu' else 'unknown GPU')}",
@@ -98,6 +110,7 @@ def write_report(out: Path) -> tuple[str, dict[str, Any]]:
             "Ray Train's workers run; Ray Train adds a process around that step, not work inside it."
         ),
         f"- steps failed: {', '.join(failed) if failed else 'none'}",
+        f"- steps not reached (deadline {deadline} s): {', '.join(not_reached) if not_reached else 'none'}",
         "",
         "| row | measured | target | step |",
         "| --- | --- | --- | --- |",
@@ -106,9 +119,18 @@ def write_report(out: Path) -> tuple[str, dict[str, Any]]:
         "| step | status | seconds (limit) | log |",
         "| --- | --- | ---: | --- |",
         *(f"| {name} | {status_text(s, name)} | {s['seconds']} ({s['limit_s']}) | {s['log']} |" for name, s in steps.items()),
+        *(f"| {name} | {status_text(None, name, deadline)} | | |" for name in not_reached),
         "",
     ]
-    record = {"mode": mode, "environment": env, "rows": rows, "steps": steps, "failed": failed}
+    record = {
+        "mode": mode,
+        "environment": env,
+        "rows": rows,
+        "steps": steps,
+        "failed": failed,
+        "not_reached": not_reached,
+        "deadline_s": deadline,
+    }
     (out / REPORT_MD).write_text("\n".join(md))
     (out / REPORT_JSON).write_text(json.dumps(record, indent=1, default=str))
     return "\n".join(md), record

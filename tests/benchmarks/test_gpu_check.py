@@ -1,7 +1,10 @@
 """The GPU check (``benchmarks/gpu_check.sh``) as a bare GPU machine's image would run it: without
 Ray, MLflow and Optuna, here at ``--cpu`` sizes. What the report must say (every GPU row, the
-machine, a failed step named and the steps after it still run), the kit's wheels (uv.lock's, for
-Python 3.12 on manylinux x86_64, within 24 MiB) and how they are unpacked, and bad input."""
+machine, a failed step named and the steps after it still run, the steps a deadline left out),
+the kit's wheels (uv.lock's, for Python 3.12 on manylinux x86_64, within 32 MiB; each held to
+uv.lock's size and sha256 before any is unpacked) and how they are unpacked, and bad input. The run
+on an emulated stock image (Python 3.12, torch 2.11, no pytest or scikit-learn, no network) is a
+by-hand procedure: docs/gpu-check.md."""
 
 from __future__ import annotations
 
@@ -89,8 +92,12 @@ def test_the_cpu_check_names_every_gpu_row_and_goes_on_past_a_failed_step(tmp_pa
 def test_bad_arguments_are_refused_in_one_line_before_any_work(tmp_path):
     done = run_check(tmp_path, "--gpu")
     assert done.returncode == 2
-    assert done.stderr.strip() == "gpu_check.sh: unknown argument '--gpu' (allowed: --cpu, --help)"
+    assert done.stderr.strip() == "gpu_check.sh: unknown argument '--gpu' (allowed: --cpu, --deadline SECONDS, --help)"
     assert not (tmp_path / "out").exists()
+    for bad in ("abc", "30", ""):
+        done = run_check(tmp_path, "--cpu", "--deadline", *([bad] if bad else []))
+        assert done.returncode == 2 and done.stderr.strip() == f"gpu_check.sh: --deadline needs whole seconds >= 60, got '{bad}'"
+        assert not (tmp_path / "out").exists()
 
 
 def test_without_cuda_the_gpu_check_refuses_in_one_line(tmp_path):
@@ -104,7 +111,7 @@ def test_without_cuda_the_gpu_check_refuses_in_one_line(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_the_kit_is_uv_locks_wheels_for_python_312_on_manylinux_within_24_mib():
+def test_the_kit_is_uv_locks_wheels_for_python_312_on_manylinux_within_32_mib():
     lock = tomllib.loads((ROOT / "uv.lock").read_text())
     total = 0
     for name in make_kit.KIT:
@@ -117,7 +124,7 @@ def test_the_kit_is_uv_locks_wheels_for_python_312_on_manylinux_within_24_mib():
         total += wheel["size"]
     assert total <= make_kit.LIMIT_MIB * 2**20
     # what the check needs beyond the image, and nothing that cannot travel
-    assert {"pydantic", "pydantic-core", "pytorch-msssim", "matplotlib"} <= set(make_kit.KIT)
+    assert {"pydantic", "pydantic-core", "pytorch-msssim", "matplotlib", "pytest", "scikit-learn"} <= set(make_kit.KIT)
     assert not {"ray", "mlflow", "optuna", "opencv-python", "llvmlite"} & set(make_kit.KIT)
 
 
@@ -126,13 +133,30 @@ def test_the_gitignored_kit_folder_and_the_make_target():
     assert "gpu-kit:\n\t@$(PYTHON) -m benchmarks.gpu_check.make_kit" in (ROOT / "Makefile").read_text()
 
 
-def test_the_kit_unpacks_without_pip_and_names_a_broken_wheel(tmp_path):
+def probe_kit(tmp_path: Path) -> tuple[Path, Path]:
+    """A kit of one wheel and a lock file that names it, as uv.lock names the kit's wheels."""
+    import hashlib
+
     wheels = tmp_path / "kit"
     wheels.mkdir()
-    with zipfile.ZipFile(wheels / "probe_pkg-1.0-py3-none-any.whl", "w") as z:
+    wheel = wheels / "probe_pkg-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
         z.writestr("probe_pkg/__init__.py", "VALUE = 42\n")
         z.writestr("probe_pkg-1.0.dist-info/METADATA", "Name: probe-pkg\nVersion: 1.0\n")
-    assert kit.unpack(wheels, tmp_path / "target") == ["probe_pkg-1.0-py3-none-any.whl"]
+    data = wheel.read_bytes()
+    lock = tmp_path / "uv.lock"
+    lock.write_text(
+        '[[package]]\nname = "probe-pkg"\nversion = "1.0"\n'
+        f'wheels = [{{ url = "https://example.invalid/{wheel.name}", hash = "sha256:{hashlib.sha256(data).hexdigest()}", '
+        f"size = {len(data)} }}]\n"
+    )
+    return wheels, lock
+
+
+def test_the_kit_unpacks_without_pip_after_its_wheels_match_the_lock(tmp_path):
+    wheels, lock = probe_kit(tmp_path)
+    checked = kit.verify(wheels, lock, names=["probe-pkg"])
+    assert kit.unpack(checked, tmp_path / "target") == ["probe_pkg-1.0-py3-none-any.whl"]
     out = subprocess.run(
         [sys.executable, "-c", "import probe_pkg; print(probe_pkg.VALUE)"],
         check=False,
@@ -141,9 +165,52 @@ def test_the_kit_unpacks_without_pip_and_names_a_broken_wheel(tmp_path):
         text=True,
     )
     assert out.stdout.strip() == "42"
-    (wheels / "torn-1.0-py3-none-any.whl").write_bytes(b"PK\x03\x04 cut short")
-    with pytest.raises(SystemExit, match=r"torn-1\.0-py3-none-any\.whl is not a readable wheel .*make gpu-kit"):
-        kit.unpack(wheels, tmp_path / "target2")
+
+
+def test_a_missing_truncated_altered_or_unknown_wheel_is_refused_in_one_line(tmp_path):
+    wheels, lock = probe_kit(tmp_path)
+    wheel = wheels / "probe_pkg-1.0-py3-none-any.whl"
+    good = wheel.read_bytes()
+    wheel.write_bytes(good[:-7])
+    cut = rf"probe_pkg-1\.0-py3-none-any\.whl is {len(good) - 7:,} bytes, .* says {len(good):,} \(truncated"
+    with pytest.raises(kit.KitError, match=cut):
+        kit.verify(wheels, lock, names=["probe-pkg"])
+    wheel.write_bytes(good[:-1] + bytes([good[-1] ^ 1]))  # same size, one bit off
+    with pytest.raises(kit.KitError, match=r"does not match the sha256 .* \(altered\)"):
+        kit.verify(wheels, lock, names=["probe-pkg"])
+    wheel.unlink()
+    with pytest.raises(kit.KitError, match=r"the kit lacks probe_pkg-1\.0-py3-none-any\.whl \(probe-pkg"):
+        kit.verify(wheels, lock, names=["probe-pkg"])
+    wheel.write_bytes(good)
+    (wheels / "stray-2.0-py3-none-any.whl").write_bytes(good)
+    with pytest.raises(kit.KitError, match=r"stray-2\.0-py3-none-any\.whl is not one of the kit's wheels"):
+        kit.verify(wheels, lock, names=["probe-pkg"])
+
+
+def test_the_check_refuses_a_bad_kit_before_any_step(tmp_path):
+    """A kit whose first wheel is cut short: exit 2, one line naming it, no report folder."""
+    first = next(iter(kit.expected_wheels(ROOT / "uv.lock")))
+    bad_kit = tmp_path / "kit"
+    bad_kit.mkdir()
+    (bad_kit / first).write_bytes(b"PK\x03\x04 cut short")
+    done = run_check(tmp_path, "--cpu", kit_dir=bad_kit)
+    assert done.returncode == 2, done.stdout[-2000:]
+    assert len(done.stderr.strip().splitlines()) == 1 and f"{first} is 14 bytes" in done.stderr and "truncated" in done.stderr
+    assert not (tmp_path / "out").exists() and "==" not in done.stdout
+
+
+def test_the_report_names_the_steps_a_deadline_left_out(tmp_path):
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "steps").mkdir()
+    (tmp_path / "steps.plan").write_text("environment input model_eager model_compiled\n")
+    (tmp_path / "deadline").write_text("540\n")
+    (tmp_path / "steps.tsv").write_text("environment\t0\t12\t60\ninput\t124\t200\t200\n")
+    md, record = report.write_report(tmp_path)
+    assert record["not_reached"] == ["model_eager", "model_compiled"] and record["deadline_s"] == 540
+    assert "- steps not reached (deadline 540 s): model_eager, model_compiled" in md
+    row = next(r for r in record["rows"] if r["row"] == "MJP / timm step, eager (bench_mjp)")
+    assert row["value"] == "not measured (step `model_eager` not reached (step `model_eager` did not start within the 540 s deadline))"
+    assert [r.step for r in ROWS][:5] == ["input"] * 5  # the GPU rows first
 
 
 def test_a_step_past_its_limit_reads_timed_out_and_its_rows_not_measured(tmp_path):

@@ -62,10 +62,18 @@ def lr_factor(step: int, total: int, warmup: int, min_ratio: float) -> float:
     return min_ratio + 0.5 * (1 - min_ratio) * (1 + math.cos(math.pi * min(t, 1.0)))
 
 
+#: batches whose jigsaw one sampler call draws (``mjp.algorithm``: about 70 / 8 sampler ops a step)
+JIGSAW_DRAWS_AHEAD = 8
+
+
 def build_algorithm(cfg: TrainConfig, model: nn.Module, rank: int = 0, device: torch.device | str = "cpu") -> MJPAlgorithm:
     """The MJP step hook of one data-parallel worker: its own jigsaw stream, drawn on ``device``."""
     return MJPAlgorithm.for_model(
-        unwrap(model), seed=derive_seed(cfg.mjp.seed, "jigsaw", rank), device=device, warmup_epochs=cfg.optim.jigsaw_warmup_epochs
+        unwrap(model),
+        seed=derive_seed(cfg.mjp.seed, "jigsaw", rank),
+        device=device,
+        warmup_epochs=cfg.optim.jigsaw_warmup_epochs,
+        draws_ahead=JIGSAW_DRAWS_AHEAD,
     )
 
 
