@@ -84,3 +84,17 @@ def test_the_platform_pins_cpu_kernels_before_torch_loads():
     env = {k: v for k, v in __import__("os").environ.items() if k not in ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout.split()
     assert out == ["AVX2", "AVX2", "AVX2"]
+
+
+def test_a_cpu_training_draws_each_batchs_jigsaw_alone():
+    """On the CPU the training loop draws one batch's jigsaw per sampler call, as the runs behind
+    README's and results/' tables did: their seeds give the same masks, batch by batch, as a plain
+    one-batch-a-call algorithm (drawing ahead, for a GPU's kernel launches, would reorder the stream)."""
+    from mjp.algorithm import MJPAlgorithm
+
+    cfg = build_config(TINY, {"runtime.seed": 3})
+    model = build_model(cfg, DataShape(10, 1, 8))
+    ours = build_algorithm(cfg, model, rank=0, device="cpu")
+    plain = MJPAlgorithm.for_model(model, seed=derive_seed(cfg.mjp.seed, "jigsaw", 0), draws_ahead=1)
+    for _ in range(3):
+        assert torch.equal(ours.shuffle(X, epoch=0).mask, plain.shuffle(X, epoch=0).mask)
