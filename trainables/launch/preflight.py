@@ -28,7 +28,7 @@ def _timm_signature_check(name: str, kwargs: dict[str, Any]) -> None:
     from mjp.models.factory import timm_class
 
     cls = timm_class(name)
-    params = _init_arguments(cls)
+    params = _init_arguments(name)
     if params is None:
         return
     unknown = sorted(set(kwargs) - params)
@@ -41,9 +41,11 @@ def _timm_signature_check(name: str, kwargs: dict[str, Any]) -> None:
 
 
 @functools.cache
-def _init_arguments(cls: type) -> frozenset[str] | None:
-    """The keyword arguments ``cls`` takes (None: any, it has ``**kwargs``)."""
-    params = inspect.signature(cls.__init__).parameters
+def _init_arguments(name: str) -> frozenset[str] | None:
+    """The keyword arguments the timm class of model ``name`` takes (None: any, it has ``**kwargs``)."""
+    from mjp.models.factory import timm_class
+
+    params = inspect.signature(timm_class(name).__init__).parameters
     return None if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()) else frozenset(params)
 
 
