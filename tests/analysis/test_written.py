@@ -49,6 +49,12 @@ def test_a_link_at_a_name_the_report_writes_is_replaced_and_its_target_left_as_i
     assert (out / "figures" / "metrics.png").read_bytes().startswith(b"\x89PNG")
     assert not list(out.rglob("*.part"))
 
+    (out / "figures").rename(tmp_path / "old-figures")
+    (out / "figures").symlink_to(elsewhere, target_is_directory=True)  # a link at the figures' folder
+    write_report(runs_frame(), out, ReportContext(study="t", title="Test"))
+    assert not (out / "figures").is_symlink() and (out / "figures" / "metrics.png").is_file()
+    assert sorted(p.name for p in elsewhere.iterdir()) == sorted(n.replace("/", "-") for n in names)
+
 
 def _whole(path, before: bytes) -> bool:
     """``path`` is its old bytes, or a whole new figure (an SVG carries the time it was drawn)."""
