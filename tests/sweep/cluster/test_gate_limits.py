@@ -214,3 +214,26 @@ def test_a_flood_of_half_sent_requests_past_the_file_limit_leaves_the_token_answ
     assert answer.status_code == 200
     text = log.read_text()
     assert "Traceback" not in text and len(text.splitlines()) <= 10, text[:2000]
+
+
+def test_a_record_with_a_traceback_is_logged_in_one_line():
+    """What asyncio logs when accept() finds no free descriptor (once a 40-line traceback a second)."""
+    import logging
+
+    from sweep.cluster.gate_listener import OneLineFormatter
+
+    try:
+        raise OSError(24, "Too many open files")
+    except OSError:
+        record = logging.getLogger("asyncio").makeRecord(
+            "asyncio",
+            logging.ERROR,
+            __file__,
+            1,
+            "socket.accept() out of system resource",
+            (),
+            sys.exc_info(),
+            sinfo="Stack (most recent call last):\n  x",
+        )
+    line = OneLineFormatter().format(record)
+    assert "\n" not in line and line.endswith("socket.accept() out of system resource (OSError: [Errno 24] Too many open files)")
