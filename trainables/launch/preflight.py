@@ -109,7 +109,11 @@ def _build_new_on_meta(cfg: TrainConfig, info: DataInfo, *, with_mjp: bool):
     from trainables.train.engine import build_model
 
     c = cfg if with_mjp else cfg.model_copy(update={"mjp": None})
-    c = c.model_copy(update={"model": c.model.model_copy(update={"pretrained_file": None})})  # a meta model cannot take weights
+    model = {"pretrained_file": None}  # a meta model cannot take weights
+    accepted = _init_arguments(cfg.model.name)
+    if "weight_init" not in cfg.model.kwargs and accepted is not None and "weight_init" in accepted:  # ViT, Swin: no values to draw
+        model["kwargs"] = {**cfg.model.kwargs, "weight_init": "skip"}
+    c = c.model_copy(update={"model": c.model.model_copy(update=model)})
     try:
         with torch.device("meta"):
             return build_model(c, info.shape)
