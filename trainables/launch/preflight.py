@@ -109,7 +109,7 @@ def _build_new_on_meta(cfg: TrainConfig, info: DataInfo, *, with_mjp: bool):
     from trainables.train.engine import build_model
 
     c = cfg if with_mjp else cfg.model_copy(update={"mjp": None})
-    model = {"pretrained_file": None}  # a meta model cannot take weights
+    model: dict[str, Any] = {"pretrained_file": None}  # a meta model cannot take weights
     accepted = _init_arguments(cfg.model.name)
     if "weight_init" not in cfg.model.kwargs and accepted is not None and "weight_init" in accepted:  # ViT, Swin: no values to draw
         model["kwargs"] = {**cfg.model.kwargs, "weight_init": "skip"}
