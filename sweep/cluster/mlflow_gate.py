@@ -89,7 +89,6 @@ async def spool(body: Any, limit: int) -> Any:
     """A chunked request's body (``body``, aiohttp's stream) in an unlinked temporary file, read
     back from its start; ``_TooLarge`` past ``limit`` bytes, ``OSError`` when the disk is full.
     Memory stays at one chunk; the file leaves nothing behind, however the gate ends."""
-    import asyncio
     import tempfile
 
     out = tempfile.TemporaryFile()  # noqa: SIM115 (handed to the caller, who closes it)

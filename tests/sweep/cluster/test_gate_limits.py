@@ -256,3 +256,17 @@ def test_a_record_with_a_traceback_is_logged_in_one_line():
         )
     line = OneLineFormatter().format(record)
     assert "\n" not in line and line.endswith("socket.accept() out of system resource (OSError: [Errno 24] Too many open files)")
+
+
+def test_an_mlflow_server_that_does_not_answer_is_a_502_and_one_log_line(upstream, caplog):
+    """It was a 500 and a traceback per request."""
+    import requests
+
+    gate = upstream.run(open_gate(gate_app(f"http://127.0.0.1:{free_port()}", TOKEN), "127.0.0.1", 0))
+    try:
+        answer = requests.get(f"http://127.0.0.1:{gate.port}/api/2.0/mlflow/experiments/search", headers=AUTH, timeout=60)
+    finally:
+        upstream.run(gate.close())
+    assert answer.status_code == 502 and "does not answer" in answer.text
+    assert [r.getMessage() for r in caplog.records if r.exc_info] == []
+    assert any("does not answer" in r.getMessage() for r in caplog.records)
