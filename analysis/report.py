@@ -161,7 +161,10 @@ def without_empty_columns(table: pd.DataFrame) -> pd.DataFrame:
 
 def write_report(runs: pd.DataFrame, out_dir: str | Path, ctx: ReportContext) -> ReportFiles:
     out = Path(out_dir)
-    (out / "figures").mkdir(parents=True, exist_ok=True)
+    for folder in (out, out / "figures"):  # folders the report makes: a link there is replaced, never written through
+        if folder.is_symlink():
+            folder.unlink()
+        folder.mkdir(parents=True, exist_ok=True)
     runs = with_s4_mean_error(with_relative_mce(runs))
     table = without_empty_columns(study_table(runs))
     sections = {

@@ -1,14 +1,17 @@
 """Every file the platform writes for people (the report's tables, CSVs and figures, README.md and
 docs' results blocks, results/*.json) is replaced in one step: a command killed while writing, or
 one that hits a full disk, leaves the old file or the new one, never a torn or empty one that the
-next run then cannot read. The file is written beside its name and renamed over it, so a symbolic
-link at that name is replaced by the new file, never written through (its target stays as it was).
+next run then cannot read. The file is written in its folder without a name (Linux's
+``O_TMPFILE``, so a kill while writing leaves no part behind either), then named and renamed over
+its name, so a symbolic link at that name is replaced by the new file, never written through (its
+target stays as it was).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -29,25 +32,50 @@ def _mode_for(path: Path) -> int:
     return 0o666 & ~umask
 
 
+def _unnamed_file(folder: Path) -> tuple[int, str | None]:
+    """A new file in ``folder`` for writing: without a name where the system allows (Linux's
+    ``O_TMPFILE``: a process killed while writing leaves nothing), else a ``.part`` file; its
+    descriptor and its name (None while it has none)."""
+    try:
+        return os.open(folder, os.O_TMPFILE | os.O_WRONLY, 0o600), None
+    except (AttributeError, OSError):  # not Linux, or a file system without unnamed files
+        return tempfile.mkstemp(dir=folder, prefix=".", suffix=".part")
+
+
+def _name(fd: int, name: Path) -> None:
+    """Give the unnamed file ``fd`` the name ``name`` (``linkat`` of its ``/proc/self/fd`` entry,
+    following it; Python calls ``linkat`` only with a directory descriptor given)."""
+    folder = os.open(name.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.link(f"/proc/self/fd/{fd}", name.name, dst_dir_fd=folder, follow_symlinks=True)
+    finally:
+        os.close(folder)
+
+
 @contextlib.contextmanager
 def atomic_file(path: str | Path, binary: bool = False) -> Iterator[IO[Any]]:
-    """``with atomic_file(path) as out: ...``: ``out`` is a temporary file beside ``path`` (text
-    in UTF-8, or ``binary``); when the block ends it is flushed to disk and renamed over ``path``
-    (``os.replace``); when the block raises, or the disk fills, it is removed and ``path`` is as
-    it was. The file keeps the old one's mode (a new one, or one that replaces a link, gets the umask's)."""
+    """``with atomic_file(path) as out: ...``: ``out`` is a new file in ``path``'s folder (text in
+    UTF-8, or ``binary``), unnamed while it is written; when the block ends it is flushed to disk,
+    named and renamed over ``path`` (``os.replace``); when the block raises, or the disk fills,
+    it is dropped and ``path`` is as it was. The file keeps the old one's mode (a new one, or one
+    that replaces a link, gets the umask's)."""
     path = Path(path)
     mode = _mode_for(path)
-    fd, part = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    fd, part = _unnamed_file(path.parent)
     try:
         with os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
             yield out
             out.flush()
             os.fsync(out.fileno())
-        os.chmod(part, mode)
+            os.fchmod(out.fileno(), mode)
+            if part is None:  # named only now, for the rename
+                part = str(path.parent / f".{path.name}.{secrets.token_hex(6)}.part")
+                _name(out.fileno(), Path(part))
         os.replace(part, path)
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(part)
+        if part is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(part)
         raise
 
 

@@ -75,7 +75,7 @@ class OneLineFormatter(logging.Formatter):
         return ""
 
     def format(self, record: logging.LogRecord) -> str:
-        return " ".join(super().format(record).split("\n"))
+        return " ".join(part for part in super().format(record).split("\n") if part)
 
 
 def log_in_one_line() -> None:

@@ -91,7 +91,6 @@ async def spool(body: Any, limit: int) -> Any:
     """A chunked request's body (``body``, aiohttp's stream) in an unlinked temporary file, read
     back from its start; ``_TooLarge`` past ``limit`` bytes, ``OSError`` when the disk is full.
     Memory stays at one chunk; the file leaves nothing behind, however the gate ends."""
-    import asyncio
     import tempfile
 
     out = tempfile.TemporaryFile()  # noqa: SIM115 (handed to the caller, who closes it)
@@ -123,7 +122,8 @@ def gate_app(upstream: str, token: str, *, chunked_limit: int = CHUNKED_LIMIT) -
     async def forward(request: web.Request) -> web.StreamResponse:
         if not authorised(request.raw_headers, expected):
             return web.Response(status=401, text="the cluster's token is required (MLFLOW_TRACKING_TOKEN)\n")
-        request.app[TRUSTED].add(request.transport)
+        if request.transport is not None:  # None once the client has gone
+            request.app[TRUSTED].add(request.transport)
         session: aiohttp.ClientSession = request.app[SESSION]
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP and k.lower() != "authorization"}
         body: Any = None

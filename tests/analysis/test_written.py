@@ -49,6 +49,12 @@ def test_a_link_at_a_name_the_report_writes_is_replaced_and_its_target_left_as_i
     assert (out / "figures" / "metrics.png").read_bytes().startswith(b"\x89PNG")
     assert not list(out.rglob("*.part"))
 
+    (out / "figures").rename(tmp_path / "old-figures")
+    (out / "figures").symlink_to(elsewhere, target_is_directory=True)  # a link at the figures' folder
+    write_report(runs_frame(), out, ReportContext(study="t", title="Test"))
+    assert not (out / "figures").is_symlink() and (out / "figures" / "metrics.png").is_file()
+    assert sorted(p.name for p in elsewhere.iterdir()) == sorted(n.replace("/", "-") for n in names)
+
 
 def _whole(path, before: bytes) -> bool:
     """``path`` is its old bytes, or a whole new figure (an SVG carries the time it was drawn)."""
@@ -82,3 +88,39 @@ def test_a_report_written_into_a_full_disk_leaves_every_old_file_whole(tmp_path)
     assert done.returncode != 0 and "File too large" in done.stderr, done.stderr[-2000:]
     assert {p for p in out.rglob("*") if p.is_file()} == set(before)  # nothing torn, nothing left aside
     assert [p.name for p, old in before.items() if not _whole(p, old)] == []
+
+
+def test_a_report_killed_while_writing_runs_csv_leaves_the_old_one_whole_and_nothing_aside(tmp_path):
+    """SIGKILL at the moment of writing once left runs.csv at 0 bytes (3 of 3)."""
+    import signal
+    import subprocess
+    import sys
+
+    from analysis.report import ReportContext, write_report
+    from sweep.study.names import PROJECT_DIR
+    from tests.analysis.test_tables import runs_frame
+
+    out = tmp_path / "r"
+    write_report(runs_frame(), out, ReportContext(study="t", title="Test"))
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    script = (  # pandas writes half of runs.csv, says so, and waits to be killed
+        "import sys\n"
+        "import pandas as pd\n"
+        "from analysis.report import ReportContext, write_report\n"
+        "from tests.analysis.test_tables import runs_frame\n"
+        "real = pd.DataFrame.to_csv\n"
+        "def half(self, target, *args, **kwargs):\n"
+        "    text = real(self, None, *args, **kwargs)\n"
+        "    out = target if hasattr(target, 'write') else open(target, 'w')\n"
+        "    out.write(text[: len(text) // 2]); out.flush()\n"
+        "    print('writing', flush=True); sys.stdin.readline()\n"
+        "pd.DataFrame.to_csv = half\n"
+        f"write_report(runs_frame(), {str(out)!r}, ReportContext(study='t', title='Test'))\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", script], cwd=PROJECT_DIR, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline() == "writing\n"
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(30)
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before

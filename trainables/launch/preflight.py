@@ -28,7 +28,7 @@ def _timm_signature_check(name: str, kwargs: dict[str, Any]) -> None:
     from mjp.models.factory import timm_class
 
     cls = timm_class(name)
-    params = _init_arguments(cls)
+    params = _init_arguments(name)
     if params is None:
         return
     unknown = sorted(set(kwargs) - params)
@@ -41,9 +41,11 @@ def _timm_signature_check(name: str, kwargs: dict[str, Any]) -> None:
 
 
 @functools.cache
-def _init_arguments(cls: type) -> frozenset[str] | None:
-    """The keyword arguments ``cls`` takes (None: any, it has ``**kwargs``)."""
-    params = inspect.signature(cls.__init__).parameters
+def _init_arguments(name: str) -> frozenset[str] | None:
+    """The keyword arguments the timm class of model ``name`` takes (None: any, it has ``**kwargs``)."""
+    from mjp.models.factory import timm_class
+
+    params = inspect.signature(timm_class(name).__init__).parameters
     return None if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()) else frozenset(params)
 
 
@@ -107,7 +109,11 @@ def _build_new_on_meta(cfg: TrainConfig, info: DataInfo, *, with_mjp: bool):
     from trainables.train.engine import build_model
 
     c = cfg if with_mjp else cfg.model_copy(update={"mjp": None})
-    c = c.model_copy(update={"model": c.model.model_copy(update={"pretrained_file": None})})  # a meta model cannot take weights
+    model: dict[str, Any] = {"pretrained_file": None}  # a meta model cannot take weights
+    accepted = _init_arguments(cfg.model.name)
+    if "weight_init" not in cfg.model.kwargs and accepted is not None and "weight_init" in accepted:  # ViT, Swin: no values to draw
+        model["kwargs"] = {**cfg.model.kwargs, "weight_init": "skip"}
+    c = c.model_copy(update={"model": c.model.model_copy(update=model)})
     try:
         with torch.device("meta"):
             return build_model(c, info.shape)

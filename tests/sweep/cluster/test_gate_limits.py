@@ -103,6 +103,23 @@ def gate_process(tmp_path: Path, upstream: Upstream, files: int | None = None) -
     return gate, f"http://127.0.0.1:{port}", log
 
 
+class Blocks:
+    """``count`` times ``block`` as a file with a length: what requests sends with a Content-Length."""
+
+    def __init__(self, block: bytes, count: int):
+        self.block, self.size, self.sent = block, len(block) * count, 0
+
+    def __len__(self) -> int:
+        return self.size
+
+    def read(self, n: int = -1) -> bytes:
+        n = self.size - self.sent if n < 0 else min(n, self.size - self.sent)
+        start = self.sent % len(self.block)
+        chunk = (self.block[start:] + self.block)[:n] if n > len(self.block) - start else self.block[start : start + n]
+        self.sent += len(chunk)
+        return chunk
+
+
 def peak_rss(pid: int) -> int:
     """The process's peak resident memory so far (``VmHWM``), in bytes."""
     line = next(x for x in Path(f"/proc/{pid}/status").read_text().splitlines() if x.startswith("VmHWM:"))
@@ -118,7 +135,8 @@ def answer_to(port: int, head: bytes) -> bytes:
 
 @pytest.mark.slow
 def test_a_large_chunked_upload_passes_whole_with_its_length_in_bounded_memory(tmp_path, upstream):
-    """An authenticated chunked upload of 160 MiB (the gate once read it whole: 1.48 GB of RSS for 500 MB)."""
+    """An authenticated chunked upload of 160 MiB (the gate once read it whole: 1.48 GB of RSS for
+    500 MB), then one of 160 MiB with its Content-Length."""
     import requests
 
     gate, url, _ = gate_process(tmp_path, upstream)
@@ -127,15 +145,16 @@ def test_a_large_chunked_upload_passes_whole_with_its_length_in_bounded_memory(t
         requests.get(url + "/health", headers=AUTH, timeout=30).raise_for_status()  # the gate warm
         before = peak_rss(gate.pid)
         answer = requests.post(url + "/api/2.0/mlflow-artifacts/artifacts/x", data=(block for _ in range(160)), headers=AUTH, timeout=300)
+        sized = requests.put(url + "/api/2.0/mlflow-artifacts/artifacts/y", data=Blocks(block, 160), headers=AUTH, timeout=300)
         grown = peak_rss(gate.pid) - before
     finally:
         gate.terminate()
         gate.wait(30)
     assert answer.status_code == 200, answer.text
-    assert answer.json() == {"bytes": 160 * MIB, "sha256": hashlib.sha256(block * 160).hexdigest()}
-    assert upstream.seen[-1] == (str(160 * MIB), None, 160 * MIB)  # sent on with its length, not chunked
-    print(f"peak RSS growth for a 160 MiB chunked upload: {grown / MIB:.1f} MiB")
-    assert grown < 32 * MIB, f"the gate's peak RSS grew by {grown / MIB:.0f} MiB for a 160 MiB upload"
+    assert answer.json() == sized.json() == {"bytes": 160 * MIB, "sha256": hashlib.sha256(block * 160).hexdigest()}
+    assert upstream.seen[-2:] == [(str(160 * MIB), None, 160 * MIB)] * 2  # sent on with their length, not chunked
+    print(f"peak RSS growth for two 160 MiB uploads, one chunked: {grown / MIB:.1f} MiB")
+    assert grown < 32 * MIB, f"the gate's peak RSS grew by {grown / MIB:.0f} MiB for 160 MiB uploads"
     assert gate.returncode == 0  # SIGTERM ends it cleanly
 
 
@@ -199,7 +218,7 @@ def test_a_flood_of_half_sent_requests_past_the_file_limit_leaves_the_token_answ
     try:
         for _ in range(400):
             try:
-                s = socket.create_connection(("127.0.0.1", port), timeout=2)
+                s = socket.create_connection(("127.0.0.1", port), timeout=30)
                 s.sendall(b"POST /api/2.0/mlflow/runs/create HTTP/1.1\r\nHost: gate\r\n")
             except OSError:
                 break  # the gate no longer accepts (it did not: the count below says)
@@ -214,3 +233,40 @@ def test_a_flood_of_half_sent_requests_past_the_file_limit_leaves_the_token_answ
     assert answer.status_code == 200
     text = log.read_text()
     assert "Traceback" not in text and len(text.splitlines()) <= 10, text[:2000]
+
+
+def test_a_record_with_a_traceback_is_logged_in_one_line():
+    """What asyncio logs when accept() finds no free descriptor (once a 40-line traceback a second)."""
+    import logging
+
+    from sweep.cluster.gate_listener import OneLineFormatter
+
+    try:
+        raise OSError(24, "Too many open files")
+    except OSError:
+        record = logging.getLogger("asyncio").makeRecord(
+            "asyncio",
+            logging.ERROR,
+            __file__,
+            1,
+            "socket.accept() out of system resource",
+            (),
+            sys.exc_info(),
+            sinfo="Stack (most recent call last):\n  x",
+        )
+    line = OneLineFormatter().format(record)
+    assert "\n" not in line and line.endswith("socket.accept() out of system resource (OSError: [Errno 24] Too many open files)")
+
+
+def test_an_mlflow_server_that_does_not_answer_is_a_502_and_one_log_line(upstream, caplog):
+    """It was a 500 and a traceback per request."""
+    import requests
+
+    gate = upstream.run(open_gate(gate_app(f"http://127.0.0.1:{free_port()}", TOKEN), "127.0.0.1", 0))
+    try:
+        answer = requests.get(f"http://127.0.0.1:{gate.port}/api/2.0/mlflow/experiments/search", headers=AUTH, timeout=60)
+    finally:
+        upstream.run(gate.close())
+    assert answer.status_code == 502 and "does not answer" in answer.text
+    assert [r.getMessage() for r in caplog.records if r.exc_info] == []
+    assert any("does not answer" in r.getMessage() for r in caplog.records)
