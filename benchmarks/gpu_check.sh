@@ -36,6 +36,8 @@ case "${OUT:-}" in ""|/*) ;; *) OUT="$PWD/$OUT" ;; esac  # a relative OUT is the
 cd "$(dirname "$0")/.." || exit 2
 PY=${PYTHON:-python3}
 command -v "$PY" >/dev/null 2>&1 || { echo "gpu_check.sh: no '$PY' on PATH (set PYTHON to the image's interpreter)" >&2; exit 2; }
+# every step needs torch, timm and numpy from the interpreter itself (the kit carries the rest): one line, before any step
+"$PY" -c "import torch, timm, numpy" 2>/dev/null || { echo "gpu_check.sh: $PY cannot import torch, timm and numpy; set PYTHON to the image's interpreter (here: PYTHON=.venv/bin/python)" >&2; exit 2; }
 if [ "$MODE" = cuda ]; then
     "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null \
         || { echo "gpu_check.sh: torch.cuda.is_available() is False with $PY (no GPU? run with --cpu to check the check)" >&2; exit 2; }
