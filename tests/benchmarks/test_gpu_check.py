@@ -100,6 +100,17 @@ def test_bad_arguments_are_refused_in_one_line_before_any_work(tmp_path):
         assert not (tmp_path / "out").exists()
 
 
+def test_an_interpreter_without_torch_is_refused_in_one_line_before_any_step(tmp_path):
+    """The machine's own python3 (no torch) given to the check: one line naming the fix, not nine failed steps."""
+    done = run_check(tmp_path, "--cpu", blocked=(*UNIMPORTABLE, "torch"))
+    assert done.returncode == 2, done.stdout[-500:]
+    assert done.stderr.strip().splitlines() == [
+        f"gpu_check.sh: {sys.executable} cannot import torch, timm and numpy; set PYTHON to the image's interpreter "
+        "(here: PYTHON=.venv/bin/python)"
+    ]
+    assert not (tmp_path / "out").exists()
+
+
 def test_without_cuda_the_gpu_check_refuses_in_one_line(tmp_path):
     import torch
 
