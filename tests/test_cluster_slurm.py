@@ -10,6 +10,8 @@ the job prints), with a deadline only as a bound on failure; each race is assert
 
 from __future__ import annotations
 
+import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -165,3 +167,19 @@ def test_a_sweep_survives_scancel_and_its_time_limit_with_every_trial_once(slurm
     assert not (job_dir / "auth_token").exists(), "the job's token ends with the job"
     left = subprocess.run(["pgrep", "-f", f"mjp-ray-({first}|{resubmitted})-"], capture_output=True, text=True).stdout.split()
     assert left == [], f"processes of the jobs outlived them: {left}"
+
+
+def test_dry_run_away_from_a_working_slurm_prints_the_script_and_says_what_it_did_not_check(tmp_path):
+    """A laptop with Slurm's clients but no controller (or a login node whose controller is down):
+    the script is printed, with one note per check left out, and nothing is written."""
+    if shutil.which("sinfo") is None:
+        pytest.skip("no Slurm clients here")
+    env = {**os.environ, "SLURM_CONF": str(tmp_path / "no-such-slurm.conf")}
+    argv = slurm_args(tmp_path / "not-here", "--dry-run")
+    out = subprocess.run([sys.executable, "-m", "sweep.cli", *argv], env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("#!/bin/bash\n") and "#SBATCH --nodes=2" in out.stdout
+    notes = out.stderr.strip().splitlines()
+    assert len(notes) == 2 and notes[0].startswith("note: not checked against the partition (`sinfo -p debug` failed: "), notes
+    assert notes[1].startswith(f"note: --shared {tmp_path / 'not-here'} is not here: not checked")
+    assert list(tmp_path.iterdir()) == []

@@ -76,6 +76,10 @@ class SlurmShape:
         return asdict(self)
 
 
+class SlurmUnreachable(ConfigError):
+    """Slurm's commands are here but answer nothing (no controller, no configuration)."""
+
+
 @dataclass(frozen=True)
 class NodeGroup:
     """One line of ``sinfo`` for a partition: ``count`` nodes with ``cpus`` CPUs and ``gpus`` GPUs each."""
@@ -99,9 +103,10 @@ def partition_nodes(partition: str) -> list[NodeGroup]:
     """The partition's nodes as ``sinfo`` lists them; ``ConfigError`` when Slurm knows no such partition."""
     if shutil.which("sinfo") is None:
         raise ConfigError("no `sinfo` on PATH: run `mjp cluster slurm` on a Slurm login node (or give --dry-run to print the script)")
-    out = subprocess.run(["sinfo", "-h", "-p", partition, "-o", "%D %c %G"], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(["sinfo", "-h", "-p", partition, "-o", "%D %c %G"], capture_output=True, text=True, timeout=120)
     if out.returncode != 0:
-        raise ConfigError(f"`sinfo -p {partition}` failed: {out.stderr.strip() or out.returncode}")
+        said = [line.strip() for line in out.stderr.splitlines() if line.strip()]
+        raise SlurmUnreachable(f"`sinfo -p {partition}` failed: {said[-1] if said else f'exit {out.returncode}'}")
     groups = []
     for line in out.stdout.splitlines():
         count, cpus, gres = line.split(maxsplit=2) if len(line.split()) >= 3 else (*line.split(), "(null)")

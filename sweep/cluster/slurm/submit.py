@@ -16,7 +16,7 @@ from typing import Any
 
 from sweep.cluster.slurm.job_spec import SCRIPT_FILE, JobSpec
 from sweep.cluster.slurm.script import batch_script, job_name
-from sweep.cluster.slurm.shape import SlurmShape, check_fits, partition_nodes
+from sweep.cluster.slurm.shape import SlurmShape, SlurmUnreachable, check_fits, partition_nodes
 from sweep.cluster.slurm.shared_fs import check_shared_dir
 from trainables.errors import ConfigError
 
@@ -66,6 +66,13 @@ def nodes_are_this_machine(partition: str) -> bool:
         return False
 
 
+def note(text: str) -> None:
+    """What a dry run could not check, on stderr (the script alone goes to stdout)."""
+    import sys
+
+    print(text, file=sys.stderr)
+
+
 def _one_line(text: str) -> str:
     return " ".join(line.strip() for line in text.strip().splitlines() if line.strip()) or "no message"
 
@@ -78,9 +85,20 @@ def submit(study: Any, spec: JobSpec, shared: Path, project_dir: Path, *, dry_ru
     if not dry_run and not slurm:
         raise ConfigError("no `sbatch` on PATH: run `mjp cluster slurm` on a Slurm login node (--dry-run prints the script)")
     if slurm:
-        check_fits(shape, partition_nodes(shape.partition))
+        try:
+            check_fits(shape, partition_nodes(shape.partition))
+        except SlurmUnreachable as err:
+            if not dry_run:
+                raise
+            note(f"note: not checked against the partition ({err})")
+            slurm = False
+    elif dry_run:
+        note("note: no Slurm here (no `sbatch`): not checked against the partition")
     shared = shared.expanduser().absolute()
-    check_shared_dir(shared, slurm and nodes_are_this_machine(shape.partition))
+    if dry_run and not shared.is_dir():
+        note(f"note: --shared {shared} is not here: not checked (on the login node it must be a folder every node mounts)")
+    else:
+        check_shared_dir(shared, slurm and nodes_are_this_machine(shape.partition))
     if re.search(r"[\s%\\\"']", str(shared)):
         raise ConfigError(f"--shared {shared}: a path with spaces, quotes or % cannot be named in an #SBATCH line")
     name = job_name(study.config.name, study.smoke)
