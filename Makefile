@@ -73,8 +73,10 @@ endif
 gpu-kit:
 	@$(PYTHON) -m benchmarks.gpu_check.make_kit
 
+# .venv/bin/mjp, not `uv run`: uv passes the terminal's Ctrl-C on to its child, which the terminal
+# signals too, and a second SIGINT cuts a sweep's graceful stop short (runs left RUNNING)
 demo: setup
-	@$(RUN) mjp demo
+	@.venv/bin/mjp demo
 
 bench: setup
 	@$(RUN) python benchmarks/bench_mjp.py
