@@ -224,6 +224,34 @@ def test_a_driver_killed_before_tune_saved_anything_resumes_from_its_state_file(
     assert steps == [1]
 
 
+def trial_reported(uri: str) -> bool:
+    """Whether a child run has logged an epoch's val/top1."""
+    client = mlflow.MlflowClient(uri)
+    experiment = client.get_experiment_by_name("faults")
+    return experiment is not None and any(
+        keys.VAL_TOP1 in r.data.metrics for r in client.search_runs([experiment.experiment_id], f"tags.`{schema.TAG_PARENT}` != ''")
+    )
+
+
+@pytest.mark.slow
+def test_a_store_deleted_mid_sweep_ends_it_in_one_line_naming_the_store_and_the_resume(tmp_path):
+    """The SQLite MLflow store is deleted while a trial trains: the sweep stops within a Tune step,
+    exit status 1, one error line naming the store and `mjp sweep resume DIR`; no traceback, no
+    retry, and nothing the driver writes makes a new store at its path."""
+    store = tmp_path / "mlflow.db"
+    proc = mjp(tmp_path, "sweep", "run", study(tmp_path, epochs=6, variants=("A",)))
+    wait_for("the trial's first epoch", lambda: trial_reported(f"sqlite:///{store}"))
+    store.unlink()
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1, out + err
+    assert "Traceback" not in out + err and "retrying" not in out, out + err
+    (line,) = [x for x in err.splitlines() if x.startswith("error: ")]
+    assert f"error: the MLflow store sqlite:///{store} was lost while the sweep ran (its file was deleted" in line, err
+    assert f"`mjp sweep resume {experiment_dir(tmp_path)}` continues the sweep" in line
+    assert "] finished " not in out, "the trial ran to its end: the store was deleted too late to test anything"
+    assert not store.exists(), "a write after the loss made a new store at its path"
+
+
 @pytest.mark.slow
 def test_sigterm_to_the_sweep_driver_stops_it_as_ctrl_c_does(tmp_path):
     """What `ray job stop`, systemd and batch schedulers send: the parent and every child run end

@@ -213,6 +213,8 @@ def _fit(sweep: _Sweep, *, restore: bool) -> SweepOutcome:
             sign_tuner_file(paths.experiment_dir)
         with objectives_checked_at_the_end(study), ctrl_c_restored_after():
             grid = tuner.fit()
+    if sweep.recorder.guard is not None and sweep.recorder.guard.failure is not None:
+        raise sweep.recorder.guard.failure  # the store was lost or its disk is full: the trials were stopped
     return finish_sweep(study, spec, sweep.parent, grid, paths.experiment_dir, sweep.recorder, sweep.log)
 
 
