@@ -4,18 +4,18 @@ sweep at once in one line naming the store and the command that continues. Nothi
 written to a lost store (a write would make a new, empty one at its path) and no trial is
 retried against a store it cannot write (each retry failed the same way, minutes apiece).
 
-The guard stops Tune as Ctrl-C does (``SIGUSR1``, which Tune always handles: the trials end, the
-experiment is saved, ``fit`` returns); the driver then raises ``failure``."""
+The guard raises the failure from its Tune hook: Tune stops every trial (a trial it had just
+scheduled to retry included) and ``fit`` raises it; the callbacks' ``on_experiment_end`` run on
+the way out, and the recorder writes nothing there once ``holds()`` is false."""
 
 from __future__ import annotations
 
-import os
-import signal
 from pathlib import Path
 from typing import Any
 
 from ray import tune
 
+from sweep.console.view import trial_error
 from trainables.errors import DiskFullError, UserError, disk_full_reason
 from trainables.tracking.store import sqlite_path
 
@@ -53,7 +53,6 @@ class StoreGuard(tune.Callback):
     def _stop(self, failure: UserError) -> None:
         if self.failure is None:
             self.failure = failure
-            os.kill(os.getpid(), signal.SIGUSR1)  # Tune's graceful stop
 
     def holds(self) -> bool:
         """Whether the store may still be read and written: no failure seen, and its file is the
@@ -68,11 +67,15 @@ class StoreGuard(tune.Callback):
             )
         return self.failure is None
 
+    def _raise(self) -> None:
+        if not self.holds() and self.failure is not None:
+            raise self.failure
+
     def on_step_end(self, iteration: int, trials: list, **info: Any) -> None:
-        self.holds()
+        self._raise()
 
     def _trial_failed(self, trial: Any) -> None:
-        error = getattr(trial, "get_pickled_error", lambda: None)()
+        error = trial_error(trial)
         full = disk_full_reason(error) if error is not None else None
         if full is not None:
             self._stop(
@@ -84,6 +87,8 @@ class StoreGuard(tune.Callback):
 
     def on_trial_recover(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self._trial_failed(trial)
+        self._raise()  # before the retry Tune just scheduled starts
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self._trial_failed(trial)
+        self._raise()
