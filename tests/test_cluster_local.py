@@ -183,6 +183,7 @@ def test_a_lost_worker_node_costs_one_restart_from_the_last_checkpoint(cluster):
     assert nodes[0] == node and len(nodes) == 2 and nodes[1] != node, f"trained on {nodes}; expected the lost node, then another"
     history = tracking().get_metric_history(run.info.run_id, keys.VAL_TOP1)
     resumed = [m for m in history if m.timestamp / 1000 > killed_at]
+    assert resumed, "the trial had ended before the loss: the race did not happen"
     assert min(m.step for m in resumed) > 1, "the restart began again at epoch 1, not from its checkpoint"
     assert max(m.step for m in history) == 8
     assert node not in alive_nodes(cluster)
