@@ -220,6 +220,7 @@ def test_a_driver_killed_before_tune_saved_anything_resumes_from_its_state_file(
     assert "no trial had started" in err + out and "Traceback" not in out + err
     parent, kids = children(uri)
     assert parent.info.status == "FINISHED" and [k.info.status for k in kids] == ["FINISHED"]
+    assert parent.data.params["study"] == "faults" and parent.data.params["trials"] == "1"  # recorded by the run or the resume
     steps = [m.step for m in mlflow.MlflowClient(uri).get_metric_history(kids[0].info.run_id, keys.VAL_TOP1)]
     assert steps == [1]
 
