@@ -226,6 +226,8 @@ import json, sys, time
 import mlflow, ray
 from ray.util.state import list_tasks
 from tests.twin_faults import kill_node
+from trainables.launch.ray_runtime import raylet_messages_to_log
+raylet_messages_to_log()  # the raylet's notes to this driver go to stderr, not onto the JSON line's stdout
 ray.init(log_to_driver=False)
 client = mlflow.MlflowClient({twin.tracking_uri!r})
 deadline = time.monotonic() + 300
@@ -241,7 +243,9 @@ decoding = sorted({{t.node_id for t in list_tasks(limit=10_000, raise_on_missing
                    if "decode_and_augment" in t.name and data.get(t.node_id)}})
 assert decoding, f"no living CPU-only node ran a decode task: {{data}}"
 kill_node({twin.session_dir!r}, decoding[0])
-print(json.dumps([decoding[0], sorted(data), time.time()]))
+killed_at = time.time()
+ray.shutdown()
+print(json.dumps([decoding[0], sorted(data), killed_at]))
 """
     lost, known, killed_at = on_cluster(twin, code)
     return lost, set(known), killed_at
