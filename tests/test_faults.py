@@ -254,6 +254,37 @@ def test_a_store_deleted_mid_sweep_ends_it_in_one_line_naming_the_store_and_the_
 
 
 @pytest.mark.slow
+def test_a_bad_image_ends_its_trial_at_once_naming_the_file(tmp_path):
+    """A decompression bomb in the training images: the trial fails once, its console line and its
+    run's error tag name the file (not only Pillow's innermost error), and no "retrying" line (a
+    retry would read the same file)."""
+    import numpy as np
+    from PIL import Image
+
+    from tests.test_faults_around_trials import bomb_png
+
+    for split in ("train", "val"):
+        for c in ("cat", "dog"):
+            (tmp_path / "images" / split / c).mkdir(parents=True)
+            for i in range(4):
+                Image.fromarray(np.full((16, 16, 3), 40 * i, np.uint8)).save(tmp_path / "images" / split / c / f"{i}.png")
+    bomb = bomb_png(tmp_path / "images" / "train" / "cat" / "bomb.png")
+    path = Path(study(tmp_path, epochs=1, variants=("A",)))
+    tree = yaml.safe_load(path.read_text())
+    tree["train"]["data"] = {"name": "imagefolder", "root": str(tmp_path / "images"), "img_size": 16, "batch_size": 4}
+    tree["train"]["data"].update(train_limit=None, val_limit=None)
+    tree["train"]["model"]["kwargs"]["patch_size"] = 4
+    path.write_text(yaml.safe_dump(tree))
+    proc = mjp(tmp_path, "sweep", "run", str(path))
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 1, out + err
+    assert "retrying" not in out and "Traceback" not in out + err, out + err
+    assert f"UnreadableImage: cannot read image {bomb}: Image size (400000000 pixels) exceeds limit" in out, out
+    _, (kid,) = children(f"sqlite:///{tmp_path}/mlflow.db")
+    assert kid.info.status == "FAILED" and str(bomb) in kid.data.tags[schema.TAG_ERROR]
+
+
+@pytest.mark.slow
 def test_sigterm_to_the_sweep_driver_stops_it_as_ctrl_c_does(tmp_path):
     """What `ray job stop`, systemd and batch schedulers send: the parent and every child run end
     KILLED (none RUNNING), the resume hint is printed, exit 143; no traceback or Ray abort (134)."""
