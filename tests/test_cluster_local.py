@@ -183,6 +183,7 @@ def test_a_lost_worker_node_costs_one_restart_from_the_last_checkpoint(cluster):
     assert nodes[0] == node and len(nodes) == 2 and nodes[1] != node, f"trained on {nodes}; expected the lost node, then another"
     history = tracking().get_metric_history(run.info.run_id, keys.VAL_TOP1)
     resumed = [m for m in history if m.timestamp / 1000 > killed_at]
+    assert resumed, "the trial had ended before the loss: the race did not happen"
     assert min(m.step for m in resumed) > 1, "the restart began again at epoch 1, not from its checkpoint"
     assert max(m.step for m in history) == 8
     assert node not in alive_nodes(cluster)
@@ -214,6 +215,42 @@ def ray_data_task_nodes(twin) -> set[str]:
     )
 
 
+def kill_the_data_node_at_epoch(twin, experiment: str, epoch: int) -> tuple[str, set[str], float]:
+    """Wait, in one fresh Python started at once, for a trial of ``experiment`` to log ``epoch``,
+    then lose the CPU-only node that ran its Ray Data decode tasks at that moment: no second
+    Python starts between the event and the kill (one took seconds under load, and a short
+    trial could end meanwhile, leaving nothing to decode after the loss). The lost node, every
+    CPU-only node known then, and the time of the kill."""
+    code = f"""
+import json, sys, time
+import mlflow, ray
+from ray.util.state import list_tasks
+from tests.twin_faults import kill_node
+from trainables.launch.ray_runtime import raylet_messages_to_log
+raylet_messages_to_log()  # the raylet's notes to this driver go to stderr, not onto the JSON line's stdout
+ray.init(log_to_driver=False)
+client = mlflow.MlflowClient({twin.tracking_uri!r})
+deadline = time.monotonic() + 300
+def reached():
+    exp = client.get_experiment_by_name({experiment!r})
+    runs = client.search_runs([exp.experiment_id], "tags.`{schema.TAG_PARENT}` != ''") if exp else []
+    return any(m.step >= {epoch} for r in runs for m in client.get_metric_history(r.info.run_id, {keys.VAL_TOP1!r}))
+while not reached():
+    assert time.monotonic() < deadline, "no trial of {experiment} reached epoch {epoch}"
+    time.sleep(0.2)
+data = {{n["NodeID"]: n["Alive"] for n in ray.nodes() if {DATA_NODE!r} in n["Resources"]}}
+decoding = sorted({{t.node_id for t in list_tasks(limit=10_000, raise_on_missing_output=False)
+                   if "decode_and_augment" in t.name and data.get(t.node_id)}})
+assert decoding, f"no living CPU-only node ran a decode task: {{data}}"
+kill_node({twin.session_dir!r}, decoding[0])
+killed_at = time.time()
+ray.shutdown()
+print(json.dumps([decoding[0], sorted(data), killed_at]))
+"""
+    lost, known, killed_at = on_cluster(twin, code)
+    return lost, set(known), killed_at
+
+
 def test_ray_data_decodes_on_the_cpu_node_and_the_autoscaler_replaces_it_when_lost(cluster):
     root = image_folder(Path(cluster.session_dir) / "images")
     data = {
@@ -235,13 +272,10 @@ def test_ray_data_decodes_on_the_cpu_node_and_the_autoscaler_replaces_it_when_lo
             cluster, "cl-ray-data", 10, ["J"], data=data, model={"kwargs": {"patch_size": 4, "embed_dim": 32, "depth": 1, "num_heads": 2}}
         ),
     )
-    wait_for_epoch("cl-ray-data", 1)
-    data_nodes = data_nodes_ever(cluster)  # the CPU-only node the autoscaler started for the decode tasks
-    run = wait_for_epoch("cl-ray-data", 2)
-    lost = sorted(data_nodes)[0]
-    killed_at = time.time()
-    kill_node(cluster.session_dir, lost)  # epochs are ~1 s: kill first, look at where tasks ran after
+    # the CPU-only node the autoscaler started for the decode tasks, lost after epoch 2 of 10
+    lost, data_nodes, killed_at = kill_the_data_node_at_epoch(cluster, "cl-ray-data", 2)
     assert wait_job(cluster, job) == "SUCCEEDED"
+    (run,) = child_runs("cl-ray-data")
     trainer = tracking().get_run(run.info.run_id).data.tags[f"{schema.TAG_NODE_PREFIX}0"]
     decoders = ray_data_task_nodes(cluster)
     assert lost in decoders and trainer not in decoders and HEAD_NODE not in decoders, (
@@ -252,6 +286,7 @@ def test_ray_data_decodes_on_the_cpu_node_and_the_autoscaler_replaces_it_when_lo
     assert [r.info.run_id for r in runs] == [run.info.run_id] and runs[0].info.status == "FINISHED"
     history = tracking().get_metric_history(run.info.run_id, keys.VAL_TOP1)
     assert max(m.step for m in history) == 10
+    assert [m for m in history if m.timestamp / 1000 > killed_at], "the trial had ended before the loss: the race did not happen"
     LOSSES["the Ray Data node"] = seconds_lost(history, killed_at)
     # Only CPU-only nodes decode: the trial went on once the autoscaler had started a new one
     replacements = data_nodes_ever(cluster) - data_nodes

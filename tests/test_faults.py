@@ -220,8 +220,68 @@ def test_a_driver_killed_before_tune_saved_anything_resumes_from_its_state_file(
     assert "no trial had started" in err + out and "Traceback" not in out + err
     parent, kids = children(uri)
     assert parent.info.status == "FINISHED" and [k.info.status for k in kids] == ["FINISHED"]
+    assert parent.data.params["study"] == "faults" and parent.data.params["trials"] == "1"  # recorded by the run or the resume
     steps = [m.step for m in mlflow.MlflowClient(uri).get_metric_history(kids[0].info.run_id, keys.VAL_TOP1)]
     assert steps == [1]
+
+
+def trial_reported(uri: str) -> bool:
+    """Whether a child run has logged an epoch's val/top1."""
+    client = mlflow.MlflowClient(uri)
+    experiment = client.get_experiment_by_name("faults")
+    return experiment is not None and any(
+        keys.VAL_TOP1 in r.data.metrics for r in client.search_runs([experiment.experiment_id], f"tags.`{schema.TAG_PARENT}` != ''")
+    )
+
+
+@pytest.mark.slow
+def test_a_store_deleted_mid_sweep_ends_it_in_one_line_naming_the_store_and_the_resume(tmp_path):
+    """The SQLite MLflow store is deleted while a trial trains: the sweep stops within a Tune step,
+    exit status 1, one error line naming the store and `mjp sweep resume DIR`; no traceback, no
+    retry, and nothing the driver writes makes a new store at its path."""
+    store = tmp_path / "mlflow.db"
+    proc = mjp(tmp_path, "sweep", "run", study(tmp_path, epochs=6, variants=("A",)))
+    wait_for("the trial's first epoch", lambda: trial_reported(f"sqlite:///{store}"))
+    store.unlink()
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1, out + err
+    assert "Traceback" not in out + err and "retrying" not in out, out + err
+    (line,) = [x for x in err.splitlines() if x.startswith("error: ")]
+    assert f"error: the MLflow store sqlite:///{store} was lost while the sweep ran (its file was deleted" in line, err
+    assert f"`mjp sweep resume {experiment_dir(tmp_path)}` continues the sweep" in line
+    assert "] finished " not in out, "the trial ran to its end: the store was deleted too late to test anything"
+    assert not store.exists(), "a write after the loss made a new store at its path"
+
+
+@pytest.mark.slow
+def test_a_bad_image_ends_its_trial_at_once_naming_the_file(tmp_path):
+    """A decompression bomb in the training images: the trial fails once, its console line and its
+    run's error tag name the file (not only Pillow's innermost error), and no "retrying" line (a
+    retry would read the same file)."""
+    import numpy as np
+    from PIL import Image
+
+    from tests.test_faults_around_trials import bomb_png
+
+    for split in ("train", "val"):
+        for c in ("cat", "dog"):
+            (tmp_path / "images" / split / c).mkdir(parents=True)
+            for i in range(4):
+                Image.fromarray(np.full((16, 16, 3), 40 * i, np.uint8)).save(tmp_path / "images" / split / c / f"{i}.png")
+    bomb = bomb_png(tmp_path / "images" / "train" / "cat" / "bomb.png")
+    path = Path(study(tmp_path, epochs=1, variants=("A",)))
+    tree = yaml.safe_load(path.read_text())
+    tree["train"]["data"] = {"name": "imagefolder", "root": str(tmp_path / "images"), "img_size": 16, "batch_size": 4}
+    tree["train"]["data"].update(train_limit=None, val_limit=None)
+    tree["train"]["model"]["kwargs"]["patch_size"] = 4
+    path.write_text(yaml.safe_dump(tree))
+    proc = mjp(tmp_path, "sweep", "run", str(path))
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 1, out + err
+    assert "retrying" not in out and "Traceback" not in out + err, out + err
+    assert f"UnreadableImage: cannot read image {bomb}: Image size (400000000 pixels) exceeds limit" in out, out
+    _, (kid,) = children(f"sqlite:///{tmp_path}/mlflow.db")
+    assert kid.info.status == "FAILED" and str(bomb) in kid.data.tags[schema.TAG_ERROR]
 
 
 @pytest.mark.slow

@@ -254,3 +254,75 @@ def test_a_bad_image_in_training_is_named_and_not_retried(tmp_path, workers):
     reason = one_line_reason(raised.value)
     assert f"UnreadableImage: cannot read image {bomb}: Image size (400000000 pixels) exceeds limit" in reason, reason
     assert recurs(raised.value)
+
+
+FULL_SWEEP = """
+import json, os, subprocess, sys, time
+from pathlib import Path
+import mlflow
+from trainables.tracking.schema import TAG_PARENT
+
+disk, tmp = Path(sys.argv[1]), Path(sys.argv[2])
+uri = f"sqlite:///{disk}/mlflow.db"
+env = {**os.environ, "MLFLOW_TRACKING_URI": uri, "MJP_SWEEP_STORAGE": str(tmp / "ray"), "PYTHONUNBUFFERED": "1"}
+sweep = subprocess.Popen([sys.executable, "-m", "sweep.cli", "sweep", "run", sys.argv[3]], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+for line in sweep.stdout:  # the trial is running: it started, and its run holds an epoch
+    if "started " in line:
+        break
+client = mlflow.MlflowClient(uri)
+while not any("val/top1" in r.data.metrics for r in client.search_runs(
+        [client.get_experiment_by_name("faults").experiment_id], f"tags.`{TAG_PARENT}` != ''")):
+    assert sweep.poll() is None, sweep.communicate()
+    time.sleep(0.2)
+fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT)
+try:  # everything else on the disk is taken
+    while True:
+        os.write(fd, b"x" * 65536)
+except OSError:
+    os.close(fd)
+out, err = sweep.communicate(timeout=300)
+print(json.dumps({"rc": sweep.returncode, "out": out, "err": err}))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode != 0, reason="needs user namespaces to mount a small tmpfs"
+)
+def test_a_store_filling_mid_sweep_ends_it_at_once_without_retries(tmp_path):
+    """The MLflow store's disk (a 32 MiB tmpfs in a private mount namespace) fills while a trial
+    trains: the sweep ends at its first failed write in one line naming the store and the
+    resume, exit status 1; the trial is not retried (each retry failed the same way, minutes each)."""
+    import json
+
+    from tests.test_faults import study
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    one_trial = study(tmp_path, epochs=6, variants=("A",))
+    script = tmp_path / "full_sweep.py"
+    script.write_text(FULL_SWEEP)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [
+            "unshare",
+            "-rm",
+            "sh",
+            "-c",
+            f'mount -t tmpfs -o size=32m tmpfs "{disk}" && exec "{sys.executable}" "{script}" "{disk}" "{tmp_path}" "{one_trial}"',
+        ],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=500,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    ran = json.loads(done.stdout.strip().splitlines()[-1])
+    out, err = ran["out"], ran["err"]
+    assert ran["rc"] == 1, out + err
+    assert "Traceback" not in out + err and "retrying" not in out and "] finished " not in out, out + err
+    (line,) = [x for x in err.splitlines() if x.startswith("error: ")]
+    assert line.startswith("error: a disk this command writes to is full (") and "database or disk is full" in line, line
+    assert f"the MLflow store sqlite:///{disk}/mlflow.db" in line and "`mjp sweep resume " in line, line

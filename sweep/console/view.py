@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TextIO
 
 from ray import tune
@@ -131,7 +132,7 @@ class ConsoleView(tune.Callback):
         from trainables.launch.trial import failure_is_final
 
         row = self.rows.get(trial.trial_id)
-        if row is not None and not failure_is_final(getattr(trial, "get_pickled_error", lambda: None)()):  # bad input: ends it
+        if row is not None and not failure_is_final(trial_error(trial)):  # bad input: ends it
             row.state = "retrying"
             self._line(f"retrying  {row.label} {restart_point(trial)}: {failure_reason(trial)}")
 
@@ -196,11 +197,24 @@ def error_file(trial: Any) -> str:
     return str(getattr(trial, "error_file", None) or getattr(trial, "path", ""))
 
 
+def trial_error(trial: Any) -> BaseException | None:
+    """The trial's latest error as Tune pickled it: from the driver's own copy, written as the error
+    was handled (``get_pickled_error`` reads the storage's, which a hook called right then, as
+    ``on_trial_recover`` is, finds missing or a failure old), else from the storage."""
+    local = getattr(trial, "pickled_error_file", None)
+    if local and Path(local).is_file():
+        import cloudpickle
+
+        with open(local, "rb") as fh:
+            return cloudpickle.load(fh)
+    return getattr(trial, "get_pickled_error", lambda: None)()
+
+
 def failure_reason(trial: Any) -> str:
     """The last line of a trial's error (the ``TrialFailed`` message), without Ray's wrapping."""
     from trainables.launch.trial import failure_text
 
-    error = getattr(trial, "get_pickled_error", lambda: None)()
+    error = trial_error(trial)
     if error is not None:
         return failure_text(error)
     try:

@@ -11,7 +11,7 @@ whichever driver it is called, it forwards to the callbacks that driver attached
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
 from ray import tune
@@ -23,7 +23,9 @@ from sweep.study.load import Study
 from sweep.tuner.recorder import SweepRecorder
 from sweep.tuner.state import SweepState
 from sweep.tuner.storage import SweepPaths
+from sweep.tuner.store_guard import StoreGuard
 from trainables.launch.trial import TrialSpec
+from trainables.tracking.progress import Progress
 from trainables.tracking.runs import MlflowProgress
 
 #: the callbacks each sweep of this driver attached, by sweep name (``attached``)
@@ -63,14 +65,21 @@ def attached(name: str, callbacks: list[tune.Callback]) -> Iterator[SweepCallbac
         _ATTACHED.pop(name, None)
 
 
+def guarded(guard: StoreGuard, progress: MlflowProgress) -> Callable[[str], Progress | None]:
+    """The live view's reads of a trial's progress, none once the store was lost (an MLflow client
+    opening a missing SQLite file makes a new, empty store there)."""
+    return lambda trial_id: progress(trial_id) if guard.holds() else None
+
+
 def sweep_callbacks(
     study: Study, spec: TrialSpec, state: SweepState, paths: SweepPaths, recorder: SweepRecorder, stream: TextIO | None
 ) -> list[tune.Callback]:
-    """What a sweep's driver attaches, in the order Tune calls them: the recorder (MLflow
-    statuses), the signer, the Optuna mirror (where the store has one), the live view."""
+    """What a sweep's driver attaches, in the order Tune calls them: the store's guard (a lost or
+    full store ends the sweep), the recorder (MLflow statuses), the signer, the Optuna mirror (where the store has one), the live view."""
     epochs = study.base.optim.epochs
     recorder.epochs = epochs
-    callbacks: list[tune.Callback] = [recorder, SweepSigner(paths.experiment_dir, paths.name)]
+    recorder.guard = StoreGuard(spec.uri, f"`mjp sweep resume {paths.experiment_dir}` continues the sweep")
+    callbacks: list[tune.Callback] = [recorder.guard, recorder, SweepSigner(paths.experiment_dir, paths.name)]
     if state.optuna_storage:
         from sweep.tuner.optuna_mirror import OptunaMirror
 
@@ -83,6 +92,6 @@ def sweep_callbacks(
         [(o.metric, o.mode) for o in study.config.objectives],
         study.num_trials,
         stream=stream,
-        progress_of=MlflowProgress(spec.uri, spec.experiment, spec.parent_run_id),
+        progress_of=guarded(recorder.guard, MlflowProgress(spec.uri, spec.experiment, spec.parent_run_id)),
     )
     return [*callbacks, view]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ray import tune
 
@@ -15,6 +15,9 @@ from trainables.errors import DiskFullError, disk_full_reason
 from trainables.launch.trial import find_child_run
 from trainables.tracking import schema
 from trainables.tracking.runs import RunTracker
+
+if TYPE_CHECKING:
+    from sweep.tuner.store_guard import StoreGuard
 
 
 class SweepRecorder(tune.Callback):
@@ -31,8 +34,14 @@ class SweepRecorder(tune.Callback):
         self.epochs: int | None = None
         self.finished_ids: set[str] | None = None  # the trials that ran to their end, once Tune has ended
         self._completed: set[str] = set()  # on_trial_complete: ran to the end or stopped by the scheduler
+        self.guard: StoreGuard | None = None  # a sweep's: nothing is read or written once its store was lost
+
+    def _store_holds(self) -> bool:
+        return self.guard is None or self.guard.holds()
 
     def _mark(self, trial: Any, status: str, tags: dict[str, str]) -> None:
+        if not self._store_holds():
+            return
         tracker = find_child_run(self.uri, self.experiment, self.parent_run_id, trial.trial_id)
         if tracker is None or tracker.status != "RUNNING":
             return
@@ -68,6 +77,9 @@ class SweepRecorder(tune.Callback):
         return tracker is not None and tracker.status == "FINISHED"
 
     def on_experiment_end(self, trials: list, **info: Any) -> None:
+        if not self._store_holds():  # the driver ends the sweep in one line naming the store
+            self.interrupted = True
+            return
         unfinished = [t for t in trials if t.status not in ("TERMINATED", "ERROR")]
         # Ctrl-C leaves the running trials TERMINATED too, without on_trial_complete
         self.finished_ids = {
@@ -102,7 +114,7 @@ class run_closed_on_error:
         return None
 
     def __exit__(self, kind: type | None, err: BaseException | None, tb: Any) -> Literal[False]:
-        if kind is None:
+        if kind is None or getattr(err, "store_lost", False):  # a lost store is not written to (a write would make a new one)
             return False
         full = disk_full_reason(err) if err is not None else None
         try:

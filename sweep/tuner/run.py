@@ -139,11 +139,35 @@ def _parent_run(study: Study, paths: SweepPaths, uri: str, experiment: str, comm
 
 
 def _record_start(study: Study, paths: SweepPaths, parent: RunTracker, uri: str) -> SweepState:
-    """The new sweep's params, study file and notes on its parent run, and its signed state file."""
+    """The new sweep's signed state file, written first (a driver killed from here on leaves a
+    sweep that `mjp sweep resume` continues), then its params, study file and notes."""
+    state = SweepState(
+        study=study.source,
+        study_in_project=in_project(study.source),
+        study_digest=study.digest,
+        smoke=study.smoke,
+        extra=study.extra,
+        uri=uri,
+        experiment=study.base.tracking.experiment,
+        parent_run_id=parent.run_id,
+        name=paths.name,
+        optuna_storage=optuna_storage_url(uri),
+    )
+    write_state(paths.experiment_dir, state)
+    _record_on_parent(study, paths, parent, uri)
+    if state.optuna_storage:
+        from sweep.tuner.optuna_mirror import check_storage
+
+        check_storage(state.optuna_storage, paths.name, study.config)
+    return state
+
+
+def _record_on_parent(study: Study, paths: SweepPaths, parent: RunTracker, uri: str) -> None:
+    """The sweep's params, study file and notes on its parent run; again on a resume of a sweep
+    whose first driver may have died before (params already there are kept)."""
     from trainables.tracking.store import set_experiment_note
 
     c = study.config
-    experiment = study.base.tracking.experiment
     parent.log_params(
         schema.SweepParams(
             study=study.name,
@@ -164,28 +188,10 @@ def _record_start(study: Study, paths: SweepPaths, parent: RunTracker, uri: str)
     parent.set_note(f"{description}\n\n(the table and the report appear here when the sweep ends)")
     set_experiment_note(
         uri,
-        experiment,
+        study.base.tracking.experiment,
         f"{description}\n\nEach sweep of study `{study.name}` is a parent run; its trials are child runs named by what they train. "
         f"`mjp analyze report --study {study.name}` writes the study's report.",
     )
-    state = SweepState(
-        study=study.source,
-        study_in_project=in_project(study.source),
-        study_digest=study.digest,
-        smoke=study.smoke,
-        extra=study.extra,
-        uri=uri,
-        experiment=experiment,
-        parent_run_id=parent.run_id,
-        name=paths.name,
-        optuna_storage=optuna_storage_url(uri),
-    )
-    write_state(paths.experiment_dir, state)
-    if state.optuna_storage:
-        from sweep.tuner.optuna_mirror import check_storage
-
-        check_storage(state.optuna_storage, paths.name, c)
-    return state
 
 
 def _fit(sweep: _Sweep, *, restore: bool) -> SweepOutcome:
@@ -213,6 +219,8 @@ def _fit(sweep: _Sweep, *, restore: bool) -> SweepOutcome:
             sign_tuner_file(paths.experiment_dir)
         with objectives_checked_at_the_end(study), ctrl_c_restored_after():
             grid = tuner.fit()
+    if sweep.recorder.guard is not None and sweep.recorder.guard.failure is not None:
+        raise sweep.recorder.guard.failure  # the store was lost or its disk is full: the trials were stopped
     return finish_sweep(study, spec, sweep.parent, grid, paths.experiment_dir, sweep.recorder, sweep.log)
 
 
@@ -279,6 +287,8 @@ def _resume(
     with run_closed_on_error(parent, f"`mjp sweep resume {experiment_dir}` continues the sweep"):
         parent.set_status("RUNNING")
         parent.set_tags({schema.TAG_DRIVER: f"{socket.gethostname()}:{os.getpid()}"})
+        if not restore:
+            _record_on_parent(study, paths, parent, state.uri)
         reopen_children(parent, restored_trial_ids(experiment_dir))
         recorder = SweepRecorder(state.uri, state.experiment, parent.run_id, study.num_trials, study.config.budget.time_budget_s)
         return _fit(_Sweep(study, state, paths, parent, recorder, log, address, verbose, stream), restore=restore)

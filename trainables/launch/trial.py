@@ -20,7 +20,7 @@ from trainables.config.build import flat_params
 from trainables.config.recipe import TrialRecipe
 from trainables.config.schema import TrainConfig
 from trainables.config.worker import WorkerInput
-from trainables.errors import UserError
+from trainables.errors import UserError, disk_full_reason
 from trainables.tracking import schema
 from trainables.tracking.labels import RunLabel, run_label, variant_words
 from trainables.tracking.runs import RunTracker
@@ -60,7 +60,7 @@ def failure_is_final(err: BaseException | None) -> bool:
     while err is not None:
         if isinstance(err, TrialFailed):
             return err.final
-        err = err.__cause__
+        err = err.__cause__ or getattr(err, "cause", None)  # Ray's RayTaskError holds the trial's error as ``cause``
     return False
 
 
@@ -245,9 +245,13 @@ def tune_trial(params: dict[str, Any], spec: TrialSpec) -> None:
         # Tune's retries (runtime.max_failures) are for a lost worker or node: an error in the
         # input, one that would recur from the checkpoint (a NaN loss, out of memory), or one Ray
         # Train already retried its workers for, ends the trial at once
-        final = recurs(err) or not cfg.scaling.in_process
-        tracker.set_tags({schema.TAG_ERROR: reason, **({schema.TAG_ERROR_FINAL: "1"} if final else {})})
-        tracker.set_status("FAILED")
+        final = recurs(err) or disk_full_reason(err) is not None or not cfg.scaling.in_process
+        try:
+            tracker.set_tags({schema.TAG_ERROR: reason, **({schema.TAG_ERROR_FINAL: "1"} if final else {})})
+            tracker.set_status("FAILED")
+        except Exception as writing:  # a store on a full disk: the driver ends the sweep, naming it
+            if disk_full_reason(writing) is None:
+                raise
         raise TrialFailed(reason, final) from err
     tracker.set_status("FINISHED")
 

@@ -1,0 +1,94 @@
+"""The sweep's MLflow store, watched while the trials run: a SQLite store whose file was deleted
+or replaced (another file made at its path), or a trial that failed on a full disk, ends the
+sweep at once in one line naming the store and the command that continues. Nothing more is
+written to a lost store (a write would make a new, empty one at its path) and no trial is
+retried against a store it cannot write (each retry failed the same way, minutes apiece).
+
+The guard raises the failure from its Tune hook: Tune stops every trial (a trial it had just
+scheduled to retry included) and ``fit`` raises it; the callbacks' ``on_experiment_end`` run on
+the way out, and the recorder writes nothing there once ``holds()`` is false."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ray import tune
+
+from sweep.console.view import trial_error
+from trainables.errors import DiskFullError, UserError, disk_full_reason
+from trainables.tracking.store import sqlite_path
+
+
+class StoreLostError(UserError):
+    """The sweep's MLflow store was deleted or replaced while it ran: a failure after the start
+    (exit status 1); the message names the store and what to do."""
+
+    exit_code = 1
+    store_lost = True  # what ``run_closed_on_error`` reads: the parent run is not written to
+
+
+def _identity(path: Path | None) -> tuple[int, int] | None:
+    """The file's (device, inode): a file deleted and made again at the same path differs."""
+    if path is None:
+        return None
+    try:
+        found = path.stat()
+    except FileNotFoundError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+class StoreGuard(tune.Callback):
+    """Watches the store at ``uri`` (a SQLite file; a server's store is its own to keep) from the
+    driver's start; ``then``: the command that continues, for the one line."""
+
+    def __init__(self, uri: str, then: str):
+        self.uri, self.then = uri, then
+        path = sqlite_path(uri)
+        self.path = path.resolve() if path is not None else None
+        self.identity = _identity(self.path)
+        self.failure: UserError | None = None
+
+    def _stop(self, failure: UserError) -> None:
+        if self.failure is None:
+            self.failure = failure
+
+    def holds(self) -> bool:
+        """Whether the store may still be read and written: no failure seen, and its file is the
+        one the sweep started with (checked now: a ``stat``)."""
+        if self.failure is None and self.identity is not None and _identity(self.path) != self.identity:
+            how = "its file was deleted" if _identity(self.path) is None else "its file was deleted and another made at its path"
+            self._stop(
+                StoreLostError(
+                    f"the MLflow store {self.uri} was lost while the sweep ran ({how}); nothing more was written to it: "
+                    f"put the store back (from a copy), then {self.then}"
+                )
+            )
+        return self.failure is None
+
+    def _raise(self) -> None:
+        if not self.holds() and self.failure is not None:
+            raise self.failure
+
+    def on_step_end(self, iteration: int, trials: list, **info: Any) -> None:
+        self._raise()
+
+    def _trial_failed(self, trial: Any) -> None:
+        error = trial_error(trial)
+        full = disk_full_reason(error) if error is not None else None
+        if full is not None:
+            self._stop(
+                DiskFullError(
+                    f"a disk this command writes to is full ({full}); free some space (the MLflow store {self.uri}, "
+                    f"the run's storage), then {self.then}"
+                )
+            )
+
+    def on_trial_recover(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self._trial_failed(trial)
+        self._raise()  # before the retry Tune just scheduled starts
+
+    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self._trial_failed(trial)
+        self._raise()
