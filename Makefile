@@ -41,7 +41,7 @@ test-fast: setup  # everything but the end-to-end runs through Ray
 # The cluster path on the local twin of cluster.yaml (autoscaled fake nodes, an MLflow server):
 # docs/cluster-local.md. Part of `make test` too; this runs it alone.
 test-cluster: setup
-	@$(RUN) pytest -m cluster tests/test_cluster_local.py tests/test_cluster_docs.py tests/test_cluster_store.py
+	@$(RUN) pytest -m cluster tests/test_cluster_local.py tests/test_cluster_pasted_docs.py tests/test_cluster_store.py
 
 # A sweep as a Slurm job on a real Slurm the tests start (slurmctld + two slurmd on this host; Debian's
 # slurm-wlm): docs/cluster-slurm.md. Part of `make test` too; this runs it alone.

@@ -93,14 +93,29 @@ def test_dry_run_prints_a_script_an_administrator_accepts(slurm, tmp_path):
     assert checked.returncode == 0, checked.stderr
 
 
-def wait_for(what: str, condition, seconds: float = 600):
+def wait_for(what: str, condition, seconds: float = 600, unless=None):
+    """Until ``condition()`` holds; fails at once, with what ``unless()`` says, when that says something."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         value = condition()
         if value:
             return value
+        if unless is not None and (why := unless()):
+            raise AssertionError(f"{what}: never happened, {why}")
         time.sleep(1)
     raise AssertionError(f"waited {seconds:.0f} s for {what}")
+
+
+def job_gone(slurm: SlurmDaemons, job: str, out: Path):
+    """For ``wait_for``'s ``unless``: the job ended, and the last lines it printed."""
+
+    def check() -> str | None:
+        if job in slurm.jobs():
+            return None
+        tail = out.read_text(errors="replace").splitlines()[-25:] if out.is_file() else ["(no output)"]
+        return f"job {job} ended first; its output ends:\n" + "\n".join(tail)
+
+    return check
 
 
 def store_rows(store: Path, query: str) -> list[tuple]:
@@ -130,7 +145,9 @@ def test_a_sweep_survives_scancel_and_its_time_limit_with_every_trial_once(slurm
     store = tmp_path / "mlflow" / "mlflow.db"
 
     # 1. scancel as soon as a trial has reported: the sweep is mid-way, then the same script again
-    wait_for("the first job's first trial report", lambda: metrics(store) > 0)
+    wait_for(
+        "the first job's first trial report", lambda: metrics(store) > 0, unless=job_gone(slurm, first, job_dir / f"slurm-{first}.out")
+    )
     slurm.run("scancel", first)
     wait_for(f"job {first} to end after scancel", lambda: ended(slurm, first))
     finished = store_rows(store, "SELECT name FROM runs WHERE status = 'FINISHED' AND name NOT LIKE 'quickstart%'")
@@ -140,9 +157,10 @@ def test_a_sweep_survives_scancel_and_its_time_limit_with_every_trial_once(slurm
 
     # 2. the resumed job reaches its time limit: Slurm signals it before the end (the limit cut
     #    to now + 2 min, inside --signal-lead's 180 s), it closes its runs and requeues itself
-    wait_for("the second job's driver to resume", lambda: second_out.is_file() and "resuming sweep" in second_out.read_text())
+    gone = job_gone(slurm, resubmitted, second_out)
+    wait_for("the second job's driver to resume", lambda: second_out.is_file() and "resuming sweep" in second_out.read_text(), unless=gone)
     reports = metrics(store)
-    wait_for("a trial report in the second job", lambda: metrics(store) > reports)
+    wait_for("a trial report in the second job", lambda: metrics(store) > reports, unless=gone)
     minutes = int(slurm.job_field(resubmitted, "RunTime").split(":")[-2]) + 2
     slurm.run("scontrol", "update", f"JobId={resubmitted}", f"TimeLimit={minutes}")
     wait_for("the job to requeue itself at its time limit", lambda: "requeued" in second_out.read_text())

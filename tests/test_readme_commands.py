@@ -64,7 +64,7 @@ def test_the_cheap_readme_commands_run(argv, capsys, monkeypatch, tmp_path):
 
 def test_the_cluster_pages_exports_are_every_variable_cluster_up_prints(tmp_path):
     """docs/cluster-local.md's export block once left out MLFLOW_TRACKING_TOKEN: pasted as written,
-    every command through the twin's gate got 401 (tests/test_cluster_docs.py runs the block)."""
+    every command through the twin's gate got 401 (tests/test_cluster_pasted_docs.py runs the block)."""
     from sweep.cluster.twin import DEFAULT_SESSION, TOKEN_FILE, LocalCluster
 
     block = re.findall(r"```bash\n(.*?)```", (ROOT / "docs" / "cluster-local.md").read_text(), flags=re.S)[0]
