@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import argparse
 
-from sweep.cli.analyze import add as add_analyze
-from sweep.cli.attack import add as add_attack
-from sweep.cli.cluster import add as add_cluster
-from sweep.cli.config import add as add_config
-from sweep.cli.data import add as add_data
-from sweep.cli.demo import add as add_demo
-from sweep.cli.evaluate import add as add_evaluate
+from sweep.cli.groups.analyze import add as add_analyze
+from sweep.cli.groups.attack import add as add_attack
+from sweep.cli.groups.cluster import add as add_cluster
+from sweep.cli.groups.config import add as add_config
+from sweep.cli.groups.data import add as add_data
+from sweep.cli.groups.demo import add as add_demo
+from sweep.cli.groups.evaluate import add as add_evaluate
+from sweep.cli.groups.sweeps import add as add_sweeps
+from sweep.cli.groups.train import add as add_train
 from sweep.cli.options import Parser
-from sweep.cli.sweeps import add as add_sweeps
-from sweep.cli.train import add as add_train
 
 EXIT_STATUS = """exit status (every command):
   0    done

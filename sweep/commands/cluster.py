@@ -1,10 +1,12 @@
 """``mjp cluster ...``: check cluster.yaml, set up the AWS account for it, probe its nodes, keep its
-MLflow store in the bucket, and start or end the local twin (the work is in ``sweep/cluster/``)."""
+MLflow store in the bucket, start or end the local twin, and run a study as one Slurm job
+(``slurm``, and ``slurm-job`` / ``slurm-node`` inside it) (the work is in ``sweep/cluster/``)."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import time
 from pathlib import Path
 
@@ -64,7 +66,7 @@ def cmd_cluster_down(args: argparse.Namespace) -> int:
 
 
 def cmd_cluster_mlflow_gate(args: argparse.Namespace) -> int:
-    from sweep.cluster.mlflow_gate import read_token, serve
+    from sweep.cluster.gate.mlflow_gate import read_token, serve
 
     host, _, port = args.listen.rpartition(":")
     if not host or not port.isdigit():
@@ -155,4 +157,63 @@ def cmd_store_save(args: argparse.Namespace) -> int:
 
 def cmd_store_restore(args: argparse.Namespace) -> int:
     print(restore_store(args.src, args.db))
+    return 0
+
+
+def cmd_cluster_slurm(args: argparse.Namespace) -> int:
+    from sweep.cluster.slurm.job_spec import SCRIPT_FILE, JobSpec
+    from sweep.cluster.slurm.shape import SlurmShape
+    from sweep.cluster.slurm.submit import submit
+    from sweep.study.cli_overrides import set_overrides
+    from sweep.study.load import load_study
+    from sweep.study.names import PROJECT_DIR
+
+    shared = args.shared or os.environ.get("MJP_SLURM_DIR")
+    if not shared:
+        raise ConfigError(
+            "no shared folder: give --shared DIR or set $MJP_SLURM_DIR (a folder every node mounts: the job's sweep, logs and MLflow store)"
+        )
+    if args.max_restarts < 0:
+        raise ConfigError(f"--max-restarts {args.max_restarts}: allowed is 0 or more")
+    shape = SlurmShape(
+        args.nodes, args.gpus_per_node, args.cpus_per_node, args.partition, args.time, args.account, args.mem, args.signal_lead
+    )
+    study = load_study(args.study, smoke=args.smoke, overrides=set_overrides(args), files=False)  # as `sweep plan`: data on the nodes
+    path = Path(args.study)
+    study_arg = str(path.resolve()) if path.suffix in (".yaml", ".yml") or path.exists() else args.study
+    shared_dir = Path(shared).expanduser().absolute()
+    store = str(Path(args.store).expanduser().absolute()) if args.store else str(shared_dir / "mlflow")
+    spec = JobSpec(study_arg, args.smoke, shape, store, list(args.set), args.data, args.max_restarts)
+    done = submit(study, spec, shared_dir, PROJECT_DIR, dry_run=args.dry_run)
+    if done.job_id is None:
+        print(done.script, end="")
+        return 0
+    j, d = done.job_id, shlex.quote(str(done.job_dir))
+    gpus = f"{shape.gpus_per_node} GPUs" if shape.gpus_per_node else "no GPU"
+    uri = shlex.quote(f"sqlite:///{store}/mlflow.db")
+    print(
+        "\n".join(
+            [
+                f"submitted Slurm job {j}: study {study.name}, {shape.nodes} nodes x ({shape.cpus_per_node} CPUs, {gpus}), "
+                f"partition {shape.partition}, {shape.time}",
+                f"  its folder: {d}",
+                f"  follow it:  squeue -j {j}; tail -f {d}/slurm-{j}.out",
+                f"  stop it:    scancel {j}   (then `sbatch {d}/{SCRIPT_FILE}` resumes the sweep)",
+                f"  its runs:   mjp sweep status {study.name} --uri {uri}   (the UI while it runs: docs/cluster-slurm.md)",
+            ]
+        )
+    )
+    return 0
+
+
+def cmd_cluster_slurm_job(args: argparse.Namespace) -> int:
+    from sweep.cluster.slurm.job import run_job
+
+    return run_job(Path(args.job_dir))
+
+
+def cmd_cluster_slurm_node(args: argparse.Namespace) -> int:
+    from sweep.cluster.slurm.node import join
+
+    join(Path(args.job_dir).resolve(), args.head)
     return 0

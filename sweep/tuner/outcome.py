@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from sweep.study.load import Study
-from sweep.tuner.child_runs import close_orphans, close_running_children
-from sweep.tuner.recorder import SweepRecorder
+from sweep.tuner.recorder import SweepRecorder, close_orphans, close_running_children
 from trainables.launch.trial import TrialSpec
 from trainables.tracking import schema
 from trainables.tracking.runs import RunTracker

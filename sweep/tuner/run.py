@@ -26,10 +26,9 @@ from sweep.security.signatures import signing_key
 from sweep.security.signing_callback import sign_tuner_file
 from sweep.study.load import Study, check_study
 from sweep.tuner.callbacks import attached, sweep_callbacks
-from sweep.tuner.child_runs import reopen_children
 from sweep.tuner.outcome import SweepOutcome, finish_sweep
 from sweep.tuner.owner import claim, release
-from sweep.tuner.recorder import SweepRecorder, run_closed_on_error
+from sweep.tuner.recorder import SweepRecorder, reopen_children, run_closed_on_error
 from sweep.tuner.state import SweepFinished, SweepState, in_project, in_store, load_resumable, write_state
 from sweep.tuner.storage import (
     SweepPaths,

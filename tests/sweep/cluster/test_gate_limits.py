@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from sweep.cluster.gate_listener import open_gate
-from sweep.cluster.mlflow_gate import gate_app
+from sweep.cluster.gate.listener import open_gate
+from sweep.cluster.gate.mlflow_gate import gate_app
 from sweep.cluster.twin_mlflow import free_port, wait_http
 from sweep.study.names import PROJECT_DIR
 
@@ -239,7 +239,7 @@ def test_a_record_with_a_traceback_is_logged_in_one_line():
     """What asyncio logs when accept() finds no free descriptor (once a 40-line traceback a second)."""
     import logging
 
-    from sweep.cluster.gate_listener import OneLineFormatter
+    from sweep.cluster.gate.listener import OneLineFormatter
 
     try:
         raise OSError(24, "Too many open files")

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from sweep.cluster.gate_listener import open_gate
-from sweep.cluster.mlflow_gate import gate_app, read_token
+from sweep.cluster.gate.listener import open_gate
+from sweep.cluster.gate.mlflow_gate import gate_app, read_token
 from tests.stand_in_mlflow import StandInMlflow
 from trainables.errors import UserError
 

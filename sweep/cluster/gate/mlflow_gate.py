@@ -12,7 +12,7 @@ server reads a chunked request as an empty body, so a request that came chunked 
 unlinked temporary file (memory: one chunk; nothing left on disk however the gate ends), up to
 ``CHUNKED_LIMIT`` bytes (413 beyond; 507 when the disk is full), and passed on with its length.
 How it listens (a header timeout, a connection cap within the file limit, one log line per
-event) is ``gate_listener``'s. The UI is reached through the SSH tunnel to the server's own
+event) is ``gate/listener.py``'s. The UI is reached through the SSH tunnel to the server's own
 loopback port (docs/cluster-aws.md), where the SSH login is the authentication,
 or through the gate from a browser (``browser_login``): a page asks for the token once and
 leaves a cookie in its place.
@@ -30,7 +30,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from sweep.cluster.gate_listener import TRUSTED, UPSTREAM_CONNECTIONS, log_in_one_line, open_gate, raise_file_limit
+from sweep.cluster.gate.listener import TRUSTED, UPSTREAM_CONNECTIONS, log_in_one_line, open_gate, raise_file_limit
 from trainables.errors import ConfigError
 
 #: the largest chunked request body passed on (spooled to disk first: MLflow's server needs a
@@ -112,7 +112,7 @@ async def spool(body: Any, limit: int) -> Any:
 def gate_app(upstream: str, token: str, *, chunked_limit: int = CHUNKED_LIMIT) -> Any:
     """The aiohttp application: every request with the token goes to ``upstream``, the rest gets
     401. A chunked body past ``chunked_limit`` bytes gets 413; ``app[TRUSTED]`` holds the
-    transports of the connections that showed the token (``gate_listener`` keeps them open)."""
+    transports of the connections that showed the token (``gate/listener.py`` keeps them open)."""
     import weakref
 
     expected = f"Bearer {token}".encode()
@@ -178,7 +178,7 @@ async def _pass_on(request: Any, session: Any, url: str, headers: dict[str, str]
 def serve(host: str, port: int, upstream: str, token_file: str) -> None:
     """Run the gate until the process is stopped (SIGTERM or SIGINT): the file limit raised to
     the hard one, the log one line a record, the header timeout and the connection cap of
-    ``gate_listener``."""
+    ``gate/listener.py``."""
     import signal
 
     app = gate_app(upstream, read_token(token_file))
