@@ -241,9 +241,8 @@ def run_job(job_dir: Path) -> int:
         joined = _wait_for_nodes(address, len(nodes), env, processes)
         names = ", ".join(nodes)
         say(f"job {job_id} (start {restart + 1}): Ray at {address} with {joined} of {len(nodes)} nodes ({names}); MLflow at {uri}")
-        say(
-            f"the MLflow UI while this job runs: `ssh -N -L 5000:127.0.0.1:{mlflow_port} {nodes[0]}` on the login node, then http://localhost:5000"
-        )
+        tunnel = f"ssh -N -L 5000:127.0.0.1:{mlflow_port} {nodes[0]}"
+        say(f"the MLflow UI while this job runs: `{tunnel}` on the login node, then http://localhost:5000")
         command = driver_command(spec, job_dir, address, uri)
         say("driver: mjp " + " ".join(command[3:]))
         signals.driver = subprocess.Popen(command, env=env, start_new_session=True)
