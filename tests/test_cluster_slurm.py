@@ -136,7 +136,7 @@ def ended(slurm: SlurmDaemons, job: str) -> bool:
     return job not in slurm.jobs()
 
 
-@pytest.mark.timeout(1800)  # three starts of a two-node job on 2 cores: about 6 minutes idle
+@pytest.mark.timeout(2400)  # three starts of a two-node job on 2 cores and Slurm's 2-minute requeue hold: about 8 minutes idle
 def test_a_sweep_survives_scancel_and_its_time_limit_with_every_trial_once(slurm, tmp_path):
     out = mjp(slurm, *slurm_args(tmp_path))
     assert out.returncode == 0, out.stderr
@@ -168,9 +168,10 @@ def test_a_sweep_survives_scancel_and_its_time_limit_with_every_trial_once(slurm
     text = second_out.read_text()
     assert "signal SIGTERM: the sweep closes its runs" in text and "time limit: job" in text, text[-2000:]
     assert not store_rows(store, "SELECT name FROM runs WHERE status = 'RUNNING'"), "the signalled job closed every run"
-    # a requeued job waits out Slurm's delay (about 2 min) before it may start: start it now, with its limit back
-    slurm.run("scontrol", "update", f"JobId={resubmitted}", "TimeLimit=10", "StartTime=now")
-    wait_for(f"job {resubmitted} to finish the sweep", lambda: ended(slurm, resubmitted))
+    # its limit back (the cut was the test's); Slurm holds a requeued job about 2 minutes, until the old start's
+    # credential has expired (a start forced sooner is killed: "Job credential revoked"), then starts it
+    slurm.run("scontrol", "update", f"JobId={resubmitted}", "TimeLimit=10")
+    wait_for(f"job {resubmitted} to finish the sweep", lambda: ended(slurm, resubmitted), seconds=900)
 
     # 3. every trial once, finished, on both nodes; nothing RUNNING; every process of the jobs ended
     text = second_out.read_text()
