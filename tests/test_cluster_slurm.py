@@ -10,6 +10,7 @@ the job prints), with a deadline only as a bound on failure; each race is assert
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
@@ -180,8 +181,11 @@ def test_a_sweep_survives_scancel_and_its_time_limit_with_every_trial_once(slurm
     trials = [name for name, _ in runs if not name.startswith("quickstart")]
     assert sorted(t.split("-")[0] for t in trials) == sorted(VARIANTS), f"every trial once: {runs}"
     assert {status for _, status in runs} == {"FINISHED"}, runs
-    nodes = store_rows(store, "SELECT DISTINCT value FROM tags WHERE key = 'mjp.node.rank0'")
-    assert len(nodes) == 2, f"the trials trained on {len(nodes)} node(s) of 2"
+    ray_nodes = {}  # each start's Ray node ids (new at every start) -> Slurm's node names, as the job wrote them
+    for start in (job_dir / "logs").iterdir():
+        ray_nodes.update(json.loads((start / "ray-nodes.json").read_text()))
+    trained_on = {ray_nodes[node] for (node,) in store_rows(store, "SELECT DISTINCT value FROM tags WHERE key = 'mjp.node.rank0'")}
+    assert trained_on == {"n1", "n2"}, f"the trials trained on {trained_on}"
     assert (job_dir / "logs" / f"{resubmitted}-1").is_dir(), "the requeued job started a second time"
     assert not (job_dir / "auth_token").exists(), "the job's token ends with the job"
     left = subprocess.run(["pgrep", "-f", f"mjp-ray-({first}|{resubmitted})-"], capture_output=True, text=True).stdout.split()

@@ -355,7 +355,7 @@ def test_ctrl_c_or_sigterm_on_train_exits_130_or_143_with_the_run_killed_and_no_
 def test_a_trial_lost_with_the_driver_is_adopted_when_proposed_again_not_duplicated(tmp_path):
     """Run creation is idempotent per trial: a restored trial finds its run by trial id; a trial
     the resume lost (proposed again under a new id) adopts its orphaned run by its params."""
-    from sweep.tuner.child_runs import reopen_children
+    from sweep.tuner.recorder import reopen_children
     from trainables.launch.trial import TrialSpec, _trial_run
     from trainables.tracking.runs import RunTracker
 
@@ -387,7 +387,7 @@ def test_a_lost_trial_that_no_searcher_proposes_again_ends_killed_saying_so(tmp_
     """A random or Bayesian searcher need not propose a lost trial's params again: at the end of
     the sweep its orphaned run stays KILLED, tagged with why, and `mjp sweep status` says so."""
     from sweep.commands.status import trial_state
-    from sweep.tuner.child_runs import LOST_NOT_PROPOSED, close_orphans, reopen_children
+    from sweep.tuner.recorder import LOST_NOT_PROPOSED, close_orphans, reopen_children
     from trainables.launch.trial import TrialSpec, _trial_run
     from trainables.tracking.runs import RunTracker
 

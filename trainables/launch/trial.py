@@ -150,7 +150,7 @@ def trial_key(params: dict[str, Any]) -> str:
 
 def _trial_run(spec: TrialSpec, cfg: TrainConfig, params: dict[str, Any], trial_id: str) -> RunTracker:
     """The trial's MLflow run, created once: looked up by trial id, else an orphan of the same
-    params adopted (see ``sweep.tuner.child_runs.reopen_children``), else created."""
+    params adopted (see ``sweep.tuner.recorder.reopen_children``), else created."""
     tracker: RunTracker | None
     if spec.run_id:
         tracker = RunTracker(spec.uri, spec.run_id)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import shutil
 import signal
@@ -30,6 +31,9 @@ from sweep.cluster.slurm.shape import time_limit_s
 from sweep.cluster.twin import write_token
 from sweep.cluster.twin_mlflow import start_gate, start_mlflow_server
 from trainables.errors import ConfigError
+
+#: in each start's log folder: which Slurm node each Ray node id (MLflow's ``mjp.node.rank*`` tags) was
+RAY_NODES_FILE = "ray-nodes.json"
 
 
 class _Stopped(Exception):
@@ -155,17 +159,18 @@ import ray
 ray.init(address=sys.argv[1], log_to_driver=False, logging_level="ERROR")
 want, deadline = int(sys.argv[2]), time.monotonic() + float(sys.argv[3])
 while True:
-    alive = [n["NodeManagerAddress"] for n in ray.nodes() if n["Alive"]]
+    alive = {n["NodeID"]: n["RayletSocketName"] for n in ray.nodes() if n["Alive"]}
     if len(alive) >= want or time.monotonic() > deadline:
         break
     time.sleep(1)
-print(len(alive))
+print(json.dumps(alive))
 """
 
 
-def _wait_for_nodes(address: str, count: int, env: dict[str, str], processes: _Processes, seconds: float = 300) -> int:
-    """How many of the job's ``count`` nodes joined Ray by the time all had, or ``seconds`` passed;
-    ``ConfigError`` as soon as one of the job's processes (a node's ``srun``) ends meanwhile."""
+def _wait_for_nodes(address: str, count: int, env: dict[str, str], processes: _Processes, seconds: float = 300) -> dict[str, str]:
+    """``{Ray node id: its raylet's socket path}`` of the nodes that joined Ray by the time all
+    ``count`` had, or ``seconds`` passed; ``ConfigError`` as soon as one of the job's processes (a
+    node's ``srun``) ends meanwhile."""
     probe = subprocess.Popen(
         [sys.executable, "-c", _NODES_ALIVE, address, str(count), str(seconds)], env=env, stdout=subprocess.PIPE, text=True
     )
@@ -176,8 +181,22 @@ def _wait_for_nodes(address: str, count: int, env: dict[str, str], processes: _P
     finally:
         if probe.poll() is None:
             probe.kill()
-    out = probe.stdout.read().split() if probe.stdout else []
-    return int(out[-1]) if probe.returncode == 0 and out else 0
+    lines = probe.stdout.read().splitlines() if probe.stdout else []
+    try:
+        alive = json.loads(lines[-1]) if probe.returncode == 0 and lines else {}
+    except ValueError:
+        return {}
+    return alive if isinstance(alive, dict) else {}
+
+
+def slurm_nodes_of(alive: dict[str, str], job_id: str, nodes: list[str]) -> dict[str, str]:
+    """``{Ray node id: Slurm node}``: each node's raylet lives under its ``ray_temp_dir``, which names it."""
+    found = {}
+    for node_id, socket_path in alive.items():
+        for node in nodes:
+            if f"/{ray_temp_dir(job_id, node).name}/" in socket_path:
+                found[node_id] = node
+    return found
 
 
 def driver_command(spec: JobSpec, job_dir: Path, address: str, uri: str) -> list[str]:
@@ -238,7 +257,9 @@ def run_job(job_dir: Path) -> int:
             join = [sys.executable, "-m", "sweep.cli", "cluster", "slurm-node", str(job_dir), "--head", address]
             srun = ["srun", "--nodes=1", "--ntasks=1", "-w", node, f"--cpus-per-task={shape.cpus_per_node}", *join]
             processes.start(f"node {node}'s Ray", srun, env, log_dir / f"node-{node}.log")
-        joined = _wait_for_nodes(address, len(nodes), env, processes)
+        ray_nodes = slurm_nodes_of(_wait_for_nodes(address, len(nodes), env, processes), job_id, nodes)
+        (log_dir / RAY_NODES_FILE).write_text(json.dumps(ray_nodes, indent=1) + "\n")  # MLflow's mjp.node.rank* -> Slurm's nodes
+        joined = len(set(ray_nodes.values()))
         names = ", ".join(nodes)
         say(f"job {job_id} (start {restart + 1}): Ray at {address} with {joined} of {len(nodes)} nodes ({names}); MLflow at {uri}")
         tunnel = f"ssh -N -L 5000:127.0.0.1:{mlflow_port} {nodes[0]}"

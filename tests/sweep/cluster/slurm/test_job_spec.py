@@ -48,3 +48,15 @@ def test_the_batch_script_asks_for_the_shape_and_runs_one_command(tmp_path):
         f"cd {tmp_path}/project",
         f"exec /opt/env/bin/python -m sweep.cli cluster slurm-job {tmp_path}/job",
     ]
+
+
+def test_ray_node_ids_map_to_the_slurm_nodes_whose_folder_their_raylet_lives_in():
+    from sweep.cluster.slurm.job import slurm_nodes_of
+    from sweep.cluster.slurm.ray_nodes import ray_temp_dir
+
+    alive = {
+        "aa": f"{ray_temp_dir('17', 'gpu001')}/session_2026/sockets/raylet",
+        "bb": f"{ray_temp_dir('17', 'gpu0010')}/session_2026/sockets/raylet",
+        "cc": "/tmp/ray/session_other/sockets/raylet",
+    }
+    assert slurm_nodes_of(alive, "17", ["gpu001", "gpu0010"]) == {"aa": "gpu001", "bb": "gpu0010"}
