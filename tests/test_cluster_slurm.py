@@ -139,7 +139,8 @@ def ended(slurm: SlurmDaemons, job: str) -> bool:
 
 @pytest.mark.timeout(2400)  # three starts of a two-node job on 2 cores and Slurm's 2-minute requeue hold: about 8 minutes idle
 def test_a_sweep_survives_scancel_and_its_time_limit_with_every_trial_once(slurm, tmp_path):
-    out = mjp(slurm, *slurm_args(tmp_path))
+    # 30 epochs a trial (about a minute here): the resumed job must still be training when its limit is cut
+    out = mjp(slurm, *slurm_args(tmp_path, "--set", "optim.epochs=30"))
     assert out.returncode == 0, out.stderr
     first = out.stdout.split("submitted Slurm job ", 1)[1].split(":", 1)[0]
     job_dir = next(p for p in tmp_path.iterdir() if p.name.startswith("mjp-quickstart-smoke-"))
@@ -164,7 +165,7 @@ def test_a_sweep_survives_scancel_and_its_time_limit_with_every_trial_once(slurm
     wait_for("a trial report in the second job", lambda: metrics(store) > reports, unless=gone)
     minutes = int(slurm.job_field(resubmitted, "RunTime").split(":")[-2]) + 2
     slurm.run("scontrol", "update", f"JobId={resubmitted}", f"TimeLimit={minutes}")
-    wait_for("the job to requeue itself at its time limit", lambda: "requeued" in second_out.read_text())
+    wait_for("the job to requeue itself at its time limit", lambda: "requeued" in second_out.read_text(), unless=gone)
     wait_for("Slurm to hold the requeued job", lambda: slurm.job_field(resubmitted, "Restarts") == "1")
     text = second_out.read_text()
     assert "signal SIGTERM: the sweep closes its runs" in text and "time limit: job" in text, text[-2000:]
