@@ -185,7 +185,8 @@ def test_a_sweep_survives_scancel_and_its_time_limit_with_every_trial_once(slurm
     ray_nodes = {}  # each start's Ray node ids (new at every start) -> Slurm's node names, as the job wrote them
     for start in (job_dir / "logs").iterdir():
         ray_nodes.update(json.loads((start / "ray-nodes.json").read_text()))
-    trained_on = {ray_nodes[node] for (node,) in store_rows(store, "SELECT DISTINCT value FROM tags WHERE key = 'mjp.node.rank0'")}
+    seen = store_rows(store, "SELECT value FROM tags WHERE key = 'mjp.nodes'")  # every node a trial trained on, across its starts
+    trained_on = {ray_nodes[node] for (nodes,) in seen for node in nodes.split(",")}
     assert trained_on == {"n1", "n2"}, f"the trials trained on {trained_on}"
     assert (job_dir / "logs" / f"{resubmitted}-1").is_dir(), "the requeued job started a second time"
     assert not (job_dir / "auth_token").exists(), "the job's token ends with the job"
