@@ -140,7 +140,10 @@ def ended(slurm: SlurmDaemons, job: str) -> bool:
 @pytest.mark.timeout(2400)  # three starts of a two-node job on 2 cores and Slurm's 2-minute requeue hold: about 8 minutes idle
 def test_a_sweep_survives_scancel_and_its_time_limit_with_every_trial_once(slurm, tmp_path):
     # 30 epochs a trial (about a minute here): the resumed job must still be training when its limit is cut
-    out = mjp(slurm, *slurm_args(tmp_path, "--set", "optim.epochs=30"))
+    # one CPU a node: quickstart's two concurrent 1-CPU trials fit one on each node, so both nodes train by construction
+    argv = slurm_args(tmp_path, "--set", "optim.epochs=30")
+    argv[argv.index("--cpus-per-node") + 1] = "1"
+    out = mjp(slurm, *argv)
     assert out.returncode == 0, out.stderr
     first = out.stdout.split("submitted Slurm job ", 1)[1].split(":", 1)[0]
     job_dir = next(p for p in tmp_path.iterdir() if p.name.startswith("mjp-quickstart-smoke-"))
