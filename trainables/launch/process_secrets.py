@@ -35,3 +35,13 @@ def process_secret_file(name: str, content: str) -> Path | None:
         raise
     _KEPT.append(fd)
     return Path(f"/proc/{os.getpid()}/fd/{fd}")
+
+
+def readable_secret(path: str) -> bool:
+    """Whether this process can read a non-empty secret at ``path`` (another process's secret file
+    is not, once that process ended or from another user namespace)."""
+    try:
+        with open(path) as fh:
+            return bool(fh.read().strip())
+    except OSError:
+        return False

@@ -190,25 +190,17 @@ def _private_ray_token() -> None:
     ``~/.ray/auth_token`` readable by every user (mode 0644) and leave it there."""
     import secrets
 
-    from trainables.launch.process_secrets import process_secret_file
+    from trainables.launch.process_secrets import process_secret_file, readable_secret
 
     if os.environ.get("RAY_AUTH_MODE", "token").lower() != "token" or "RAY_AUTH_TOKEN" in os.environ:
         return
-    if "RAY_AUTH_TOKEN_PATH" in os.environ and _readable_token(os.environ["RAY_AUTH_TOKEN_PATH"]):
+    if "RAY_AUTH_TOKEN_PATH" in os.environ and readable_secret(os.environ["RAY_AUTH_TOKEN_PATH"]):
         return
     # none, or one this process cannot open: another process's secret file, inherited with the
     # environment from a parent that has ended or sits in another user namespace (``unshare -r``)
     path = process_secret_file("ray-token", secrets.token_hex(32))  # 256 bits, as `ray get-auth-token --generate`
     if path is not None:
         os.environ["RAY_AUTH_TOKEN_PATH"] = str(path)
-
-
-def _readable_token(path: str) -> bool:
-    try:
-        with open(path) as fh:
-            return bool(fh.read().strip())
-    except OSError:
-        return False
 
 
 def check_local_resources(cfg: Any, address: str | None) -> None:
