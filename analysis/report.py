@@ -33,8 +33,8 @@ from analysis.tables import (
     to_latex,
     to_markdown,
 )
-from analysis.written import atomic_file, save_figure, write_atomically
 from mjp import keys
+from trainables.written import atomic_file, save_figure, write_atomically
 
 #: figure file name -> (figure function's name, caption)
 CAPTIONS = {

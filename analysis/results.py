@@ -25,7 +25,7 @@ import pandas as pd
 from analysis.directions import directions_text
 from analysis.robustness import with_relative_mce, with_s4_mean_error
 from analysis.tables import finished, paper_comparison, paper_text, setup_caption, study_table, to_markdown
-from analysis.written import write_atomically
+from trainables.written import write_atomically
 
 FORMAT = 1
 #: run columns kept besides the metrics (``<section>/<name>``): identity and what the run measured on

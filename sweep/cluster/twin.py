@@ -44,6 +44,7 @@ from sweep.cluster.twin_config import twin_config
 from sweep.cluster.twin_mlflow import free_port, start_mlflow
 from sweep.study.names import PROJECT_DIR
 from trainables.errors import ConfigError
+from trainables.written import write_atomically
 
 #: the file in the session directory that ``up`` writes and ``down`` / the tests read
 STATE_FILE = "cluster.json"
@@ -204,7 +205,7 @@ def _start_head(
         start = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=session, start_new_session=True)
         (session / "ray-head.pgid").write_text(str(start.pid))
         returncode = start.wait()
-    (session / STATE_FILE).write_text(json.dumps(asdict(cluster), indent=1))
+    write_atomically(session / STATE_FILE, json.dumps(asdict(cluster), indent=1))
     if returncode != 0:
         raise ConfigError(f"`ray start --head` failed ({returncode}); see {session / 'ray-start.log'}")
     return cluster

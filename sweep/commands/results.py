@@ -96,7 +96,7 @@ def cmd_analyze_results(args: argparse.Namespace) -> int:
 
 def cmd_analyze_readme(args: argparse.Namespace) -> int:
     from analysis.results import documents_disagreements, rendered_blocks, with_blocks_in
-    from analysis.written import write_atomically
+    from trainables.written import write_atomically
 
     paths = documents()
     try:

@@ -30,6 +30,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from trainables.errors import UserError
+from trainables.written import write_atomically
 
 MANIFEST = "mjp_signatures"
 KEY_FILE = "sweep-signing.key"
@@ -129,10 +130,7 @@ def read_file(experiment_dir: str, relpath: str) -> bytes:
 
 def write_file(experiment_dir: str, relpath: str, content: bytes) -> None:
     if "://" not in experiment_dir:
-        target = Path(experiment_dir, relpath)
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(content)
-        os.replace(tmp, target)  # a killed writer leaves the old manifest, never half a new one
+        write_atomically(Path(experiment_dir, relpath), content)  # a killed writer leaves the old manifest
         return
     import pyarrow.fs
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from sweep.cluster.slurm.shape import SlurmShape
 from trainables.errors import ConfigError
+from trainables.written import write_atomically
 
 SPEC_FILE = "job.json"
 SCRIPT_FILE = "job.sbatch"
@@ -31,7 +32,7 @@ class JobSpec:
     max_restarts: int = 20
 
     def write(self, job_dir: Path) -> None:
-        (job_dir / SPEC_FILE).write_text(json.dumps({**asdict(self), "shape": self.shape.to_json()}, indent=1) + "\n")
+        write_atomically(job_dir / SPEC_FILE, json.dumps({**asdict(self), "shape": self.shape.to_json()}, indent=1) + "\n")
 
     @classmethod
     def read(cls, job_dir: Path) -> JobSpec:

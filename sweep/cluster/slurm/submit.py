@@ -19,6 +19,7 @@ from sweep.cluster.slurm.script import batch_script, job_name
 from sweep.cluster.slurm.shape import SlurmShape, SlurmUnreachable, check_fits, partition_nodes
 from sweep.cluster.slurm.shared_fs import check_shared_dir
 from trainables.errors import ConfigError
+from trainables.written import write_atomically
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,7 @@ def submit(study: Any, spec: JobSpec, shared: Path, project_dir: Path, *, dry_ru
     script = batch_script(shape, job_dir, project_dir, name)
     try:
         spec.write(job_dir)
-        (job_dir / SCRIPT_FILE).write_text(script)
+        write_atomically(job_dir / SCRIPT_FILE, script)
         test = subprocess.run(["sbatch", "--test-only", str(job_dir / SCRIPT_FILE)], capture_output=True, text=True, timeout=120)
         if test.returncode != 0:
             raise ConfigError(f"sbatch refused the job: {_one_line(test.stderr or test.stdout)}")

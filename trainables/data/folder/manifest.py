@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainables.errors import DataError
+from trainables.written import write_atomically
 
 MANIFEST_FILE = "mjp_folder.json"
 
@@ -49,7 +50,7 @@ def write_manifest(root: str | Path) -> Path:
     path = root / MANIFEST_FILE
     manifest = {"classes": scan.classes["train"], "train_images": scan.counts["train"], "val_images": scan.counts["val"]}
     try:
-        path.write_text(json.dumps(manifest, indent=1) + "\n")
+        write_atomically(path, json.dumps(manifest, indent=1) + "\n")
     except OSError as err:
         raise DataError(
             f"cannot write the manifest {path} ({type(err).__name__}: {err.strerror or err}); write access to {root} is needed, or run the "

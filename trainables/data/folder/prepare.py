@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 from trainables.data.folder.image_folder import IMAGE_EXTENSIONS, scan_imagefolder
 from trainables.data.folder.shards import SHARD_MARKER
 from trainables.errors import DataError
+from trainables.written import atomic_file, write_atomically
 
 
 def _files(split_dir: Path, classes: list[str]) -> list[tuple[str, int]]:
@@ -40,7 +41,8 @@ def _write_shard(path: Path, items: list[tuple[str, int]]) -> int:
             "path": pa.array([p for p, _ in items], type=pa.string()),
         }
     )
-    pq.write_table(table, path)
+    with atomic_file(path, binary=True) as out:
+        pq.write_table(table, out)
     return len(items)
 
 
@@ -58,7 +60,8 @@ def prepare_shards(root: str | Path, out: str | Path, *, images_per_shard: int =
     chunks = [files[i : i + images_per_shard] for i in range(0, len(files), images_per_shard)]
     with ThreadPoolExecutor(max_workers=workers or min(16, (os.cpu_count() or 1) * 4)) as pool:  # reading files: I/O bound
         written = sum(pool.map(lambda ic: _write_shard(out / "train" / f"part-{ic[0]:05d}.parquet", ic[1]), enumerate(chunks)))
-    (out / SHARD_MARKER).write_text(
+    write_atomically(
+        out / SHARD_MARKER,
         json.dumps(
             {
                 "source": str(root),
@@ -70,7 +73,7 @@ def prepare_shards(root: str | Path, out: str | Path, *, images_per_shard: int =
                 "skipped_empty": len(scan.empty_files),
             },
             indent=2,
-        )
+        ),
     )
     empty = len(scan.empty_files)
     skipped = f"; {empty} zero-byte file{'s' * (empty != 1)} left out" if empty else ""

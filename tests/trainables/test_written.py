@@ -1,10 +1,10 @@
-"""A write the analysis makes is one step: killed half-way, the old file is still there, whole."""
+"""A file the platform writes is replaced in one step: killed half-way, the old file is still there, whole."""
 
 import os
 
 import pytest
 
-from analysis.written import write_atomically
+from trainables.written import write_atomically
 
 
 def test_a_write_killed_half_way_leaves_the_old_file_whole_and_no_part_behind(tmp_path, monkeypatch):
