@@ -59,6 +59,7 @@ class SlurmDaemons:
             f"SlurmctldPort={ctld}",
             "AuthType=auth/none",
             "CredType=cred/none",
+            "AuthInfo=cred_expire=10",  # a requeued job waits out its old credential: 10 s here, not the default 120 s
             "ProctrackType=proctrack/linuxproc",
             "TaskPlugin=task/none",
             "SwitchType=switch/none",

@@ -173,8 +173,9 @@ def test_a_sweep_survives_scancel_and_its_time_limit_with_every_trial_once(slurm
     text = second_out.read_text()
     assert "signal SIGTERM: the sweep closes its runs" in text and "time limit: job" in text, text[-2000:]
     assert not store_rows(store, "SELECT name FROM runs WHERE status = 'RUNNING'"), "the signalled job closed every run"
-    # its limit back (the cut was the test's); Slurm holds a requeued job about 2 minutes, until the old start's
-    # credential has expired (a start forced sooner is killed: "Job credential revoked"), then starts it
+    # its limit back (the cut was the test's); Slurm holds a requeued job until the old start's credential has
+    # expired (cred_expire: 10 s in the test Slurm, 120 s by default; a start forced sooner is killed: "Job
+    # credential revoked"), then starts it
     slurm.run("scontrol", "update", f"JobId={resubmitted}", "TimeLimit=10")
     wait_for(f"job {resubmitted} to finish the sweep", lambda: ended(slurm, resubmitted), seconds=900)
 
