@@ -1,7 +1,8 @@
 """Step: ``data.decode: gpu`` from JPEG files it generates (smooth random images at quality 90, in
 10 classes): the host-to-device copy of the encoded bytes, the batched decode and DeiT's
-augmentation (``device_augment``) as stages, then whole epochs of the loader (workers read
-bytes, the device decodes and augments) alone and feeding the row-J training step."""
+augmentation (``device_augment``, eager and, on CUDA, with the work after the crop compiled as
+``runtime.compile`` does) as stages, then whole epochs of the loader (workers read bytes, the device
+decodes and augments; compiled on CUDA, as the step is) alone and feeding the row-J training step."""
 
 from __future__ import annotations
 
@@ -43,6 +44,7 @@ def stages(train: Path, s: Sizes, device: Any) -> dict[str, float | None]:
     import torch
 
     from trainables.data.gpu.augment import DeviceRecipe, augment_batch
+    from trainables.data.gpu.compiled import compiled_augment
     from trainables.data.gpu.decode import decode_on_device, read_encoded
 
     files = sorted(train.glob("*/*.JPEG"))[: s.batch]
@@ -50,10 +52,12 @@ def stages(train: Path, s: Sizes, device: Any) -> dict[str, float | None]:
     pinned = [e.pin_memory() for e in encoded] if device.type == "cuda" else encoded
     decoded = decode_on_device(pinned, device)
     seeds, recipe, n = list(range(len(files))), DeviceRecipe(s.img_size, "deit"), len(files)
+    finish = compiled_augment(recipe) if device.type == "cuda" else None  # Inductor on the CPU: minutes of compiling
     return {
         "h2d_img_s": rate(lambda: [p.to(device, non_blocking=True) for p in pinned], n, device) if device.type == "cuda" else None,
         "decode_img_s": rate(lambda: decode_on_device(pinned, device), n, device),
         "augment_img_s": rate(lambda: augment_batch(decoded, seeds, recipe), n, device),
+        "augment_compiled_img_s": rate(lambda: augment_batch(decoded, seeds, recipe, finish), n, device) if finish else None,
         "images": n,
         "decoder": "nvJPEG (decode_jpeg on cuda)" if device.type == "cuda" else "decode_jpeg on the CPU",
         "torch_threads": torch.get_num_threads(),
@@ -66,6 +70,7 @@ def device_loader(train: Path, s: Sizes, device: Any, workers: int) -> Any:
     from torch.utils.data import DataLoader, RandomSampler
 
     from trainables.data.gpu.augment import DeviceRecipe
+    from trainables.data.gpu.compiled import compiled_augment
     from trainables.data.gpu.decode import DeviceAugmentLoader, EncodedImages, SeededSampler, collate_encoded
 
     dataset = EncodedImages(train)
@@ -81,7 +86,9 @@ def device_loader(train: Path, s: Sizes, device: Any, workers: int) -> Any:
         drop_last=True,
         prefetch_factor=4 if workers else None,
     )
-    return DeviceAugmentLoader(loader, sampler, DeviceRecipe(s.img_size, "deit"), device, dataset)
+    recipe = DeviceRecipe(s.img_size, "deit")
+    finish = compiled_augment(recipe) if device.type == "cuda" else None  # as runtime.compile builds it
+    return DeviceAugmentLoader(loader, sampler, recipe, device, dataset, finish=finish)
 
 
 def loader_epochs(loader: Any, s: Sizes, device: Any) -> list[float]:

@@ -86,7 +86,8 @@ def _syncs(r: dict[str, Any]) -> str:
 ROWS = (
     Row("H2D of the encoded bytes img/s", "input", _stage("h2d_img_s")),
     Row("decode img/s (one batched decode_jpeg)", "input", _stage("decode_img_s")),
-    Row("augment img/s (device_augment, DeiT recipe)", "input", _stage("augment_img_s"), ">= 20,000"),
+    Row("augment img/s (device_augment, DeiT recipe, eager)", "input", _stage("augment_img_s")),
+    Row("augment img/s (device_augment, the work after the crop compiled)", "input", _stage("augment_compiled_img_s"), ">= 20,000"),
     Row("decode + augment from JPEG files, img/s (the loader)", "input", _loader, ">= 10,000"),
     Row("img/s with the training step (row J, from JPEG files)", "input", _with_step, ">= 8,000, waiting <= 5 %"),
     Row("MJP / timm step, eager (bench_mjp)", "model_eager", _model, "<= 1.02"),

@@ -177,7 +177,9 @@ class RuntimeSection(_Section):
     seed: int = Field(0, ge=0, lt=SEED_BOUND, description="drives every random stream of the run (trainables/config/seeds.py)")
     amp: Literal["none", "bf16", "fp16"] = "none"
     channels_last: bool = False
-    compile: bool = False
+    compile: bool = Field(
+        False, description="torch.compile the model, and with data.decode=gpu the batch augmentation after the crop (one region)"
+    )
     log_every: int = Field(50, ge=1, description="steps between host syncs for the running loss")
     checkpoint_every: int = Field(10, ge=1, description="epochs between checkpoints (also at the last epoch)")
     checkpoint_minutes: float = Field(

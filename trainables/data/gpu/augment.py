@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -272,11 +272,17 @@ def augment_resized(x: torch.Tensor, params: BatchParams, recipe: DeviceRecipe) 
     return _erase(x, params.erase_boxes, params.noise_keys) if recipe.augment == "deit" else x
 
 
-def augment_batch(images: Sequence[torch.Tensor], seeds: Sequence[int], recipe: DeviceRecipe) -> torch.Tensor:
+def augment_batch(
+    images: Sequence[torch.Tensor],
+    seeds: Sequence[int],
+    recipe: DeviceRecipe,
+    finish: Callable[[torch.Tensor, BatchParams], torch.Tensor] | None = None,
+) -> torch.Tensor:
     """Decoded uint8 images ``[3, H_i, W_i]`` (one device) and their seeds -> float32 ``[B, 3, S, S]``,
     normalised, on the images' device. One host -> device copy of the batch's random parameters;
     the crop + resize's tensor shapes follow the crops, ``augment_resized``'s (709 aten ops for
-    DeiT's recipe) depend on B alone; 1,013-1,015 aten ops in all at B = 256 and at 512."""
+    DeiT's recipe) depend on B alone; 1,013-1,015 aten ops in all at B = 256 and at 512. ``finish``:
+    ``augment_resized`` for this recipe, compiled (``compiled.compiled_augment``); None runs it eagerly."""
     if len(images) != len(seeds):
         raise ValueError(f"{len(images)} images but {len(seeds)} seeds")
     if not images:
@@ -289,4 +295,5 @@ def augment_batch(images: Sequence[torch.Tensor], seeds: Sequence[int], recipe: 
     parts = pack_params(pack, draws, recipe)
     pack.upload(device)
     x = resize_crops(flat_images(images), table, recipe.img_size, pack.ints(resize_part))
-    return augment_resized(x, batch_params(pack, parts, len(images)), recipe)
+    params = batch_params(pack, parts, len(images))
+    return finish(x, params) if finish is not None else augment_resized(x, params, recipe)

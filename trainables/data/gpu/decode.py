@@ -35,6 +35,7 @@ from torch.utils.data import Dataset, Sampler
 
 from trainables.data.folder.image_folder import UnreadableImage, readable_loader
 from trainables.data.gpu.augment import DeviceRecipe, augment_batch
+from trainables.data.gpu.compiled import Finish
 from trainables.data.gpu.prefetch import prefetched
 
 warnings.filterwarnings(
@@ -226,7 +227,8 @@ def decode_on_device(datas: Sequence[torch.Tensor], device: torch.device) -> lis
 class DeviceAugmentLoader:
     """An epoch of ``(images float32 [B, 3, S, S], labels int64 [B])`` on ``device``, from a DataLoader
     of encoded batches (``collate_encoded``): decoded and augmented there, ``prefetch`` batches ahead
-    in a thread (``trainables.data.gpu.prefetch``). ``len`` = batches per epoch."""
+    in a thread (``trainables.data.gpu.prefetch``). ``len`` = batches per epoch. ``finish``: the work after
+    the crop compiled once (``runtime.compile``: ``compiled.compiled_augment``); None runs it eagerly."""
 
     def __init__(
         self,
@@ -237,9 +239,10 @@ class DeviceAugmentLoader:
         dataset: EncodedImages,
         skipped_log: Path | None = None,
         prefetch: int = 2,
+        finish: Finish | None = None,
     ):
         self.loader, self.sampler, self.recipe, self.device = loader, sampler, recipe, torch.device(device)
-        self.dataset, self.skipped_log, self.prefetch = dataset, skipped_log, prefetch
+        self.dataset, self.skipped_log, self.prefetch, self.finish = dataset, skipped_log, prefetch, finish
 
     def set_epoch(self, epoch: int) -> None:
         self.sampler.set_epoch(epoch)
@@ -275,7 +278,7 @@ class DeviceAugmentLoader:
         """One encoded batch -> ``(images float32 [B, 3, S, S], labels int64 [B])`` on the device."""
         datas, labels, seeds, indices = batch.items()
         images, labels = self._replace_unreadable(decode_on_device(datas, self.device), labels, seeds, indices)
-        x = augment_batch(images, seeds.tolist(), self.recipe)
+        x = augment_batch(images, seeds.tolist(), self.recipe, self.finish)
         return x, labels.to(self.device, non_blocking=True)
 
     def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
