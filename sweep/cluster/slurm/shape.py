@@ -99,11 +99,17 @@ def gpus_in(gres: str) -> int:
     return total
 
 
-def partition_nodes(partition: str) -> list[NodeGroup]:
-    """The partition's nodes as ``sinfo`` lists them; ``ConfigError`` when Slurm knows no such partition."""
+def partition_nodes(partition: str, seconds: float = 120) -> list[NodeGroup]:
+    """The partition's nodes as ``sinfo`` lists them; ``ConfigError`` when Slurm knows no such partition,
+    ``SlurmUnreachable`` when ``sinfo`` fails or has not answered within ``seconds`` (it retries a
+    missing slurm.conf for a minute)."""
     if shutil.which("sinfo") is None:
         raise ConfigError("no `sinfo` on PATH: run `mjp cluster slurm` on a Slurm login node (or give --dry-run to print the script)")
-    out = subprocess.run(["sinfo", "-h", "-p", partition, "-o", "%D %c %G"], capture_output=True, text=True, timeout=120)
+    try:
+        out = subprocess.run(["sinfo", "-h", "-p", partition, "-o", "%D %c %G"], capture_output=True, text=True, timeout=seconds)
+    except subprocess.TimeoutExpired as err:
+        said = [line.strip() for line in _text(err.stderr).splitlines() if line.strip()]
+        raise SlurmUnreachable(f"`sinfo -p {partition}` failed: no answer in {seconds:g} s" + (f" ({said[0]})" if said else "")) from None
     if out.returncode != 0:
         said = [line.strip() for line in out.stderr.splitlines() if line.strip()]
         raise SlurmUnreachable(f"`sinfo -p {partition}` failed: {said[-1] if said else f'exit {out.returncode}'}")
@@ -115,6 +121,11 @@ def partition_nodes(partition: str) -> list[NodeGroup]:
         known = subprocess.run(["sinfo", "-h", "-o", "%R"], capture_output=True, text=True, timeout=60).stdout.split()
         raise ConfigError(f"--partition {partition!r}: Slurm has no such partition (it has: {', '.join(sorted(set(known))) or 'none'})")
     return groups
+
+
+def _text(output: str | bytes | None) -> str:
+    """What a timed-out command had written (``TimeoutExpired`` may hold bytes, even with ``text=True``)."""
+    return output.decode(errors="replace") if isinstance(output, bytes) else output or ""
 
 
 def check_fits(shape: SlurmShape, groups: list[NodeGroup]) -> None:

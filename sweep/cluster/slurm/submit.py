@@ -87,7 +87,7 @@ def submit(study: Any, spec: JobSpec, shared: Path, project_dir: Path, *, dry_ru
         raise ConfigError("no `sbatch` on PATH: run `mjp cluster slurm` on a Slurm login node (--dry-run prints the script)")
     if slurm:
         try:
-            check_fits(shape, partition_nodes(shape.partition))
+            check_fits(shape, partition_nodes(shape.partition, seconds=15 if dry_run else 120))  # a dry run only advises
         except SlurmUnreachable as err:
             if not dry_run:
                 raise
