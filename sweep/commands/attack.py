@@ -33,6 +33,7 @@ def cmd_attack(args: argparse.Namespace) -> int:
     from trainables.config.schema import PrivacySection
     from trainables.data.datasets import fixed_images, load_datasets
     from trainables.evaluation.privacy import run_privacy_eval
+    from trainables.evaluation.result import eval_seed
 
     cfg = trained.cfg
     if args.attack == "april" and april_requirements(trained.model):
@@ -59,7 +60,8 @@ def cmd_attack(args: argparse.Namespace) -> int:
     images, labels = fixed_images(load_datasets(cfg).val, args.images)
     progress = ProgressLine(f"{attack} attack")
     try:
-        metrics, _, notes = run_privacy_eval(trained.model, images, labels, privacy, seed=args.seed, progress=progress)
+        seed = eval_seed(cfg) if args.seed is None else args.seed  # the run's own: its logged privacy/* scores again
+        metrics, _, notes = run_privacy_eval(trained.model, images, labels, privacy, seed=seed, progress=progress)
     finally:
         progress.close()
     columns = ("mse", "psnr", "ssim", "fft2d", "lpips", "cond")

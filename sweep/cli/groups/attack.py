@@ -30,6 +30,10 @@ def add(sub: argparse._SubParsersAction) -> None:
         "--client-dtype", choices=["float32", "float64"], default="float32", help="precision of the simulated client's gradients"
     )
     attack.add_argument("--lpips-backbone", help="torchvision AlexNet state dict; LPIPS is absent without it")
-    attack.add_argument("--seed", type=int, default=0, help="seed of the images' choice, the shuffles and the attack (default 0)")
+    attack.add_argument(
+        "--seed",
+        type=int,
+        help="seed of the shuffles and the attack (default: the run's eval.seed, as its own attack at the end of training used)",
+    )
     add_uri(attack)
     attack.set_defaults(handler="sweep.commands.attack:cmd_attack")

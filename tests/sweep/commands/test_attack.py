@@ -51,3 +51,26 @@ def test_every_table4_row_gets_its_table_for_settings_a_b_c(tmp_path, capsys, ro
     table = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
     assert [line.split(" | ")[0] for line in table[2:]] == ["| a", "| b", "| c"]
     assert all("nan" not in line and " - | - | - |" not in line for line in table[2:])
+
+
+def test_the_attack_uses_the_runs_eval_seed_unless_given_one(tmp_path, monkeypatch):
+    """It once used seed 0 whatever the run's eval.seed, so it did not give the run's logged privacy/* scores."""
+    import trainables.evaluation.privacy as privacy
+    from trainables.config.build import load_config
+    from trainables.evaluation.result import eval_seed
+
+    tree = yaml.safe_load(Path(CONFIG).read_text())
+    tree.setdefault("runtime", {})["seed"] = 5
+    config = tmp_path / "seed5.yaml"
+    config.write_text(yaml.safe_dump(tree))
+    weights = checkpoint(tmp_path, str(config))
+    seeds = []
+
+    def seen(*args, seed, **kwargs):
+        seeds.append(seed)
+        return {}, {}, []
+
+    monkeypatch.setattr(privacy, "run_privacy_eval", seen)
+    argv = ["attack", "--checkpoint", weights, "--config", str(config), "--images", "1", "--setting", "a", "--steps", "2"]
+    assert main(argv) == 0 and main([*argv, "--seed", "3"]) == 0
+    assert seeds == [eval_seed(load_config(str(config), None)), 3] and seeds[0] != 0
