@@ -1,7 +1,8 @@
 """Nothing phones home: in a process the platform starts, with none of the CI variables by which
 MLflow turns its telemetry off by itself, MLflow's telemetry, Ray's usage stats and the Hugging
 Face hub's calls are off, in the ``mjp`` process and in the Ray workers it starts; cluster.yaml's
-nodes export the same switches."""
+nodes export the same switches. The same probe finds the workers at the process's own priority
+(Ray's default, nice 15, starved every trial beside a busy process: 4 % of a core)."""
 
 import os
 import subprocess
@@ -36,12 +37,14 @@ def calls_home():
     }
 
 
+import os
 import ray
 from trainables.launch.ray_runtime import ensure_ray
 
 print("process", calls_home())
 ensure_ray(num_cpus=1)
 print("worker", ray.get(ray.remote(calls_home).remote()))
+print("niceness", os.nice(0), ray.get(ray.remote(lambda: os.nice(0)).remote()))
 ray.shutdown()
 """
 
@@ -58,6 +61,7 @@ def test_a_process_the_platform_starts_outside_ci_has_every_background_call_off(
     off = str({"mlflow telemetry": False, "ray usage stats": False, "hf hub telemetry": False, "hf hub online": False})
     lines = [line for line in out.stdout.splitlines() if line.startswith(("process ", "worker "))]
     assert lines == [f"process {off}", f"worker {off}"]
+    assert "niceness 0 0" in out.stdout.splitlines(), out.stdout
 
 
 def test_cluster_yaml_nodes_export_every_switch():
