@@ -1,5 +1,6 @@
-"""Every file the platform writes for people (the report's tables, CSVs and figures, README.md and
-docs' results blocks, results/*.json) is replaced in one step: a command killed while writing, or
+"""Every file the platform writes for people or for a later command (the report's tables, CSVs and
+figures, README.md and docs' results blocks, results/*.json; a data folder's manifest and shards,
+a sweep's state and signatures, a Slurm job's and the twin's files) is replaced in one step: a command killed while writing, or
 one that hits a full disk, leaves the old file or the new one, never a torn or empty one that the
 next run then cannot read. The file is written in its folder without a name (Linux's
 ``O_TMPFILE``, so a kill while writing leaves no part behind either), then named and renamed over
@@ -13,23 +14,22 @@ import contextlib
 import os
 import secrets
 import stat
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
 
-def _mode_for(path: Path) -> int:
-    """The mode the new ``path`` gets: the old file's (a regular file's only), else the umask's."""
+def _mode_for(path: Path) -> int | None:
+    """The old file's mode (a regular file's only), which the new ``path`` keeps; None for a new
+    file, which is created 0666 less the umask (the kernel applies it: reading the umask would
+    mean setting it, for every thread of the process)."""
     try:
         old = path.lstat()
         if stat.S_ISREG(old.st_mode):
             return old.st_mode & 0o777
     except FileNotFoundError:
         pass
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
+    return None
 
 
 def _unnamed_file(folder: Path) -> tuple[int, str | None]:
@@ -37,9 +37,10 @@ def _unnamed_file(folder: Path) -> tuple[int, str | None]:
     ``O_TMPFILE``: a process killed while writing leaves nothing), else a ``.part`` file; its
     descriptor and its name (None while it has none)."""
     try:
-        return os.open(folder, os.O_TMPFILE | os.O_WRONLY, 0o600), None
+        return os.open(folder, os.O_TMPFILE | os.O_WRONLY, 0o666), None
     except (AttributeError, OSError):  # not Linux, or a file system without unnamed files
-        return tempfile.mkstemp(dir=folder, prefix=".", suffix=".part")
+        part = str(folder / f".{secrets.token_hex(6)}.part")
+        return os.open(part, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666), part
 
 
 def _name(fd: int, name: Path) -> None:
@@ -67,7 +68,8 @@ def atomic_file(path: str | Path, binary: bool = False) -> Iterator[IO[Any]]:
             yield out
             out.flush()
             os.fsync(out.fileno())
-            os.fchmod(out.fileno(), mode)
+            if mode is not None:
+                os.fchmod(out.fileno(), mode)
             if part is None:  # named only now, for the rename
                 part = str(path.parent / f".{path.name}.{secrets.token_hex(6)}.part")
                 _name(out.fileno(), Path(part))

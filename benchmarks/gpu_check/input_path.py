@@ -44,7 +44,7 @@ def stages(train: Path, s: Sizes, device: Any) -> dict[str, float | None]:
     import torch
 
     from trainables.data.gpu.augment import DeviceRecipe, augment_batch
-    from trainables.data.gpu.compiled import compiled_augment
+    from trainables.data.gpu.compiled import CompiledAugment
     from trainables.data.gpu.decode import decode_on_device, read_encoded
 
     files = sorted(train.glob("*/*.JPEG"))[: s.batch]
@@ -52,7 +52,7 @@ def stages(train: Path, s: Sizes, device: Any) -> dict[str, float | None]:
     pinned = [e.pin_memory() for e in encoded] if device.type == "cuda" else encoded
     decoded = decode_on_device(pinned, device)
     seeds, recipe, n = list(range(len(files))), DeviceRecipe(s.img_size, "deit"), len(files)
-    finish = compiled_augment(recipe) if device.type == "cuda" else None  # Inductor on the CPU: minutes of compiling
+    finish = CompiledAugment(recipe) if device.type == "cuda" else None  # Inductor on the CPU: minutes of compiling
     return {
         "h2d_img_s": rate(lambda: [p.to(device, non_blocking=True) for p in pinned], n, device) if device.type == "cuda" else None,
         "decode_img_s": rate(lambda: decode_on_device(pinned, device), n, device),
@@ -70,7 +70,6 @@ def device_loader(train: Path, s: Sizes, device: Any, workers: int) -> Any:
     from torch.utils.data import DataLoader, RandomSampler
 
     from trainables.data.gpu.augment import DeviceRecipe
-    from trainables.data.gpu.compiled import compiled_augment
     from trainables.data.gpu.decode import DeviceAugmentLoader, EncodedImages, SeededSampler, collate_encoded
 
     dataset = EncodedImages(train)
@@ -87,8 +86,8 @@ def device_loader(train: Path, s: Sizes, device: Any, workers: int) -> Any:
         prefetch_factor=4 if workers else None,
     )
     recipe = DeviceRecipe(s.img_size, "deit")
-    finish = compiled_augment(recipe) if device.type == "cuda" else None  # as runtime.compile builds it
-    return DeviceAugmentLoader(loader, sampler, recipe, device, dataset, finish=finish)
+    backend = "inductor" if device.type == "cuda" else None  # as runtime.compile builds it
+    return DeviceAugmentLoader(loader, sampler, recipe, device, dataset, compile_backend=backend)
 
 
 def loader_epochs(loader: Any, s: Sizes, device: Any) -> list[float]:

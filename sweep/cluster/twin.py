@@ -137,7 +137,7 @@ def up(
     env["RAY_AUTH_TOKEN_PATH"] = str(token)
     gcs, dash = free_port(), free_port()
     config = session / "autoscaler.yaml"
-    config.write_text(yaml.safe_dump(twin_config(gcs, gpu_workers=gpu_workers, cpu_workers=cpu_workers)))
+    write_atomically(config, yaml.safe_dump(twin_config(gcs, gpu_workers=gpu_workers, cpu_workers=cpu_workers)))
     kept = Path(bucket or session / "bucket").expanduser().resolve()
     (kept / "mjp-sweeps").mkdir(parents=True, exist_ok=True)
     try:
@@ -203,7 +203,7 @@ def _start_head(
     env.setdefault("RAY_JOB_STOP_WAIT_TIME_S", "120")  # `ray job stop`: SIGTERM, then 120 s (not 3) for the sweep to close its runs
     with open(session / "ray-start.log", "w") as log:
         start = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=session, start_new_session=True)
-        (session / "ray-head.pgid").write_text(str(start.pid))
+        write_atomically(session / "ray-head.pgid", str(start.pid))
         returncode = start.wait()
     write_atomically(session / STATE_FILE, json.dumps(asdict(cluster), indent=1))
     if returncode != 0:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from sweep.study.names import PROJECT_DIR
 from trainables.errors import ConfigError
+from trainables.written import write_atomically
 
 
 def free_port() -> int:
@@ -49,11 +50,11 @@ def start_mlflow(session: Path, env: dict[str, str], kept: Path, token: Path) ->
     server, mlflow_port = start_mlflow_server(
         session / "mlflow" / "mlflow.db", kept / "mlflow-artifacts", session / "mlflow" / "server.log", env, session
     )
-    (session / "mlflow" / "server.pgid").write_text(str(server.pid))
+    write_atomically(session / "mlflow" / "server.pgid", str(server.pid))
     # as cluster.yaml's head runs it: the twin's clients reach MLflow through it, with the session's token;
     # its command line names the session's token, so `down` ends it
     gate, gate_port = start_gate("127.0.0.1", mlflow_port, token, session / "mlflow" / "gate.log", env)
-    (session / "mlflow" / "gate.pgid").write_text(str(gate.pid))
+    write_atomically(session / "mlflow" / "gate.pgid", str(gate.pid))
     return mlflow_port, gate_port
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sweep.security.signatures import STATE_FILE, sign_files, verify_sweep_dir
+from sweep.security.signatures import STATE_FILE, sign_files, verify_sweep_dir, write_file
 from sweep.study.load import Study, check_study, load_study
 from sweep.study.names import PROJECT_DIR
 from trainables.errors import UserError
@@ -86,9 +86,10 @@ def write_state(experiment_dir: str, state: SweepState) -> None:
     fs, path = filesystem(experiment_dir)
     fs.create_dir(path, recursive=True)
     content = state.to_json().encode()
-    with fs.open_output_stream(f"{path}/{STATE_FILE}") as fh:
-        fh.write(content)
-    sign_files(experiment_dir, {STATE_FILE: content})  # a resume follows this file: an edit is refused
+    # a resume follows this file, so an edit is refused: signed first (the manifest keeps the old
+    # signature too), then written whole (a kill or a full disk leaves the old state, still signed)
+    sign_files(experiment_dir, {STATE_FILE: content})
+    write_file(experiment_dir, STATE_FILE, content)
 
 
 def read_state(experiment_dir: str) -> SweepState:

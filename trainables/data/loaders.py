@@ -67,7 +67,6 @@ def make_loaders(cfg: TrainConfig, bundle: DatasetBundle, session: Session) -> T
 def _device_decode_loader(cfg: TrainConfig, bundle: DatasetBundle, session: Session, val: DataLoader) -> TrainLoaders:
     """``data.decode: gpu``: the DataLoader reads encoded files, the training device decodes and augments them."""
     from trainables.data.gpu.augment import DeviceRecipe
-    from trainables.data.gpu.compiled import compiled_augment
     from trainables.data.gpu.decode import DeviceAugmentLoader, EncodedImages, SeededSampler, collate_encoded
 
     d, rank, seed, dataset = cfg.data, session.rank, _data_seed(cfg), bundle.train
@@ -85,6 +84,6 @@ def _device_decode_loader(cfg: TrainConfig, bundle: DatasetBundle, session: Sess
         persistent_workers=d.loader_workers > 0,
     )
     recipe = DeviceRecipe(bundle.shape.img_size, d.augment)
-    finish = compiled_augment(recipe) if cfg.runtime.compile else None  # one region for the work after the crop
-    train = DeviceAugmentLoader(loader, sampler, recipe, session.device, dataset, bundle.skipped_log, finish=finish)
+    compile_backend = "inductor" if cfg.runtime.compile else None  # one region for the work after the crop
+    train = DeviceAugmentLoader(loader, sampler, recipe, session.device, dataset, bundle.skipped_log, compile_backend=compile_backend)
     return TrainLoaders(train, val, train.set_epoch, len(dataset))

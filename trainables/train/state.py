@@ -22,7 +22,6 @@ from torch import nn
 
 from mjp.algorithm import MJPAlgorithm
 from trainables.errors import UserError
-from trainables.written import atomic_file
 
 CHECKPOINT_FILE = "state.pt"
 
@@ -142,7 +141,7 @@ class TrainState:
         buffer = io.BytesIO()
         torch.save(self.state_dict(), buffer)
         try:
-            with atomic_file(path, binary=True) as fh:  # a kill or a full disk leaves the old checkpoint
+            with open(path, "wb") as fh:
                 fh.write(buffer.getbuffer())
         except OSError as err:
             raise CheckpointWriteError(f"cannot write the checkpoint {path} (epoch {self.epoch}): {err.strerror or err}") from None

@@ -31,6 +31,7 @@ from sweep.cluster.slurm.shape import time_limit_s
 from sweep.cluster.twin import write_token
 from sweep.cluster.twin_mlflow import start_gate, start_mlflow_server
 from trainables.errors import ConfigError
+from trainables.written import write_atomically
 
 #: in each start's log folder: which Slurm node each Ray node id (MLflow's ``mjp.node.rank*`` tags) was
 RAY_NODES_FILE = "ray-nodes.json"
@@ -138,7 +139,7 @@ def _lock_store(store: Path, job_id: str) -> int:
         raise ConfigError(
             f"the MLflow store {store} is served by {holder}: one job at a time per store (give the next --store DIR)"
         ) from None
-    note.write_text(f"Slurm job {job_id} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S %Z')}\n")
+    write_atomically(note, f"Slurm job {job_id} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S %Z')}\n")
     return fd
 
 
@@ -258,7 +259,7 @@ def run_job(job_dir: Path) -> int:
             srun = ["srun", "--nodes=1", "--ntasks=1", "-w", node, f"--cpus-per-task={shape.cpus_per_node}", *join]
             processes.start(f"node {node}'s Ray", srun, env, log_dir / f"node-{node}.log")
         ray_nodes = slurm_nodes_of(_wait_for_nodes(address, len(nodes), env, processes), job_id, nodes)
-        (log_dir / RAY_NODES_FILE).write_text(json.dumps(ray_nodes, indent=1) + "\n")  # MLflow's mjp.node.rank* -> Slurm's nodes
+        write_atomically(log_dir / RAY_NODES_FILE, json.dumps(ray_nodes, indent=1) + "\n")  # MLflow's mjp.node.rank* -> Slurm's nodes
         joined = len(set(ray_nodes.values()))
         names = ", ".join(nodes)
         say(f"job {job_id} (start {restart + 1}): Ray at {address} with {joined} of {len(nodes)} nodes ({names}); MLflow at {uri}")

@@ -156,7 +156,6 @@ def test_a_node_without_the_images_reads_the_folders_manifest(tmp_path, capsys):
 
 def test_a_manifest_is_refused_in_one_line_for_a_flat_folder_or_a_root_it_cannot_write(tmp_path, monkeypatch, capsys):
     import errno
-    from pathlib import Path
 
     from sweep.cli import main
     from trainables.data.folder.manifest import write_manifest
@@ -169,10 +168,10 @@ def test_a_manifest_is_refused_in_one_line_for_a_flat_folder_or_a_root_it_cannot
     images = tmp_path / "images"
     make_imagefolder(images)
 
-    def full(self, *args, **kwargs):
+    def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(Path, "write_text", full)
+    monkeypatch.setattr("trainables.data.folder.manifest.write_atomically", full)
     with pytest.raises(DataError, match=r"cannot write the manifest .*mjp_folder.json \(OSError: No space left on device\)"):
         write_manifest(images)
 

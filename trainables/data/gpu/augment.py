@@ -282,7 +282,7 @@ def augment_batch(
     normalised, on the images' device. One host -> device copy of the batch's random parameters;
     the crop + resize's tensor shapes follow the crops, ``augment_resized``'s (709 aten ops for
     DeiT's recipe) depend on B alone; 1,013-1,015 aten ops in all at B = 256 and at 512. ``finish``:
-    ``augment_resized`` for this recipe, compiled (``compiled.compiled_augment``); None runs it eagerly."""
+    ``augment_resized`` for this recipe, compiled (``compiled.CompiledAugment``); None runs it eagerly."""
     if len(images) != len(seeds):
         raise ValueError(f"{len(images)} images but {len(seeds)} seeds")
     if not images:

@@ -35,7 +35,7 @@ from torch.utils.data import Dataset, Sampler
 
 from trainables.data.folder.image_folder import UnreadableImage, readable_loader
 from trainables.data.gpu.augment import DeviceRecipe, augment_batch
-from trainables.data.gpu.compiled import Finish
+from trainables.data.gpu.compiled import CompiledAugment
 from trainables.data.gpu.prefetch import prefetched
 
 warnings.filterwarnings(
@@ -227,8 +227,9 @@ def decode_on_device(datas: Sequence[torch.Tensor], device: torch.device) -> lis
 class DeviceAugmentLoader:
     """An epoch of ``(images float32 [B, 3, S, S], labels int64 [B])`` on ``device``, from a DataLoader
     of encoded batches (``collate_encoded``): decoded and augmented there, ``prefetch`` batches ahead
-    in a thread (``trainables.data.gpu.prefetch``). ``len`` = batches per epoch. ``finish``: the work after
-    the crop compiled once (``runtime.compile``: ``compiled.compiled_augment``); None runs it eagerly."""
+    in a thread (``trainables.data.gpu.prefetch``). ``len`` = batches per epoch. ``compile_backend``: the
+    work after the crop compiled once with it (``runtime.compile``: ``compiled.CompiledAugment``), on
+    this thread before the first batch; None runs it eagerly."""
 
     def __init__(
         self,
@@ -239,10 +240,11 @@ class DeviceAugmentLoader:
         dataset: EncodedImages,
         skipped_log: Path | None = None,
         prefetch: int = 2,
-        finish: Finish | None = None,
+        compile_backend: str | None = None,
     ):
         self.loader, self.sampler, self.recipe, self.device = loader, sampler, recipe, torch.device(device)
-        self.dataset, self.skipped_log, self.prefetch, self.finish = dataset, skipped_log, prefetch, finish
+        self.dataset, self.skipped_log, self.prefetch = dataset, skipped_log, prefetch
+        self.finish = CompiledAugment(recipe, compile_backend) if compile_backend else None
 
     def set_epoch(self, epoch: int) -> None:
         self.sampler.set_epoch(epoch)
@@ -283,4 +285,6 @@ class DeviceAugmentLoader:
 
     def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         """Batch n+1 is read, decoded and augmented (its own CUDA stream) while the caller trains on batch n."""
+        if self.finish is not None:  # compiled here: a compile in the prefetch thread would run beside the step
+            self.finish.warm_up(self.loader.batch_size, self.device)
         return prefetched(self.loader, self.prepare, self.device, self.prefetch)

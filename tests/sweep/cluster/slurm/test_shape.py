@@ -55,3 +55,21 @@ def test_a_bad_shape_says_which_value_and_what_is_allowed(kw, says):
     with pytest.raises(ConfigError, match=None) as err:
         shape(**kw)
     assert says in str(err.value)
+
+
+def test_a_sinfo_that_does_not_answer_is_one_line_with_what_it_said(tmp_path, monkeypatch):
+    """sinfo retries a missing slurm.conf for a minute: past the limit it is SlurmUnreachable naming
+    its first words, not a subprocess traceback (here a sinfo that writes its line, then never ends)."""
+    import os
+
+    from sweep.cluster.slurm.shape import SlurmUnreachable, partition_nodes
+
+    never = tmp_path / "never-written"
+    os.mkfifo(never)  # opening it for reading waits for a writer that never comes
+    sinfo = tmp_path / "sinfo"
+    sinfo.write_text(f"#!/bin/sh\necho 'sinfo: error: cannot stat file /etc/slurm/slurm.conf, retrying' >&2\nexec cat {never}\n")
+    sinfo.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    with pytest.raises(SlurmUnreachable) as err:
+        partition_nodes("debug", seconds=1)
+    assert str(err.value) == "`sinfo -p debug` failed: no answer in 1 s (sinfo: error: cannot stat file /etc/slurm/slurm.conf, retrying)"
