@@ -2,6 +2,7 @@
 keeps them apart (``tests/isolation.py``); how ``make test`` spreads them over its processes."""
 
 import os
+import signal
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")  # `make test` runs under `uv run`
@@ -19,6 +20,13 @@ from tests.spread import longest_first, mark_group
 from tests.twin_session import twin_session  # noqa: F401 - fixture
 
 torch.set_num_threads(2)
+
+# A suite started in the background of a non-interactive shell (`make test &` in a script, nohup,
+# some CI runners) inherits SIGINT ignored, as does every command it starts; Python then leaves
+# it ignored, and the tests that press Ctrl-C on `mjp` found it ignoring SIGINT (rightly, in such
+# a job) after Tune's own handler was gone. The commands start as from a terminal instead.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 #: A ViT small enough to train a step in milliseconds: 32x32 images, 8x8 grid of 4x4 patches.
 TINY_VIT = dict(img_size=32, patch_size=4, embed_dim=32, depth=2, num_heads=2, num_classes=10)
