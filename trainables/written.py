@@ -1,8 +1,8 @@
 """Every file the platform writes for people or for a later command (the report's tables, CSVs and
 figures, README.md and docs' results blocks, results/*.json; a data folder's manifest and shards,
-a sweep's state and signatures, a Slurm job's and the twin's files) is replaced in one step: a command killed while writing, or
-one that hits a full disk, leaves the old file or the new one, never a torn or empty one that the
-next run then cannot read. The file is written in its folder without a name (Linux's
+a sweep's state and signatures, a Slurm job's and the twin's files) is replaced in one step: a
+command killed while writing, or one that hits a full disk, leaves the old file or the new one,
+never a torn or empty one that the next run then cannot read. The file is written in its folder without a name (Linux's
 ``O_TMPFILE``, so a kill while writing leaves no part behind either), then named and renamed over
 its name, so a symbolic link at that name is replaced by the new file, never written through (its
 target stays as it was).
