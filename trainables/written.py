@@ -1,6 +1,7 @@
 """Every file the platform writes for people or for a later command (the report's tables, CSVs and
 figures, README.md and docs' results blocks, results/*.json; a data folder's manifest and shards,
-a sweep's state and signatures, a Slurm job's and the twin's files) is replaced in one step: a
+a sweep's state and signatures, a Slurm job's and the twin's files, their Ray tokens (0600), the
+MLflow store's copy kept in a bucket folder) is replaced in one step: a
 command killed while writing, or one that hits a full disk, leaves the old file or the new one,
 never a torn or empty one that the next run then cannot read. The file is written in its folder without a name (Linux's
 ``O_TMPFILE``, so a kill while writing leaves no part behind either), then named and renamed over
@@ -54,22 +55,24 @@ def _name(fd: int, name: Path) -> None:
 
 
 @contextlib.contextmanager
-def atomic_file(path: str | Path, binary: bool = False) -> Iterator[IO[Any]]:
+def atomic_file(path: str | Path, binary: bool = False, mode: int | None = None) -> Iterator[IO[Any]]:
     """``with atomic_file(path) as out: ...``: ``out`` is a new file in ``path``'s folder (text in
     UTF-8, or ``binary``), unnamed while it is written; when the block ends it is flushed to disk,
     named and renamed over ``path`` (``os.replace``); when the block raises, or the disk fills,
     it is dropped and ``path`` is as it was. The file keeps the old one's mode (a new one, or one
-    that replaces a link, gets the umask's)."""
+    that replaces a link, gets the umask's); ``mode`` (0o600 for a secret) is set instead, before
+    anything is written, and whatever the old file's was."""
     path = Path(path)
-    mode = _mode_for(path)
+    if mode is None:
+        mode = _mode_for(path)
     fd, part = _unnamed_file(path.parent)
     try:
+        if mode is not None:
+            os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
             yield out
             out.flush()
             os.fsync(out.fileno())
-            if mode is not None:
-                os.fchmod(out.fileno(), mode)
             if part is None:  # named only now, for the rename
                 part = str(path.parent / f".{path.name}.{secrets.token_hex(6)}.part")
                 _name(out.fileno(), Path(part))
@@ -81,9 +84,10 @@ def atomic_file(path: str | Path, binary: bool = False) -> Iterator[IO[Any]]:
         raise
 
 
-def write_atomically(path: str | Path, content: str | bytes) -> None:
-    """Write ``content`` (text in UTF-8, or bytes) to ``path`` whole or not at all (``atomic_file``)."""
-    with atomic_file(path, binary=isinstance(content, bytes)) as out:
+def write_atomically(path: str | Path, content: str | bytes, mode: int | None = None) -> None:
+    """Write ``content`` (text in UTF-8, or bytes) to ``path`` whole or not at all (``atomic_file``;
+    ``mode``: the new file's, else the old one's)."""
+    with atomic_file(path, binary=isinstance(content, bytes), mode=mode) as out:
         out.write(content)
 
 

@@ -109,11 +109,10 @@ def _environment() -> dict[str, str]:
 
 
 def write_token(path: Path) -> Path:
-    """Write a fresh Ray token (Ray's own format: 64 hex digits) to ``path``, readable by this user only."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.fchmod(fd, 0o600)  # also when a file was there before, with a wider mode
-    with os.fdopen(fd, "w") as out:
-        out.write(secrets.token_hex(32))
+    """Write a fresh Ray token (Ray's own format: 64 hex digits) to ``path``, readable by this user
+    only (0600 from before its first byte, whatever mode an old file had), whole, and never
+    through a link at ``path``."""
+    write_atomically(path, secrets.token_hex(32), mode=0o600)
     return path
 
 

@@ -198,17 +198,6 @@ def test_a_data_section_with_a_placement_is_hashable_as_ray_data_tasks_need():
     assert hash(make()) == hash(make()) and _transform(make()) is _transform(make())  # one transform per section
 
 
-def test_the_session_token_is_fresh_and_private_even_over_a_readable_file(tmp_path):
-    from sweep.cluster.twin import write_token
-
-    path = tmp_path / "auth_token"
-    path.write_text("an old token")
-    path.chmod(0o644)
-    first = write_token(path).read_text()
-    assert re.fullmatch(r"[0-9a-f]{64}", first) and path.stat().st_mode & 0o777 == 0o600
-    assert write_token(path).read_text() != first
-
-
 def _closed_port() -> int:
     import socket
 
