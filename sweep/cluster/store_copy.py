@@ -13,12 +13,16 @@ over the old copy on a path; as one object on S3, which appears only once comple
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
 import sqlite3
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from trainables.errors import ConfigError
+from trainables.written import atomic_file
 
 
 def filesystem_of(where: str) -> tuple[Any, str]:
@@ -60,13 +64,10 @@ def save_store(db: str | Path, dest: str) -> int:
             raise ConfigError(f"{db}: not a readable SQLite store ({err}); nothing was saved") from None
         parent = path.rsplit("/", 1)[0]
         filesystem.create_dir(parent, recursive=True)
+        # on a path, whole and never through a link (``atomic_file``); on S3 an object appears once complete
         local = filesystem.type_name == "local"
-        written = f"{path}.part" if local else path
-        with open(copy, "rb") as src, filesystem.open_output_stream(written) as out:
-            while chunk := src.read(1 << 22):
-                out.write(chunk)
-        if local:
-            filesystem.move(written, path)  # a rename: a reader sees the old copy or the new, never half
+        with open(copy, "rb") as src, atomic_file(path, binary=True) if local else filesystem.open_output_stream(path) as out:
+            shutil.copyfileobj(src, out, 1 << 22)
         return copy.stat().st_size
 
 
@@ -84,16 +85,21 @@ def restore_store(src: str, db: str | Path) -> str:
     if filesystem.get_file_info(path).type != fs.FileType.File:
         return f"no saved store at {src}: MLflow starts a new one at {db}"
     db.parent.mkdir(parents=True, exist_ok=True)
-    part = db.with_name(db.name + ".part")
-    with filesystem.open_input_stream(path) as inp, open(part, "wb") as out:
-        while chunk := inp.read(1 << 22):
-            out.write(chunk)
-    try:
-        sqlite3.connect(f"file:{part}?mode=ro", uri=True).execute("PRAGMA quick_check").fetchone()
-    except sqlite3.DatabaseError as err:
-        part.unlink()
-        raise ConfigError(f"{src}: the saved store is not a readable SQLite file ({err}); {db} was not made") from None
-    part.rename(db)
+    with tempfile.TemporaryDirectory(prefix=f".{db.name}.restore-", dir=db.parent) as tmp:  # its own folder: no name to collide or link
+        copy = Path(tmp) / db.name
+        with filesystem.open_input_stream(path) as inp, open(copy, "xb") as out:
+            shutil.copyfileobj(inp, out, 1 << 22)
+            out.flush()
+            os.fsync(out.fileno())
+        try:
+            with contextlib.closing(sqlite3.connect(f"file:{copy}?mode=ro", uri=True)) as check:
+                check.execute("PRAGMA quick_check").fetchone()
+        except sqlite3.DatabaseError as err:
+            raise ConfigError(f"{src}: the saved store is not a readable SQLite file ({err}); {db} was not made") from None
+        try:
+            os.link(copy, db)  # whole, at once, and never over a store (or a link) that appeared meanwhile
+        except FileExistsError:
+            return f"kept {db}: a store appeared there while the copy was read"
     return f"restored {db} from {src}"
 
 

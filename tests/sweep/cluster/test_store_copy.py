@@ -67,3 +67,23 @@ def test_the_commands_say_what_they_did(tmp_path, capsys):
     assert "saved" in capsys.readouterr().out
     assert main(["cluster", "store", "restore", str(tmp_path / "kept" / "mlflow.db"), str(tmp_path / "head" / "mlflow.db")]) == 0
     assert "restored" in capsys.readouterr().out and rows(tmp_path / "head" / "mlflow.db") == ["run 0", "run 1"]
+
+
+def test_save_and_restore_never_write_through_a_link_and_leave_no_part_behind(tmp_path):
+    make_store(tmp_path / "mlflow.db", 4).close()
+    target = tmp_path / "someone-elses-file"
+    target.write_text("not a store\n")
+    bucket = tmp_path / "bucket"
+    bucket.mkdir()
+    (bucket / "mlflow.db").symlink_to(target)  # a link where the copy is kept
+    (bucket / "mlflow.db.part").symlink_to(target)  # and at the name a copy was once written to first
+    save_store(tmp_path / "mlflow.db", str(bucket / "mlflow.db"))
+    assert sorted(p.name for p in bucket.iterdir()) == ["mlflow.db", "mlflow.db.part"]
+    assert not (bucket / "mlflow.db").is_symlink() and target.read_text() == "not a store\n"
+    head = tmp_path / "head"
+    head.mkdir()
+    (head / "mlflow.db.part").symlink_to(target)
+    assert restore_store(str(bucket / "mlflow.db"), head / "mlflow.db").startswith("restored")
+    assert sorted(p.name for p in head.iterdir()) == ["mlflow.db", "mlflow.db.part"]  # the restore's own folder is gone
+    assert len(rows(head / "mlflow.db")) == 4 and not (head / "mlflow.db").is_symlink()
+    assert target.read_text() == "not a store\n"
