@@ -204,6 +204,7 @@ def _fit(sweep: _Sweep, *, restore: bool) -> SweepOutcome:
     spec = trial_spec(study, state, paths)
     trainable, tune_config = tuner_parts(study, spec)
     with attached(state.name, sweep_callbacks(study, spec, state, paths, sweep.recorder, sweep.stream)) as callbacks:
+        guard = sweep.recorder.guard  # made by sweep_callbacks
         if restore:
             tuner = tune.Tuner.restore(paths.experiment_dir, trainable=trainable, resume_unfinished=True, resume_errored=True)
         else:
@@ -217,9 +218,7 @@ def _fit(sweep: _Sweep, *, restore: bool) -> SweepOutcome:
             tuner = tune.Tuner(trainable, tune_config=tune_config, run_config=run_config)
             sign_tuner_file(paths.experiment_dir)
         with objectives_checked_at_the_end(study), ctrl_c_restored_after():
-            grid = tuner.fit()
-    if sweep.recorder.guard is not None and sweep.recorder.guard.failure is not None:
-        raise sweep.recorder.guard.failure  # the store was lost or its disk is full: the trials were stopped
+            grid = guard.fit(tuner) if guard is not None else tuner.fit()  # a lost store or a full disk: its one line
     return finish_sweep(study, spec, sweep.parent, grid, paths.experiment_dir, sweep.recorder, sweep.log)
 
 

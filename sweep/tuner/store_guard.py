@@ -5,8 +5,12 @@ written to a lost store (a write would make a new, empty one at its path) and no
 retried against a store it cannot write (each retry failed the same way, minutes apiece).
 
 The guard raises the failure from its Tune hook: Tune stops every trial (a trial it had just
-scheduled to retry included) and ``fit`` raises it; the callbacks' ``on_experiment_end`` run on
-the way out, and the recorder writes nothing there once ``holds()`` is false."""
+scheduled to retry included) and ``fit`` raises; the callbacks' ``on_experiment_end`` run on
+the way out, and the recorder writes nothing there once ``holds()`` is false. ``fit`` raises the
+failure itself only when a step's hook raised it: raised from a failed trial's hook (the trial
+met the lost store before the driver's step did, as happens on a loaded machine), it reaches the
+driver as a ``TuneError`` holding its traceback as text, so ``StoreGuard.fit`` raises the guard's
+failure, whatever Tune raised."""
 
 from __future__ import annotations
 
@@ -70,6 +74,19 @@ class StoreGuard(tune.Callback):
     def _raise(self) -> None:
         if not self.holds() and self.failure is not None:
             raise self.failure
+
+    def fit(self, tuner: tune.Tuner) -> tune.ResultGrid:
+        """``tuner.fit()``; once the store was lost or its disk filled, that failure is raised in
+        place of what Tune raised, or returned."""
+        try:
+            grid = tuner.fit()
+        except Exception:
+            if self.failure is not None:
+                raise self.failure from None
+            raise
+        if self.failure is not None:
+            raise self.failure
+        return grid
 
     def on_step_end(self, iteration: int, trials: list, **info: Any) -> None:
         self._raise()

@@ -1,0 +1,40 @@
+"""The store's guard under Tune: a failure it learns from a trial's error (a full disk the trial met
+first) is raised by ``StoreGuard.fit`` as its one line, not as the ``TuneError`` Tune wraps a
+hook's raise in when it comes from a failed trial's hooks."""
+
+import errno
+
+import pytest
+from ray import tune
+
+from sweep.tuner.store_guard import StoreGuard
+from trainables.errors import DiskFullError
+
+
+def full_disk(config):
+    raise OSError(errno.ENOSPC, "No space left on device")  # what a trial's checkpoint or MLflow write meets
+
+
+def tuner(tmp_path, guard: StoreGuard) -> tune.Tuner:
+    run = tune.RunConfig(
+        name="guard", storage_path=str(tmp_path / "ray"), callbacks=[guard], failure_config=tune.FailureConfig(max_failures=2), verbose=0
+    )
+    return tune.Tuner(full_disk, run_config=run)
+
+
+def test_a_full_disk_a_trial_met_ends_the_fit_in_one_line_and_is_not_retried(tmp_path, local_ray):
+    guard = StoreGuard(f"sqlite:///{tmp_path}/mlflow.db", "`mjp sweep resume DIR` continues the sweep")
+    with pytest.raises(DiskFullError) as raised:
+        guard.fit(tuner(tmp_path, guard))
+    assert str(raised.value).startswith("a disk this command writes to is full (") and "No space left on device)" in str(raised.value)
+    assert str(raised.value).endswith("then `mjp sweep resume DIR` continues the sweep") and "Traceback" not in str(raised.value)
+    assert raised.value.__cause__ is None and raised.value.__suppress_context__
+
+
+def test_without_the_guard_s_fit_tune_hands_the_driver_a_traceback(tmp_path, local_ray):
+    """Why ``StoreGuard.fit`` exists: the same failure, raised from the hook of a failed trial, reaches
+    ``tuner.fit()``'s caller as a TuneError whose message is a traceback."""
+    guard = StoreGuard(f"sqlite:///{tmp_path}/mlflow.db", "`mjp sweep resume DIR` continues the sweep")
+    with pytest.raises(tune.TuneError, match="Traceback") as raised:
+        tuner(tmp_path, guard).fit()
+    assert "DiskFullError" in str(raised.value) and isinstance(guard.failure, DiskFullError)
