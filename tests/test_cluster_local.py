@@ -4,9 +4,9 @@ over HTTP, and survives the loss of a training node, of the Ray Data node and of
 Minutes on 2 cores (``make test-cluster``).
 
 Everything that talks to Ray runs in a fresh Python (``on_cluster``), but for the jobs API, which
-the tests call over HTTP (tests/twin_jobs.py). The waits poll real state
-(a job's status, a run's metrics) with a deadline: nodes start in seconds to tens of seconds, and
-nothing here depends on how many.
+the tests call over HTTP (tests/twin_jobs.py); the studies and their runs are in tests/twin_sweeps.py,
+the nodes in tests/twin_nodes.py. The waits poll real state (a job's status, a run's metrics) with a
+deadline: nodes start in seconds to tens of seconds, and nothing here depends on how many.
 """
 
 from __future__ import annotations
@@ -19,28 +19,21 @@ import sys
 import time
 from pathlib import Path
 
-import mlflow
 import pytest
 import yaml
 
 from mjp import keys
 from sweep.cluster.twin_config import DATA_NODE, GPU_STANDIN
 from tests.twin_faults import kill_node
-from tests.twin_jobs import ENDED, SUBMITTED, driver_pid, job_logs, job_status, on_cluster, stop_job, submit, wait_job
+from tests.twin_jobs import ENDED, SUBMITTED, driver_pid, job_logs, job_status, stop_job, submit, wait_job
+from tests.twin_nodes import alive_nodes, data_nodes_ever, kill_the_data_node_at_epoch, ray_data_task_nodes
+from tests.twin_sweeps import TRACKING, child_runs, image_folder, seconds_lost, study, tracking, wait_for_epoch
 from trainables.tracking import schema
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parent.parent
 HEAD_NODE = "fffffffffffffffffffffffffffffffffffffffffffffffffff00000"  # the fake provider's head id
-TINY = {
-    "model": {"kwargs": {"patch_size": 2, "embed_dim": 32, "depth": 2, "num_heads": 2}},
-    "data": {"batch_size": 32, "train_limit": 256, "val_limit": 64},
-    "eval": {"shuffle_ratios": [0.0]},
-    "scaling": {"worker_resources": {GPU_STANDIN: 1}},  # the "GPU" nodes only
-    "runtime": {"checkpoint_every": 1, "max_failures": 2},
-}
-TRACKING: dict[str, str] = {}  # the twin's tracking URI ("uri")
 LOSSES: dict[str, float] = {}  # what each loss cost, printed at the end (docs/cluster-local.md)
 
 
@@ -72,77 +65,6 @@ def each_test_ends_its_jobs(cluster):
         stop_job(cluster, job)
     for job in running:
         wait_job(cluster, job, seconds=120)
-
-
-def study(twin, name: str, epochs: int, variants: list[str], **train) -> str:
-    path = Path(twin.session_dir) / f"{name}.yaml"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "name": name,
-                "base": str(REPO / "trainables/configs/digits_vit_tiny.yaml"),
-                "train": {**TINY, **train, "optim": {"epochs": epochs}, "tracking": {"experiment": name}},
-                "space": {"mjp.variant": {"type": "grid", "values": variants}},
-                "objective": {"metric": keys.VAL_TOP1, "mode": "max"},
-                "search": {"algorithm": "grid"},
-                "budget": {"max_concurrent": 2},
-            }
-        )
-    )
-    return str(path)
-
-
-def tracking():
-    """An MLflow client of the twin's server, named explicitly: neither MLflow's process-wide URI
-    nor ``$MLFLOW_TRACKING_URI`` is changed for it, as other tests share this process."""
-
-    return mlflow.MlflowClient(tracking_uri=TRACKING["uri"])
-
-
-def child_runs(experiment: str) -> list:
-    client = tracking()
-    exp = client.get_experiment_by_name(experiment)
-    return [] if exp is None else client.search_runs([exp.experiment_id], filter_string=f"tags.`{schema.TAG_PARENT}` != ''")
-
-
-def wait_for_epoch(experiment: str, epoch: int, seconds: float = 300):
-    """The first child run that has logged ``epoch`` epochs of validation top-1."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        for run in child_runs(experiment):
-            history = tracking().get_metric_history(run.info.run_id, keys.VAL_TOP1)
-            if any(m.step >= epoch for m in history):
-                return run
-        time.sleep(0.5)
-    raise AssertionError(f"no trial of {experiment} reached epoch {epoch} within {seconds} s")
-
-
-def alive_nodes(twin) -> dict[str, dict]:
-    return on_cluster(
-        twin,
-        "import json, ray; ray.init(log_to_driver=False); "
-        "print(json.dumps({n['NodeID']: n['Resources'] for n in ray.nodes() if n['Alive']}))",
-    )
-
-
-def data_nodes_ever(twin) -> set[str]:
-    """Every node, alive or lost, that declared the CPU-only nodes' resource."""
-    return set(
-        on_cluster(
-            twin,
-            "import json, ray; ray.init(log_to_driver=False); "
-            f"print(json.dumps([n['NodeID'] for n in ray.nodes() if {DATA_NODE!r} in n['Resources']]))",
-        )
-    )
-
-
-def seconds_lost(history: list, killed_at: float) -> float:
-    """What a loss cost a trial: the time from its last epoch before ``killed_at`` to its last
-    epoch, less what the epochs it still had to train take at its pace before the loss."""
-    before = sorted((m for m in history if m.timestamp / 1000 <= killed_at), key=lambda m: m.step)
-    pace = (before[-1].timestamp - before[0].timestamp) / 1000 / max(1, before[-1].step - before[0].step)
-    end = max(m.timestamp for m in history) / 1000
-    return end - before[-1].timestamp / 1000 - pace * (max(m.step for m in history) - before[-1].step)
 
 
 def test_a_sweep_job_trains_on_autoscaled_worker_nodes(cluster):
@@ -188,67 +110,6 @@ def test_a_lost_worker_node_costs_one_restart_from_the_last_checkpoint(cluster):
     assert max(m.step for m in history) == 8
     assert node not in alive_nodes(cluster)
     LOSSES["a training node"] = seconds_lost(history, killed_at)
-
-
-def image_folder(root: Path, per_class: int = 32, size: int = 20) -> Path:
-    import numpy as np
-    from PIL import Image
-
-    rng = np.random.default_rng(0)
-    for split, count in (("train", per_class), ("val", 4)):
-        for c in ("cat", "dog"):
-            (root / split / c).mkdir(parents=True)
-            for i in range(count):
-                Image.fromarray(rng.integers(0, 255, (size, size, 3), dtype=np.uint8)).save(root / split / c / f"{i}.jpg")
-    return root
-
-
-def ray_data_task_nodes(twin) -> set[str]:
-    """The nodes that ran Ray Data's read + decode tasks (``decode_and_augment``) so far."""
-    return set(
-        on_cluster(
-            twin,
-            "import json, ray; from ray.util.state import list_tasks; ray.init(log_to_driver=False); "
-            "print(json.dumps(sorted({t.node_id for t in list_tasks(limit=10_000, raise_on_missing_output=False) "
-            "if 'decode_and_augment' in t.name and t.node_id})))",
-        )
-    )
-
-
-def kill_the_data_node_at_epoch(twin, experiment: str, epoch: int) -> tuple[str, set[str], float]:
-    """Wait, in one fresh Python started at once, for a trial of ``experiment`` to log ``epoch``,
-    then lose the CPU-only node that ran its Ray Data decode tasks at that moment: no second
-    Python starts between the event and the kill (one took seconds under load, and a short
-    trial could end meanwhile, leaving nothing to decode after the loss). The lost node, every
-    CPU-only node known then, and the time of the kill."""
-    code = f"""
-import json, sys, time
-import mlflow, ray
-from ray.util.state import list_tasks
-from tests.twin_faults import kill_node
-from trainables.launch.ray_runtime import raylet_messages_to_log
-raylet_messages_to_log()  # the raylet's notes to this driver go to stderr, not onto the JSON line's stdout
-ray.init(log_to_driver=False)
-client = mlflow.MlflowClient({twin.tracking_uri!r})
-deadline = time.monotonic() + 300
-def reached():
-    exp = client.get_experiment_by_name({experiment!r})
-    runs = client.search_runs([exp.experiment_id], "tags.`{schema.TAG_PARENT}` != ''") if exp else []
-    return any(m.step >= {epoch} for r in runs for m in client.get_metric_history(r.info.run_id, {keys.VAL_TOP1!r}))
-while not reached():
-    assert time.monotonic() < deadline, "no trial of {experiment} reached epoch {epoch}"
-    time.sleep(0.2)
-data = {{n["NodeID"]: n["Alive"] for n in ray.nodes() if {DATA_NODE!r} in n["Resources"]}}
-decoding = sorted({{t.node_id for t in list_tasks(limit=10_000, raise_on_missing_output=False)
-                   if "decode_and_augment" in t.name and data.get(t.node_id)}})
-assert decoding, f"no living CPU-only node ran a decode task: {{data}}"
-kill_node({twin.session_dir!r}, decoding[0])
-killed_at = time.time()
-ray.shutdown()
-print(json.dumps([decoding[0], sorted(data), killed_at]))
-"""
-    lost, known, killed_at = on_cluster(twin, code)
-    return lost, set(known), killed_at
 
 
 def test_ray_data_decodes_on_the_cpu_node_and_the_autoscaler_replaces_it_when_lost(cluster):
