@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 from torch.utils.data import DataLoader, SequentialSampler
 
-from tests.trainables.data.gpu.test_decode import jpeg_folder
+from tests.trainables.data.gpu.photos import jpeg_folder
 from trainables.data.gpu.augment import DeviceRecipe
 from trainables.data.gpu.decode import DeviceAugmentLoader, EncodedImages, SeededSampler, collate_encoded
 

@@ -8,7 +8,7 @@ import torch
 import torch._dynamo
 from torch.utils.data import DataLoader, SequentialSampler
 
-from tests.trainables.data.gpu.test_decode import CPU, jpeg_folder
+from tests.trainables.data.gpu.photos import CPU, jpeg_folder
 from trainables.data.gpu.augment import DeviceRecipe
 from trainables.data.gpu.decode import DeviceAugmentLoader, EncodedImages, SeededSampler, collate_encoded
 

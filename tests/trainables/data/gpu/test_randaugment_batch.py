@@ -1,6 +1,6 @@
 """The augmentation after the crop, by construction capturable: every RandAugment op computed for
 the whole batch gives, per sample, exactly what the per-op reference (``apply_op``, itself checked
-against PIL in test_decode.py) gives; and the ops with their shapes are the same for every batch of
+against PIL in test_device_augment.py) gives; and the ops with their shapes are the same for every batch of
 a given size, whatever the draws, with nothing read back to the host."""
 
 import numpy as np
