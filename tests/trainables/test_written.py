@@ -31,7 +31,7 @@ def test_a_write_killed_half_way_leaves_the_old_file_whole_and_no_part_behind(tm
 def test_a_link_at_a_name_the_report_writes_is_replaced_and_its_target_left_as_it_was(tmp_path):
     """The report once wrote runs.csv, table.csv and its figures through a link at their names."""
     from analysis.report import ReportContext, write_report
-    from tests.analysis.test_tables import runs_frame
+    from tests.analysis.runs_made import runs_frame
 
     out, elsewhere = tmp_path / "r", tmp_path / "elsewhere"
     (out / "figures").mkdir(parents=True)
@@ -70,7 +70,7 @@ def test_a_report_written_into_a_full_disk_leaves_every_old_file_whole(tmp_path)
 
     from analysis.report import ReportContext, write_report
     from sweep.study.names import PROJECT_DIR
-    from tests.analysis.test_tables import runs_frame
+    from tests.analysis.runs_made import runs_frame
 
     out = tmp_path / "r"
     write_report(runs_frame(), out, ReportContext(study="t", title="Test"))
@@ -80,7 +80,7 @@ def test_a_report_written_into_a_full_disk_leaves_every_old_file_whole(tmp_path)
     script = (
         "import resource, sys\n"
         "from analysis.report import ReportContext, write_report\n"
-        "from tests.analysis.test_tables import runs_frame\n"
+        "from tests.analysis.runs_made import runs_frame\n"
         f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit}))\n"
         f"write_report(runs_frame(), {str(out)!r}, ReportContext(study='t', title='Test'))\n"
     )
@@ -98,7 +98,7 @@ def test_a_report_killed_while_writing_runs_csv_leaves_the_old_one_whole_and_not
 
     from analysis.report import ReportContext, write_report
     from sweep.study.names import PROJECT_DIR
-    from tests.analysis.test_tables import runs_frame
+    from tests.analysis.runs_made import runs_frame
 
     out = tmp_path / "r"
     write_report(runs_frame(), out, ReportContext(study="t", title="Test"))
@@ -107,7 +107,7 @@ def test_a_report_killed_while_writing_runs_csv_leaves_the_old_one_whole_and_not
         "import sys\n"
         "import pandas as pd\n"
         "from analysis.report import ReportContext, write_report\n"
-        "from tests.analysis.test_tables import runs_frame\n"
+        "from tests.analysis.runs_made import runs_frame\n"
         "real = pd.DataFrame.to_csv\n"
         "def half(self, target, *args, **kwargs):\n"
         "    text = real(self, None, *args, **kwargs)\n"
