@@ -8,7 +8,7 @@ in a file instead of the console.
   dead one. The local one has 127.0.0.1 as its node address, and every listener binds there:
   the dashboard, its agent and the runtime-env agent, and the gRPC servers of the GCS, the
   raylet and the workers, which follow the node address (checked with ``ss -ltnp`` during a
-  sweep here; ``tests/sweep/tuner/test_sweep_e2e.py`` checks them; docs/security.md).
+  sweep here; ``tests/sweep/tuner/test_sweep_resume_e2e.py`` checks them; docs/security.md).
 - ``console_logs_to(path)``: Ray's, Ray Train's and Tune's Python loggers and warnings go to
   ``path``; workers' output stays in Ray's session logs (not streamed to the console).
 """
@@ -282,7 +282,7 @@ def _node_address_is_loopback() -> None:
     (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, read when ray is imported, and the constant it sets
     in this already-importing process; Ray's services read it at call time). With the node at
     127.0.0.1 the dashboard agent's and the runtime-env agent's HTTP servers bind loopback too.
-    The processes Ray starts inherit the variable. ``tests/sweep/tuner/test_sweep_e2e.py`` checks the listeners."""
+    The processes Ray starts inherit the variable. ``tests/sweep/tuner/test_sweep_resume_e2e.py`` checks the listeners."""
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
     from ray._private import ray_constants
 

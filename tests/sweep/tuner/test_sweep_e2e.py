@@ -1,51 +1,24 @@
 """Sweeps end to end on CPU: Ray Tune + Optuna + in-process trials + a temporary SQLite MLflow,
-read back by the analysis; the console as a user in a pipe sees it."""
+read back by the analysis; the console as a user in a pipe sees it. One seeded sweep (a module-scoped
+fixture) read by every check here; an interrupted sweep's resume is test_sweep_resume_e2e.py's,
+ASHA's early stops test_sweep_asha_e2e.py's."""
 
 import io
 import json
-import os
-import pickle
 from pathlib import Path
 
 import mlflow
-import optuna
 import pytest
-import yaml
 
 from analysis.runs import load_runs, load_sweeps
 from mjp import keys
 from sweep.security.signatures import sign_files
 from sweep.study.load import load_study
-from sweep.tuner.run import resume_sweep, run_sweep
-from trainables.errors import UserError
+from sweep.tuner.run import run_sweep
+from tests.sweep.tuner.tiny_studies import study_file
 from trainables.tracking import schema
-from trainables.tracking.progress import Progress
 
 pytestmark = pytest.mark.slow
-
-TINY = {
-    "model": {"kwargs": {"patch_size": 2, "embed_dim": 32, "depth": 2, "num_heads": 2}},
-    "data": {"batch_size": 32, "train_limit": 256, "val_limit": 64},
-    "optim": {"epochs": 2},
-    "eval": {"shuffle_ratios": [0.0, 0.9]},
-    "tracking": {"experiment": "sweep-test"},
-}
-
-
-def study_file(tmp_path, space, **extra):
-    path = tmp_path / f"study{len(list(tmp_path.glob('study*.yaml')))}.yaml"
-    study = {
-        "name": "e2e",
-        "base": "trainables/configs/digits_vit_tiny.yaml",
-        "train": TINY,
-        "space": space,
-        "objective": {"metric": "val/top1", "mode": "max"},
-        "search": {"algorithm": "grid"},
-        "budget": {"max_concurrent": 2},
-        **extra,
-    }
-    path.write_text(yaml.safe_dump(study))
-    return str(path)
 
 
 @pytest.fixture(scope="module")
@@ -209,112 +182,3 @@ def test_the_report_renders_in_chromium(seeded_sweep):
     assert f'data-tables="{expected_tables}"' in dom and expected_tables >= 3, dom[:500]
     images = page.count("<img ")
     assert images >= 3 and f'data-images="{images}"' in dom and f'data-decoded="{images}"' in dom
-
-
-def test_interrupted_sweep_resumes_every_trial_once(tmp_path, local_ray, monkeypatch):
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
-    # the second trial dies after its first epoch's checkpoint, as a killed node would, and is
-    # not retried (runtime.max_failures=0): the resume continues it
-    space = {"runtime.fail_after_epoch": {"type": "grid", "values": [None, 1]}}
-    study = load_study(study_file(tmp_path, space), overrides={"tracking.uri": uri, "runtime.max_failures": 0})
-    console = io.StringIO()
-    first = run_sweep(study, storage=str(tmp_path / "ray"), stream=console)
-    assert len(first.failed) == 1 and "injected failure" in first.failed[0].error
-    failed_line = [line for line in console.getvalue().splitlines() if "FAILED" in line]
-    assert len(failed_line) == 1 and "InjectedFailure: runtime.fail_after_epoch=1" in failed_line[0] and "full error:" in failed_line[0]
-    before = load_runs(uri, "sweep-test", parent_run_id=first.parent_run_id)
-    assert sorted(before.status) == ["FAILED", "FINISHED"]
-    failed_run = before[before.status == "FAILED"].iloc[0]
-    assert failed_run["error"] == "InjectedFailure: runtime.fail_after_epoch=1: injected failure after the checkpoint"
-
-    # the local Ray this test session started (every process of it) listens on loopback only
-    import ray
-
-    from tests.listeners import tcp_listeners
-    from trainables.launch.ray_cleanup import descendants
-
-    assert ray.util.get_node_ip_address() == "127.0.0.1"
-    listening = tcp_listeners(set(descendants(os.getpid())) | {os.getpid()})
-    assert len(listening) >= 3 and all(ip == "127.0.0.1" for _, ip, _ in listening), listening
-
-    # what Ray wrote is signed; a planted or changed pickle is refused before Ray opens it
-    from tests.sweep.security.test_signatures import MakesMarker
-
-    directory, marker = Path(first.experiment_dir), tmp_path / "marker"
-    trial_dir = next(p for p in directory.iterdir() if (p / "params.pkl").is_file())
-    (trial_dir / "evil.pkl").write_bytes(pickle.dumps(MakesMarker(marker)))
-    with pytest.raises(UserError, match="evil.pkl was not written by this sweep"):
-        resume_sweep(first.experiment_dir, stream=io.StringIO())
-    (trial_dir / "evil.pkl").unlink()
-    genuine = (directory / "tuner.pkl").read_bytes()
-    (directory / "tuner.pkl").write_bytes(pickle.dumps(MakesMarker(marker)))
-    with pytest.raises(UserError, match="tuner.pkl was changed after this sweep wrote it"):
-        resume_sweep(first.experiment_dir, stream=io.StringIO())
-    (directory / "tuner.pkl").write_bytes(genuine)
-    assert not marker.exists()
-
-    # a corrupted Optuna storage is one line before anything runs, and leaves no run RUNNING
-    optuna_db = tmp_path / "optuna.db"
-    kept = optuna_db.read_bytes()
-    optuna_db.write_bytes(kept[:4096] + bytes(range(256)) * 64 + kept[4096 + 256 * 64 :])
-    with pytest.raises(UserError, match=f"the sweep's Optuna storage {optuna_db} cannot be read .*; move it aside"):
-        resume_sweep(first.experiment_dir, stream=io.StringIO())
-    assert "RUNNING" not in set(load_runs(uri, "sweep-test", parent_run_id=first.parent_run_id).status)
-    assert mlflow.MlflowClient(uri).get_run(first.parent_run_id).info.status != "RUNNING"
-    optuna_db.write_bytes(kept)
-
-    monkeypatch.chdir(tmp_path)  # a relative path, as a user types it
-    resumed_console = io.StringIO()
-    second = resume_sweep(os.path.relpath(first.experiment_dir), stream=resumed_console)
-    # Tune restored the experiment's one callback by the sweep's name: this driver's live view shows the trial
-    assert any("finished" in line for line in resumed_console.getvalue().splitlines()), resumed_console.getvalue()
-    assert second.parent_run_id == first.parent_run_id
-    assert len(second.trials) == 2 and not second.failed
-    after = load_runs(uri, "sweep-test", parent_run_id=first.parent_run_id)
-    assert len(after) == 2 and set(after.status) == {"FINISHED"}
-    assert set(after.run_id) == set(before.run_id)  # re-attached, no duplicates
-    assert len(load_sweeps(uri)) == 1
-    client = mlflow.MlflowClient(uri)
-    resumed = after[after["sample.runtime.fail_after_epoch"] == 1].run_id.iloc[0]
-    assert [m.step for m in client.get_metric_history(resumed, keys.VAL_TOP1)] == [1, 2]  # each epoch once
-    history = {k: [m.value for m in client.get_metric_history(first.parent_run_id, k)] for k in ("sweep/trials", "sweep/failed")}
-    assert history == {"sweep/trials": [2.0], "sweep/failed": [1.0, 0.0]}  # an unchanged value is not logged twice
-
-
-def test_asha_leaves_every_child_run_with_a_final_status(tmp_path, local_ray):
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
-    # Two learning rates, one that learns and one that cannot; seed 2 draws them good, good, good,
-    # bad: the bad trial reaches rung 1 after good ones, below their median, whatever the timing.
-    space = {"optim.base_lr": {"type": "choice", "values": [0.5, 1e-7]}}
-    study = load_study(
-        study_file(
-            tmp_path,
-            space,
-            search={"algorithm": "random", "seed": 2},
-            budget={"trials": 4, "max_concurrent": 2},
-            scheduler={"type": "asha", "grace_period": 1, "reduction_factor": 2},
-            train={**TINY, "optim": {"epochs": 4, "warmup_epochs": 0}},
-        ),
-        overrides={"tracking.uri": uri, "tracking.system_metrics_s": 0.2, "runtime.log_every": 2},
-    )
-    outcome = run_sweep(study, storage=str(tmp_path / "ray"), stream=io.StringIO())
-    assert len(outcome.trials) == 4 and not outcome.failed
-    runs = load_runs(uri, "sweep-test", parent_run_id=outcome.parent_run_id)
-    assert len(runs) == 4 and set(runs.status) == {"FINISHED"}
-    epochs = {r.run_id: len(mlflow.MlflowClient(uri).get_metric_history(r.run_id, keys.VAL_TOP1)) for r in runs.itertuples()}
-    stopped = [r for r in runs.itertuples() if epochs[r.run_id] < 4]
-    assert stopped, "ASHA stopped no trial: the test space is too easy"
-    client = mlflow.MlflowClient(uri)
-    for r in runs.itertuples():  # ASHA ends every trial, even at its last epoch: only the early ones are "stopped"
-        run = client.get_run(r.run_id)
-        assert (schema.TAG_STOPPED in run.data.tags) == (epochs[r.run_id] < 4)
-        wait = [m.value for m in client.get_metric_history(r.run_id, "perf/data_wait_frac")]
-        assert len(wait) == epochs[r.run_id] and all(0 <= w < 1 for w in wait)
-        assert Progress.from_tag(run.data.tags["mjp.progress"]).steps == 8  # 256 images / 32 per batch
-    full = [r.run_id for r in runs.itertuples() if epochs[r.run_id] == 4]
-    assert any("system/cpu_utilization_percentage" in client.get_run(i).data.metrics for i in full)
-    # the Optuna mirror: every trial, named objective, a real duration, its MLflow run and variant
-    mirrored = optuna.load_study(study_name=os.path.basename(outcome.experiment_dir), storage=f"sqlite:///{tmp_path}/optuna.db")
-    assert mirrored.metric_names == ["val/top1"] and len(mirrored.trials) == 4
-    assert {t.user_attrs["mlflow_run_id"] for t in mirrored.trials} == set(runs.run_id)
-    assert all(t.duration.total_seconds() > 0 and t.user_attrs["variant"] for t in mirrored.trials)
