@@ -29,70 +29,25 @@ import os
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import psutil
 import ray
 import torch
 from common import append, environment
+from data_folder import BATCH, config, make_folder
+from data_host_budget import host_budget
+from data_loaders import loader_rounds, ray_conversion_cost
 from PIL import Image
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils.data import DataLoader
 
-from trainables.config.build import build_config
-from trainables.data.datasets import load_datasets
-from trainables.data.folder.image_folder import IMAGE_EXTENSIONS
-from trainables.data.gpu.augment import DeviceRecipe, augment_batch, draw_sample
-from trainables.data.gpu.decode import SeededSampler, collate_encoded, decode_on_device
-from trainables.data.ray_data import DECODE_BATCH, decode_and_augment, train_dataset
+from trainables.data.gpu.augment import DeviceRecipe, augment_batch
+from trainables.data.gpu.decode import decode_on_device
 from trainables.data.transforms import image_transforms
-from trainables.launch.ray_runtime import console_logs_to, ensure_ray
+from trainables.launch.ray_runtime import console_logs_to
 
-CLASSES = 8
-BATCH = 64
-
-
-def photos() -> list[np.ndarray]:
-    from skimage import data
-
-    names = ("astronaut", "coffee", "chelsea", "rocket", "hubble_deep_field", "immunohistochemistry", "retina", "cat")
-    return [getattr(data, n)() for n in names if hasattr(data, n)]
-
-
-def make_folder(root: Path, n: int, seed: int = 0) -> Path:
-    """``n`` training JPEGs of 500x375 in ``CLASSES`` classes (and a small val split)."""
-    rng = np.random.default_rng(seed)
-    sources = [p for p in photos() if p.ndim == 3 and p.shape[2] == 3]
-    for split, count in (("train", n), ("val", CLASSES)):
-        for i in range(count):
-            src = sources[i % len(sources)]
-            h, w = src.shape[:2]
-            top, left = rng.integers(0, max(1, h // 4)), rng.integers(0, max(1, w // 4))
-            crop = Image.fromarray(src[top : top + 3 * h // 4, left : left + 3 * w // 4]).resize((500, 375), Image.BICUBIC)
-            folder = root / split / f"c{i % CLASSES}"
-            folder.mkdir(parents=True, exist_ok=True)
-            crop.save(folder / f"{i}.jpg", quality=90)
-    return root
-
-
-def config(root: Path, loader: str, decode: str = "cpu"):
-    return build_config(
-        {
-            "data": {
-                "name": "imagefolder",
-                "root": str(root),
-                "img_size": 224,
-                "augment": "deit",
-                "loader": loader,
-                "decode": decode,
-                "batch_size": BATCH,
-            }
-        }
-    )
-
+# The images are data_folder.py's, part 2 (the host budget) data_host_budget.py's, part 3 (the loaders)
+# data_loaders.py's; the stages, the tables and the command are here.
 
 # ---------------------------------------------------------------- 1. stages
 
@@ -144,247 +99,6 @@ def stage_rates(root: Path, n: int, device: str) -> list[tuple[str, str, float |
     return rows
 
 
-# ---------------------------------------------------------------- 3. host budget per batch (data.decode: gpu)
-
-
-class _InMemoryJpegs(torch.utils.data.Dataset):
-    """``EncodedImages``' items from bytes held in memory, so the workers' file reads do not count."""
-
-    def __init__(self, blobs: list[bytes]):
-        self.blobs = blobs
-
-    def __len__(self) -> int:
-        return 1 << 30
-
-    def __getitem__(self, key: tuple[int, int]) -> tuple[torch.Tensor, int, int, int]:
-        index, seed = key
-        return torch.frombuffer(bytearray(self.blobs[index % len(self.blobs)]), dtype=torch.uint8), 0, seed, index
-
-
-def collate_as_list(items: list[tuple[torch.Tensor, int, int, int]]) -> tuple[list[torch.Tensor], torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The layout before ``EncodedBatch``: one tensor (one shared-memory segment) per image."""
-    data, labels, seeds, indices = zip(*items)
-    return list(data), torch.tensor(labels), torch.tensor(seeds), torch.tensor(indices)
-
-
-def handover_ms(blobs: list[bytes], batch: int, collate: Callable[[list], Any], batches: int = 6) -> float:
-    """Main-thread CPU ms to receive one batch from 2 loader workers (unpickling, shared memory)."""
-    sampler = SeededSampler(list(range(batch * (batches + 1))), 0)
-    loader = DataLoader(_InMemoryJpegs(blobs), sampler=sampler, batch_size=batch, collate_fn=collate, num_workers=2, prefetch_factor=2)
-    it = iter(loader)
-    next(it)  # workers started
-    spent = []
-    for _ in range(batches):
-        start = time.thread_time()
-        next(it)
-        spent.append(time.thread_time() - start)
-    return 1e3 * statistics.median(spent)
-
-
-def pin_ms(blobs: list[bytes], batch: int, flat: bool) -> float | None:
-    """Main-process CPU ms to pin one batch: the flat buffer + header, or one tensor per image."""
-    if not torch.cuda.is_available():
-        return None
-    items = [(torch.frombuffer(bytearray(blobs[i % len(blobs)]), dtype=torch.uint8), 0, i, i) for i in range(batch)]
-    tensors = list(collate_encoded(items)) if flat else collate_as_list(items)[0]
-    [t.pin_memory() for t in tensors]  # warm the caching host allocator
-    start = time.thread_time()
-    [t.pin_memory() for t in tensors]
-    return 1e3 * (time.thread_time() - start)
-
-
-class _OpCount(TorchDispatchMode):
-    def __init__(self) -> None:
-        super().__init__()
-        self.ops = 0
-
-    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        self.ops += 1
-        return func(*args, **(kwargs or {}))
-
-
-def augment_host_cost(batch: int, device: str) -> tuple[int, float]:
-    """(aten ops, main-thread CPU ms) of ``augment_batch`` on one batch. On the CPU the images are
-    tiny (16 px crops of ~24 px images), so the time is what issuing the ops and drawing the
-    samples' random choices costs; on CUDA, 224 px from 500x375, kernels queued, not awaited."""
-    dev = torch.device(device)
-    size, shape = (224, (3, 375, 500)) if dev.type == "cuda" else (16, (3, 22, 26))
-    gen = torch.Generator().manual_seed(batch)
-    images = [torch.randint(0, 256, shape, dtype=torch.uint8, generator=gen).to(dev) for _ in range(batch)]
-    recipe = DeviceRecipe(size, "deit")
-    with _OpCount() as count:
-        augment_batch(images, list(range(batch)), recipe)
-    spent = []
-    for r in range(5):
-        if dev.type == "cuda":
-            torch.cuda.synchronize()
-        start = time.thread_time()
-        augment_batch(images, [r * batch + i for i in range(batch)], recipe)
-        spent.append(time.thread_time() - start)
-    return count.ops, 1e3 * statistics.median(spent)
-
-
-def host_budget(root: Path, device: str) -> list[tuple[str, int, int | None, float | None]]:
-    """(stage, B, ops per batch, main-process CPU ms per batch) rows."""
-    blobs = [f.read_bytes() for f in sorted(root.glob("train/*/*.jpg"))[:64]]
-    recipe = DeviceRecipe(224, "deit")
-    start = time.thread_time()
-    [draw_sample(seed, 375, 500, recipe) for seed in range(256)]
-    rows: list[tuple[str, int, int | None, float | None]] = [
-        ("random choices (Python, per sample)", 256, 0, 1e3 * (time.thread_time() - start))
-    ]
-    for batch in (256, 512):
-        ops, ms = augment_host_cost(batch, "cpu")
-        rows.append(("augment (device_augment incl. its choices; CPU tensors at 16 px: issue + tiny kernels)", batch, ops, ms))
-    if device == "cuda" and torch.cuda.is_available():
-        ops, ms = augment_host_cost(256, "cuda")
-        rows.append(("augment issue (device_augment, CUDA, 224 px)", 256, ops, ms))
-    rows += [
-        ("handover: one flat buffer + header (EncodedBatch)", 256, None, handover_ms(blobs, 256, collate_encoded)),
-        ("handover: one tensor per image (the layout before)", 256, None, handover_ms(blobs, 256, collate_as_list)),
-        ("pin: one flat buffer + header", 256, None, pin_ms(blobs, 256, True)),
-        ("pin: one tensor per image (the layout before)", 256, None, pin_ms(blobs, 256, False)),
-    ]
-    return rows
-
-
-def _budget_table(rows: list[tuple[str, int, int | None, float | None]]) -> list[str]:
-    lines = ["| stage | B | aten ops per batch | main-process CPU ms per batch |", "| --- | ---: | ---: | ---: |"]
-    for stage, batch, ops, ms in rows:
-        lines.append(
-            f"| {stage} | {batch} | {'' if ops is None else f'{ops:,}'} | {'not measured (needs CUDA)' if ms is None else f'{ms:.1f}'} |"
-        )
-    return lines
-
-
-# ---------------------------------------------------------------- 2. loaders
-
-
-def _cpu_seconds() -> dict[int, tuple[str, float]]:
-    out = {}
-    for p in psutil.process_iter(["name"]):
-        try:
-            t = p.cpu_times()
-            out[p.pid] = (p.info["name"] or "?", t.user + t.system)
-        except psutil.Error:
-            continue
-    return out
-
-
-def _group(pid: int, name: str, me: int, ray_pids: set[int]) -> str | None:
-    if pid == me:
-        return "consumer"
-    if name.startswith("ray::"):
-        return "workers"
-    if pid in ray_pids:
-        return "Ray's own"
-    try:
-        return "workers" if psutil.Process(pid).ppid() == me else None
-    except psutil.Error:
-        return None
-
-
-def _ray_system_pids() -> set[int]:
-    names = ("raylet", "gcs_server", "dashboard", "log_monitor", "monitor", "runtime_env", "ray_client")
-    pids = set()
-    for p in psutil.process_iter(["name", "cmdline"]):
-        try:
-            text = p.info["name"] + " " + " ".join(p.info["cmdline"] or [])
-        except (psutil.Error, TypeError):
-            continue
-        if any(n in text for n in names) and ("ray" in text):
-            pids.add(p.pid)
-    return pids
-
-
-def measure_epoch(batches: Iterable[torch.Tensor]) -> dict[str, float]:
-    """One epoch: img/s overall and from the first batch on, CPU seconds by process group."""
-    me, ray_pids = os.getpid(), _ray_system_pids()
-    before = _cpu_seconds()
-    start = time.perf_counter()
-    seen = first_n = 0
-    first = None
-    for x in batches:
-        if first is None:
-            first, first_n = time.perf_counter(), x.shape[0]
-        seen += x.shape[0]
-    end = time.perf_counter()
-    after = _cpu_seconds()
-    out = {"img/s": seen / (end - start), "steady": (seen - first_n) / max(end - first, 1e-9), "images": seen}
-    for pid, (name, t) in after.items():
-        group = _group(pid, name, me, ray_pids)
-        if group:
-            out[group] = out.get(group, 0.0) + t - before.get(pid, (name, 0.0))[1]
-    return out
-
-
-def dataloader_epochs(root: Path, workers: int) -> Callable[[], Iterable[torch.Tensor]]:
-    bundle = load_datasets(config(root, "torch"))
-    loader = DataLoader(bundle.train, batch_size=BATCH, num_workers=workers, shuffle=True, persistent_workers=workers > 0)
-    return lambda: (x for x, _ in loader)
-
-
-def ray_data_before(root: Path) -> Any:
-    """The layout before this benchmark's profile: a read stage, then decode tasks of 64 images
-    bundled from the read's small blocks (not fused), blocks re-sliced into batches by the consumer."""
-    import ray.data
-
-    data = config(root, "ray_data").data
-    names = sorted(p.name for p in (root / "train").iterdir() if p.is_dir())
-    ds = ray.data.read_binary_files(
-        str(root / "train"),
-        include_paths=True,
-        file_extensions=[e.lstrip(".") for e in IMAGE_EXTENSIONS],
-        shuffle=ray.data.FileShuffleConfig(seed=data.seed % 2**32),
-    )
-    return ds.map_batches(
-        decode_and_augment,
-        fn_kwargs={"data": data, "classes": {n: i for i, n in enumerate(names)}},
-        batch_size=DECODE_BATCH,
-        batch_format="numpy",
-    )
-
-
-def ray_epochs(ds: Any) -> Callable[[], Iterable[torch.Tensor]]:
-    it = ds.iterator()
-    return lambda: (b["image"] for b in it.iter_torch_batches(batch_size=BATCH, drop_last=False))
-
-
-def ray_conversion_cost(blocks: int = 16) -> float:
-    """Consumer CPU ms per image of ``iter_torch_batches`` over a materialized dataset of 64-image
-    float32 blocks: the block -> torch conversion alone, without a streaming execution."""
-    import ray.data
-
-    arrays = [np.random.default_rng(i).random((BATCH, 3, 224, 224), dtype=np.float32) for i in range(blocks)]
-    ds = ray.data.from_numpy_refs([ray.put(a) for a in arrays]).materialize()
-    for _ in ds.iter_torch_batches(batch_size=BATCH):
-        pass
-    start = time.process_time()
-    for _ in ds.iter_torch_batches(batch_size=BATCH):
-        pass
-    return 1e3 * (time.process_time() - start) / (blocks * BATCH)
-
-
-def loader_rounds(root: Path, cores: int, rounds: int) -> dict[str, list[dict[str, float]]]:
-    import ray.data
-
-    ensure_ray(num_cpus=cores)
-    ray.data.DataContext.get_current().enable_progress_bars = False
-    pipelines = {
-        f"DataLoader, {cores} worker processes": dataloader_epochs(root, cores),
-        f"Ray Data, {cores} CPUs": ray_epochs(train_dataset(config(root, "ray_data"))),
-        f"Ray Data, {cores} CPUs, layout before": ray_epochs(ray_data_before(root)),
-    }
-    for epochs in pipelines.values():  # start the workers and Ray's task processes before the clock
-        for _ in epochs():
-            pass
-    results: dict[str, list[dict[str, float]]] = {name: [] for name in pipelines}
-    for _ in range(rounds):
-        for name, epochs in pipelines.items():
-            results[name].append(measure_epoch(epochs()))
-    return results
-
-
 # ---------------------------------------------------------------- report
 
 
@@ -397,6 +111,15 @@ def _stage_table(rows: list[tuple[str, str, float | None]], device: str) -> list
             lines.append(f"| {path} | {stage} | {rate:,.0f} | {1e3 / rate:.2f} |")
     if device != "cuda" or not torch.cuda.is_available():
         lines += ["", "GPU rows: not measured; on a GPU machine: `python benchmarks/bench_data.py --device cuda`."]
+    return lines
+
+
+def _budget_table(rows: list[tuple[str, int, int | None, float | None]]) -> list[str]:
+    lines = ["| stage | B | aten ops per batch | main-process CPU ms per batch |", "| --- | ---: | ---: | ---: |"]
+    for stage, batch, ops, ms in rows:
+        lines.append(
+            f"| {stage} | {batch} | {'' if ops is None else f'{ops:,}'} | {'not measured (needs CUDA)' if ms is None else f'{ms:.1f}'} |"
+        )
     return lines
 
 
