@@ -71,15 +71,26 @@ def guarded(guard: StoreGuard, progress: MlflowProgress) -> Callable[[str], Prog
     return lambda trial_id: progress(trial_id) if guard.holds() else None
 
 
+def store_guard(spec: TrialSpec, paths: SweepPaths) -> StoreGuard:
+    """The guard of a sweep's store, whose one line names the resume of this sweep."""
+    return StoreGuard(spec.uri, f"`mjp sweep resume {paths.experiment_dir}` continues the sweep")
+
+
 def sweep_callbacks(
-    study: Study, spec: TrialSpec, state: SweepState, paths: SweepPaths, recorder: SweepRecorder, stream: TextIO | None
+    study: Study,
+    spec: TrialSpec,
+    state: SweepState,
+    paths: SweepPaths,
+    recorder: SweepRecorder,
+    guard: StoreGuard,
+    stream: TextIO | None,
 ) -> list[tune.Callback]:
-    """What a sweep's driver attaches, in the order Tune calls them: the store's guard (a lost or
+    """What a sweep's driver attaches, in the order Tune calls them: the store's ``guard`` (a lost or
     full store ends the sweep), the recorder (MLflow statuses), the signer, the Optuna mirror (where the store has one), the live view."""
     epochs = study.base.optim.epochs
     recorder.epochs = epochs
-    recorder.guard = StoreGuard(spec.uri, f"`mjp sweep resume {paths.experiment_dir}` continues the sweep")
-    callbacks: list[tune.Callback] = [recorder.guard, recorder, SweepSigner(paths.experiment_dir, paths.name)]
+    recorder.guard = guard
+    callbacks: list[tune.Callback] = [guard, recorder, SweepSigner(paths.experiment_dir, paths.name)]
     if state.optuna_storage:
         from sweep.tuner.optuna_mirror import OptunaMirror
 
@@ -92,6 +103,6 @@ def sweep_callbacks(
         [(o.metric, o.mode) for o in study.config.objectives],
         study.num_trials,
         stream=stream,
-        progress_of=guarded(recorder.guard, MlflowProgress(spec.uri, spec.experiment, spec.parent_run_id)),
+        progress_of=guarded(guard, MlflowProgress(spec.uri, spec.experiment, spec.parent_run_id)),
     )
     return [*callbacks, view]

@@ -25,7 +25,7 @@ from ray import tune
 from sweep.security.signatures import signing_key
 from sweep.security.signing_callback import sign_tuner_file
 from sweep.study.load import Study, check_study
-from sweep.tuner.callbacks import attached, sweep_callbacks
+from sweep.tuner.callbacks import attached, store_guard, sweep_callbacks
 from sweep.tuner.outcome import SweepOutcome, finish_sweep
 from sweep.tuner.owner import claim, release
 from sweep.tuner.recorder import SweepRecorder, reopen_children, run_closed_on_error
@@ -203,8 +203,8 @@ def _fit(sweep: _Sweep, *, restore: bool) -> SweepOutcome:
     link_ray_logs(paths.experiment_dir)
     spec = trial_spec(study, state, paths)
     trainable, tune_config = tuner_parts(study, spec)
-    with attached(state.name, sweep_callbacks(study, spec, state, paths, sweep.recorder, sweep.stream)) as callbacks:
-        guard = sweep.recorder.guard  # made by sweep_callbacks
+    guard = store_guard(spec, paths)
+    with attached(state.name, sweep_callbacks(study, spec, state, paths, sweep.recorder, guard, sweep.stream)) as callbacks:
         if restore:
             tuner = tune.Tuner.restore(paths.experiment_dir, trainable=trainable, resume_unfinished=True, resume_errored=True)
         else:
@@ -218,7 +218,7 @@ def _fit(sweep: _Sweep, *, restore: bool) -> SweepOutcome:
             tuner = tune.Tuner(trainable, tune_config=tune_config, run_config=run_config)
             sign_tuner_file(paths.experiment_dir)
         with objectives_checked_at_the_end(study), ctrl_c_restored_after():
-            grid = guard.fit(tuner) if guard is not None else tuner.fit()  # a lost store or a full disk: its one line
+            grid = guard.fit(tuner)  # a lost store or a full disk: its one line, whatever Tune raised
     return finish_sweep(study, spec, sweep.parent, grid, paths.experiment_dir, sweep.recorder, sweep.log)
 
 
