@@ -14,6 +14,7 @@ over the old copy on a path; as one object on S3, which appears only once comple
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import shutil
 import sqlite3
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from trainables.errors import ConfigError
+from trainables.launch.ray_cleanup import is_running
 from trainables.written import atomic_file
 
 
@@ -71,6 +73,21 @@ def save_store(db: str | Path, dest: str) -> int:
         return copy.stat().st_size
 
 
+#: the folder a restore downloads into, beside the store: ``.NAME.restore-PID-RANDOM``
+_COPY_PREFIX = ".{}.restore-"
+
+
+def abandoned_copies_removed(db: Path) -> None:
+    """Remove the download folders beside ``db`` whose restore was killed mid-copy (its process is
+    gone): each holds a partial copy of the store, as large as the store. A folder of a restore
+    still running, or not named as ``restore_store`` names its folders, is left alone."""
+    prefix = _COPY_PREFIX.format(db.name)
+    for folder in db.parent.glob(f"{glob.escape(prefix)}*-*"):
+        pid = folder.name[len(prefix) :].split("-", 1)[0]
+        if pid.isdigit() and not is_running(int(pid)) and folder.is_dir() and not folder.is_symlink():
+            shutil.rmtree(folder, ignore_errors=True)
+
+
 def restore_store(src: str, db: str | Path) -> str:
     """Make ``db`` from the kept copy ``src`` unless ``db`` exists; what was done, in words.
 
@@ -85,7 +102,9 @@ def restore_store(src: str, db: str | Path) -> str:
     if filesystem.get_file_info(path).type != fs.FileType.File:
         return f"no saved store at {src}: MLflow starts a new one at {db}"
     db.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=f".{db.name}.restore-", dir=db.parent) as tmp:  # its own folder: no name to collide or link
+    abandoned_copies_removed(db)
+    # its own folder, named for this process: no name to collide or link, and a later restore knows it for abandoned once we are gone
+    with tempfile.TemporaryDirectory(prefix=f"{_COPY_PREFIX.format(db.name)}{os.getpid()}-", dir=db.parent) as tmp:
         copy = Path(tmp) / db.name
         with filesystem.open_input_stream(path) as inp, open(copy, "xb") as out:
             shutil.copyfileobj(inp, out, 1 << 22)

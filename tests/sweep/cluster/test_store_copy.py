@@ -87,3 +87,52 @@ def test_save_and_restore_never_write_through_a_link_and_leave_no_part_behind(tm
     assert sorted(p.name for p in head.iterdir()) == ["mlflow.db", "mlflow.db.part"]  # the restore's own folder is gone
     assert len(rows(head / "mlflow.db")) == 4 and not (head / "mlflow.db").is_symlink()
     assert target.read_text() == "not a store\n"
+
+
+#: a restore that stops mid-copy: it writes the first 4 KiB, says so on stdout, and waits to be killed
+_KILLED_MID_COPY = """
+import shutil, signal, sys
+from sweep.cluster.store_copy import restore_store
+
+def first_chunk_then_wait(src, dst, length=0):
+    dst.write(src.read(4096))
+    dst.flush()
+    print("copying", flush=True)
+    signal.pause()
+
+shutil.copyfileobj = first_chunk_then_wait
+restore_store(sys.argv[1], sys.argv[2])
+"""
+
+
+def test_a_restore_killed_mid_copy_leaves_its_folder_only_until_the_next_restore(tmp_path):
+    """SIGKILL mid-download leaves the restore's folder with a partial copy beside the store (the
+    store itself is not made); the next restore removes it, and leaves alone a folder of a restore
+    that still runs and a folder it did not name."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    make_store(tmp_path / "kept.db", 200).close()
+    head = tmp_path / "head"
+    killed = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_MID_COPY, str(tmp_path / "kept.db"), str(head / "mlflow.db")],
+        cwd=Path(__file__).resolve().parents[3],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert killed.stdout.readline() == "copying\n"  # the event: the copy has begun
+    killed.send_signal(signal.SIGKILL)
+    killed.wait()
+    (abandoned,) = head.iterdir()
+    assert abandoned.name.startswith(f".mlflow.db.restore-{killed.pid}-") and (abandoned / "mlflow.db").stat().st_size == 4096
+    running = head / f".mlflow.db.restore-{os.getpid()}-x"  # this process runs: a restore in progress
+    running.mkdir()
+    other = head / ".mlflow.db.restore-notes"
+    other.mkdir()
+
+    assert restore_store(str(tmp_path / "kept.db"), head / "mlflow.db").startswith("restored")
+    assert sorted(p.name for p in head.iterdir()) == sorted(["mlflow.db", running.name, other.name])
+    assert len(rows(head / "mlflow.db")) == 200
