@@ -83,9 +83,7 @@ class _Processes:
         """``ConfigError`` naming the first process that ended, with its log's last line."""
         for what, process, log in self.started:
             if process.poll() is not None:
-                lines = log.read_text(errors="replace").strip().splitlines() if log.is_file() else []
-                last = lines[-1].strip() if lines else "no output"
-                raise ConfigError(f"{what} ended ({process.returncode}) while the job started: {last[:300]} (log: {log})")
+                raise ConfigError(f"{what} ended ({process.returncode}) while the job started: {why_it_ended(log)} (log: {log})")
 
     def end(self, grace_s: float = 30.0) -> None:
         for _, process, _ in reversed(self.started):
@@ -97,6 +95,15 @@ class _Processes:
                 time.sleep(0.2)
             _signal_all(members, signal.SIGKILL)
             process.poll()
+
+
+def why_it_ended(log: Path, lines: int = 3) -> str:
+    """The last ``lines`` lines of a process's log, in one line: what the process itself said (for
+    a node, ``ray start``'s "Some Ray subprocesses exited unexpectedly" and which one), not
+    ``srun``'s own note that its task exited, which ends the log of every node that failed."""
+    said = [line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()] if log.is_file() else []
+    own = [line for line in said if not line.startswith("srun: ")] or said
+    return " / ".join(own[-lines:])[-400:] if own else "no output"
 
 
 def _session_members(sid: int) -> set[int]:
