@@ -11,10 +11,11 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
+
+from sweep.cluster.ports import free_port
 
 NODES = ("n1", "n2")
 
@@ -30,14 +31,12 @@ def slurm_missing() -> str | None:
 
 
 def _free_ports(n: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(n)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
+    """``n`` different ports, free now, chosen as the platform chooses its servers' (sweep/cluster/ports.py)."""
+    ports: list[int] = []
+    while len(ports) < n:
+        if (port := free_port()) not in ports:
+            ports.append(port)
+    return ports
 
 
 class SlurmDaemons:

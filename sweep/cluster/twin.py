@@ -39,9 +39,10 @@ from pathlib import Path
 
 import yaml
 
+from sweep.cluster.ports import free_port
 from sweep.cluster.processes import is_gcs, session_processes
 from sweep.cluster.twin_config import twin_config
-from sweep.cluster.twin_mlflow import free_port, start_mlflow
+from sweep.cluster.twin_mlflow import start_mlflow
 from sweep.study.names import PROJECT_DIR
 from trainables.errors import ConfigError
 from trainables.written import write_atomically

@@ -5,7 +5,6 @@ through with the session's token."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -13,15 +12,10 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from sweep.cluster.ports import free_port
 from sweep.study.names import PROJECT_DIR
 from trainables.errors import ConfigError
 from trainables.written import write_atomically
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_http(url: str, what: str, seconds: float, log: Path, process: subprocess.Popen) -> None:

@@ -25,8 +25,9 @@ import time
 from pathlib import Path
 from types import FrameType
 
+from sweep.cluster.ports import free_port
 from sweep.cluster.slurm.job_spec import SWEEPS_DIR, JobSpec
-from sweep.cluster.slurm.ray_nodes import free_port, job_environment, job_nodes, node_address, ray_start, ray_temp_dir
+from sweep.cluster.slurm.ray_nodes import job_environment, job_nodes, node_address, ray_start, ray_temp_dir
 from sweep.cluster.slurm.shape import time_limit_s
 from sweep.cluster.twin import write_token
 from sweep.cluster.twin_mlflow import start_gate, start_mlflow_server

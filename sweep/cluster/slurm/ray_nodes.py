@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from sweep.cluster.ports import free_port
 from trainables.errors import ConfigError
 
 
@@ -35,13 +36,6 @@ def node_address(node: str) -> str:
         return socket.gethostbyname(addr)
     except OSError as err:
         raise ConfigError(f"node {node}: its address {addr!r} does not resolve ({err})") from None
-
-
-def free_port(host: str) -> int:
-    """A TCP port free on ``host`` now (outside Ray's worker range 10002-19999: the kernel's ephemeral range)."""
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 def job_environment(token: Path) -> dict[str, str]:

@@ -16,12 +16,13 @@ from __future__ import annotations
 import copy
 import fnmatch
 import json
-import socket
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+
+from sweep.cluster.ports import free_port
 
 pytest.importorskip("moto")
 boto3 = pytest.importorskip("boto3")
@@ -32,19 +33,13 @@ SSH_FROM = "203.0.113.7/32"
 REGION = "us-west-2"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def account(tmp_path, monkeypatch):
     """An empty emulated AWS account on 127.0.0.1; boto3 (Ray's too) talks to it only."""
     from moto.server import ThreadedMotoServer
 
     monkeypatch.setenv("MOTO_IAM_LOAD_MANAGED_POLICIES", "true")  # Ray's default head role attaches two of AWS's
-    port = _free_port()
+    port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     import urllib.request

@@ -21,7 +21,8 @@ import pytest
 
 from sweep.cluster.gate.listener import open_gate
 from sweep.cluster.gate.mlflow_gate import gate_app
-from sweep.cluster.twin_mlflow import free_port, wait_http
+from sweep.cluster.ports import free_port
+from sweep.cluster.twin_mlflow import wait_http
 from sweep.study.names import PROJECT_DIR
 
 TOKEN = "s3cret-token"

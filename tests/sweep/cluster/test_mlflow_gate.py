@@ -87,7 +87,8 @@ def real_gate(tmp_path_factory):
     import subprocess
     import sys
 
-    from sweep.cluster.twin_mlflow import free_port, wait_http
+    from sweep.cluster.ports import free_port
+    from sweep.cluster.twin_mlflow import wait_http
 
     tmp = tmp_path_factory.mktemp("gated")
     port, log = free_port(), tmp / "server.log"

@@ -5,11 +5,11 @@ where nothing (or no MLflow) answers, are refused in one line within seconds, na
 from __future__ import annotations
 
 import http.server
-import socket
 import threading
 
 import pytest
 
+from sweep.cluster.ports import free_port
 from sweep.tuner.state import SweepState, in_store
 from trainables.errors import UserError
 from trainables.tracking import schema
@@ -32,12 +32,6 @@ def sweep(tmp_path):
     return state, tmp_path
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_the_recorded_store_is_followed_when_it_holds_the_parent_run(sweep):
     state, _ = sweep
     assert in_store(state, None, "/r/quickstart-1") is state
@@ -45,7 +39,7 @@ def test_the_recorded_store_is_followed_when_it_holds_the_parent_run(sweep):
 
 def test_a_store_at_a_new_address_is_checked_and_then_recorded(sweep, tmp_path):
     state, _ = sweep
-    gone = SweepState(**{**state.__dict__, "uri": f"http://127.0.0.1:{_free_port()}", "optuna_storage": None})
+    gone = SweepState(**{**state.__dict__, "uri": f"http://127.0.0.1:{free_port()}", "optuna_storage": None})
     with pytest.raises(UserError) as err:  # the recorded server is gone: the flag, in one line
         in_store(gone, None, "/r/quickstart-1")
     text = str(err.value)
