@@ -2,7 +2,10 @@
 or replaced (another file made at its path), or a trial that failed on a full disk, ends the
 sweep at once in one line naming the store and the command that continues. Nothing more is
 written to a lost store (a write would make a new, empty one at its path) and no trial is
-retried against a store it cannot write (each retry failed the same way, minutes apiece).
+retried against a store it cannot write (each retry failed the same way, minutes apiece). A
+tracking server that no longer answers when the sweep ends (a Slurm ``scancel`` signals the job's
+server with its driver) ends it in one line too, at once, instead of MLflow's retries of every
+write, for minutes, while Slurm waits ``KillWait`` and then kills the job before it cleaned up.
 
 The guard raises the failure from its Tune hook: Tune stops every trial (a trial it had just
 scheduled to retry included) and ``fit`` raises; the callbacks' ``on_experiment_end`` run on
@@ -21,7 +24,21 @@ from ray import tune
 
 from sweep.console.view import trial_error
 from trainables.errors import DiskFullError, UserError, disk_full_reason
-from trainables.tracking.store import sqlite_path
+from trainables.launch.signals import interrupted_status, signal_received
+from trainables.tracking.store import is_tracking_server, server_silence, sqlite_path
+
+
+class StoreUnreachableError(UserError):
+    """The sweep's MLflow server did not answer as the sweep ended: the driver ends at once, writing
+    nothing more to it (each write would be retried for minutes). Exit status: the signal's
+    (``interrupted_status``) when a signal ended the sweep, as when a Slurm ``scancel`` ends the
+    job's server with its driver, else 1."""
+
+    store_lost = True  # what ``run_closed_on_error`` reads: the parent run is not written to
+
+    def __init__(self, message: str, exit_code: int):
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 class StoreLostError(UserError):
@@ -76,11 +93,11 @@ class StoreGuard(tune.Callback):
             raise self.failure
 
     def fit(self, tuner: tune.Tuner) -> tune.ResultGrid:
-        """``tuner.fit()``; once the store was lost or its disk filled, that failure is raised in
-        place of what Tune raised, or returned."""
+        """``tuner.fit()``; once the store was lost, stopped answering or its disk filled, that
+        failure is raised in place of what Tune raised (a second Ctrl-C included), or returned."""
         try:
             grid = tuner.fit()
-        except Exception:
+        except BaseException:
             if self.failure is not None:
                 raise self.failure from None
             raise
@@ -90,6 +107,21 @@ class StoreGuard(tune.Callback):
 
     def on_step_end(self, iteration: int, trials: list, **info: Any) -> None:
         self._raise()
+
+    def on_experiment_end(self, trials: list, **info: Any) -> None:
+        """Before the recorder closes the runs (the guard's hooks run first): a tracking server is
+        asked once, briefly, whether it still answers; if not, nothing more is written to it."""
+        if self.failure is not None or not is_tracking_server(self.uri):
+            return
+        silence = server_silence(self.uri, seconds=5.0)
+        if silence is not None:
+            self._stop(
+                StoreUnreachableError(
+                    f"the MLflow server {self.uri} did not answer as the sweep ended ({silence}), so the runs it left RUNNING "
+                    f"stay so until it answers again: then {self.then} and closes them",
+                    interrupted_status() if signal_received() else 1,
+                )
+            )
 
     def _trial_failed(self, trial: Any) -> None:
         error = trial_error(trial)

@@ -41,6 +41,11 @@ def sigterm_as_ctrl_c() -> None:
         signal.signal(signal.SIGHUP, _on_sigterm)
 
 
+def signal_received() -> bool:
+    """Whether SIGTERM or SIGHUP has come to this process (Ctrl-C goes to Tune's or Python's handler)."""
+    return bool(_received)
+
+
 def interrupted_status() -> int:
     """128 + the signal that interrupted this process: 143 for SIGTERM, 129 for SIGHUP, else 130 (Ctrl-C)."""
     return 128 + (_received[-1] if _received else signal.SIGINT)

@@ -1,6 +1,7 @@
 """The store's guard under Tune: a failure it learns from a trial's error (a full disk the trial met
 first) is raised by ``StoreGuard.fit`` as its one line, not as the ``TuneError`` Tune wraps a
-hook's raise in when it comes from a failed trial's hooks."""
+hook's raise in when it comes from a failed trial's hooks; a tracking server silent when the
+sweep ends stops every write at once."""
 
 import errno
 
@@ -38,3 +39,23 @@ def test_without_the_guard_s_fit_tune_hands_the_driver_a_traceback(tmp_path, loc
     with pytest.raises(tune.TuneError, match="Traceback") as raised:
         tuner(tmp_path, guard).fit()
     assert "DiskFullError" in str(raised.value) and isinstance(guard.failure, DiskFullError)
+
+
+def test_a_tracking_server_silent_at_the_end_stops_every_write_and_a_store_file_is_not_asked(tmp_path):
+    """At the experiment's end (before the recorder closes the runs) a server is asked once: one that
+    does not answer is the sweep's one line, and ``holds()`` turns false, so nothing more is written."""
+    from sweep.cluster.ports import free_port
+    from sweep.tuner.store_guard import StoreUnreachableError
+
+    gone = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    guard = StoreGuard(gone, "`mjp sweep resume DIR` continues the sweep")
+    assert guard.holds()
+    guard.on_experiment_end([])
+    assert not guard.holds() and isinstance(guard.failure, StoreUnreachableError)
+    assert str(guard.failure).startswith(f"the MLflow server {gone} did not answer as the sweep ended (")
+    assert str(guard.failure).endswith("then `mjp sweep resume DIR` continues the sweep and closes them")
+    assert guard.failure.exit_code == 1 and guard.failure.store_lost  # no signal came: a failure; the parent run is not written
+
+    local = StoreGuard(f"sqlite:///{tmp_path}/mlflow.db", "run the command again")
+    local.on_experiment_end([])
+    assert local.holds() and local.failure is None
