@@ -27,7 +27,6 @@ from sweep.tuner.store_guard import StoreGuard
 from trainables.launch.trial import TrialSpec
 from trainables.tracking.progress import Progress
 from trainables.tracking.runs import MlflowProgress
-from trainables.tracking.store import bounded_http
 
 #: the callbacks each sweep of this driver attached, by sweep name (``attached``)
 _ATTACHED: dict[str, list[tune.Callback]] = {}
@@ -67,21 +66,9 @@ def attached(name: str, callbacks: list[tune.Callback]) -> Iterator[SweepCallbac
 
 
 def guarded(guard: StoreGuard, progress: MlflowProgress) -> Callable[[str], Progress | None]:
-    """The live view's reads of a trial's progress: none once the store was lost (an MLflow client
-    opening a missing SQLite file makes a new, empty store there), and each tried once, briefly.
-    MLflow retries a server that stopped answering for minutes, and the driver's loop, held in those
-    retries, would not act on Ctrl-C or SIGTERM. A read that fails shows no progress."""
-
-    def read(trial_id: str) -> Progress | None:
-        if not guard.holds():
-            return None
-        with bounded_http(seconds=5.0):
-            try:
-                return progress(trial_id)
-            except Exception:  # noqa: BLE001 - a display's read: whatever failed, the view shows no progress
-                return None
-
-    return read
+    """The live view's reads of a trial's progress, none once the store was lost (an MLflow client
+    opening a missing SQLite file makes a new, empty store there)."""
+    return lambda trial_id: progress(trial_id) if guard.holds() else None
 
 
 def store_guard(spec: TrialSpec, paths: SweepPaths) -> StoreGuard:

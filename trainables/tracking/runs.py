@@ -161,13 +161,28 @@ class RunTracker:
 
 class MlflowProgress:
     """``trial_id -> Progress | None``: the progress tag of a trial's MLflow run (a sweep's child,
-    found by its trial id under ``parent_run_id``, or the one training ``run_id``)."""
+    found by its trial id under ``parent_run_id``, or the one training ``run_id``).
+
+    A display's read, made from the driver's loop: tried once, for at most ``seconds``, and None
+    when it fails. MLflow retries a server that stopped answering for minutes, and the loop, held in
+    those retries, would not act on Ctrl-C or SIGTERM."""
+
+    seconds = 5.0
 
     def __init__(self, uri: str, experiment: str, parent_run_id: str | None = None, run_id: str | None = None):
         self.uri, self.experiment, self.parent_run_id, self.run_id = uri, experiment, parent_run_id, run_id
         self._runs: dict[str, str] = {}  # trial id -> run id, looked up once
 
     def __call__(self, trial_id: str) -> Progress | None:
+        from trainables.tracking.store import bounded_http
+
+        with bounded_http(self.seconds):
+            try:
+                return self._read(trial_id)
+            except Exception:  # noqa: BLE001 - a display's read: whatever failed, no progress is shown
+                return None
+
+    def _read(self, trial_id: str) -> Progress | None:
         run_id = self.run_id or self._runs.get(trial_id)
         if run_id is None:
             if self.parent_run_id is None:

@@ -183,3 +183,19 @@ def test_the_console_reads_progress_a_quarter_epoch_apart_when_epochs_are_short(
     assert view.poll_interval() == MIN_POLL_S
     row.started, row.epoch = time.monotonic() - 400, 10  # 40-s epochs: the usual poll_s
     assert view.poll_interval() == 5
+
+
+def test_a_progress_read_from_a_server_that_stopped_answering_is_none_tried_once():
+    """The live view reads progress from the driver's loop: a server that stopped answering gives no
+    progress at once, not MLflow's retries for minutes (during which Ctrl-C and SIGTERM wait)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sweep.cluster.ports import free_port
+
+    gone = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    pool = ThreadPoolExecutor(1)  # the bound only turns a read stuck in retries into a failure
+    try:
+        assert pool.submit(MlflowProgress(gone, "progress", "some-parent"), "t1").result(timeout=60) is None
+        assert pool.submit(MlflowProgress(gone, "progress", run_id="some-run"), "t1").result(timeout=60) is None
+    finally:
+        pool.shutdown(wait=False)
