@@ -155,6 +155,9 @@ def test_a_sweep_survives_scancel_and_its_time_limit_with_every_trial_once(slurm
     )
     slurm.run("scancel", first)
     wait_for(f"job {first} to end after scancel", lambda: ended(slurm, first))
+    # scancel ended the job's servers with its driver: the job stopped the driver and cleaned up, before KillWait's SIGKILL
+    said = (job_dir / f"slurm-{first}.out").read_text()
+    assert f"job {first} ends: " in said and not (job_dir / "auth_token").exists(), said[-2000:]
     finished = store_rows(store, "SELECT name FROM runs WHERE status = 'FINISHED' AND name NOT LIKE 'quickstart%'")
     assert len(finished) < len(VARIANTS), f"the sweep had finished before the scancel ({finished}): no race"
     resubmitted = slurm.run("sbatch", "--parsable", str(job_dir / "job.sbatch")).stdout.strip()

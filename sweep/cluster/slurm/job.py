@@ -26,6 +26,7 @@ from pathlib import Path
 from types import FrameType
 
 from sweep.cluster.ports import free_port
+from sweep.cluster.slurm.job_processes import JobProcesses, wait_for_nodes, wait_for_port
 from sweep.cluster.slurm.job_spec import SWEEPS_DIR, JobSpec
 from sweep.cluster.slurm.ray_nodes import job_environment, job_nodes, node_address, ray_start, ray_temp_dir
 from sweep.cluster.slurm.shape import time_limit_s
@@ -65,73 +66,35 @@ def say(text: str) -> None:
     print(f"[mjp slurm-job {time.strftime('%H:%M:%S')}] {text}", flush=True)
 
 
-class _Processes:
-    """What the job started, each in a session of its own; ``end`` ends them, last started first."""
-
-    def __init__(self) -> None:
-        self.started: list[tuple[str, subprocess.Popen, Path]] = []
-
-    def start(self, what: str, command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
-        with open(log, "ab") as out:
-            process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-        self.started.append((what, process, log))
-        return process
-
-    def add(self, what: str, process: subprocess.Popen, log: Path) -> None:
-        self.started.append((what, process, log))
-
-    def check_alive(self) -> None:
-        """``ConfigError`` naming the first process that ended, with its log's last line."""
-        for what, process, log in self.started:
-            if process.poll() is not None:
-                raise ConfigError(f"{what} ended ({process.returncode}) while the job started: {why_it_ended(log)} (log: {log})")
-
-    def end(self, grace_s: float = 30.0) -> None:
-        for _, process, _ in reversed(self.started):
-            members = _session_members(process.pid) | ({process.pid} if process.poll() is None else set())
-            _signal_all(members, signal.SIGTERM)
-            deadline = time.monotonic() + grace_s
-            while (members := {p for p in members if _alive(p)}) and time.monotonic() < deadline:
-                process.poll()  # reaps our own child once it ends
-                time.sleep(0.2)
-            _signal_all(members, signal.SIGKILL)
-            process.poll()
+#: seconds the driver has to end after a signal that also ended the job's servers
+SERVERS_GONE_GRACE_S = 5.0
 
 
-def why_it_ended(log: Path, lines: int = 3) -> str:
-    """The last ``lines`` lines of a process's log, in one line: what the process itself said (for
-    a node, ``ray start``'s "Some Ray subprocesses exited unexpectedly" and which one), not
-    ``srun``'s own note that its task exited, which ends the log of every node that failed."""
-    said = [line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()] if log.is_file() else []
-    own = [line for line in said if not line.startswith("srun: ")] or said
-    return " / ".join(own[-lines:])[-400:] if own else "no output"
+def _driver_status(signals: _Signals, processes: JobProcesses) -> int:
+    """The driver's exit status, once it has ended.
 
-
-def _session_members(sid: int) -> set[int]:
-    """The processes of session ``sid`` (what a process started with ``start_new_session`` became)."""
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[4]) == sid:
-                    found.add(int(entry.name))
-            except (OSError, ValueError, IndexError):
-                continue
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
-
-
-def _signal_all(pids: set[int], sig: int) -> None:
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, sig)
+    ``scancel`` and a preemption signal every process of the job at once: Ray's head and the MLflow
+    server end with the driver's signal, and the driver, left to close its runs and stop its trials
+    through them, would wait on them until Slurm's ``KillWait`` (30 s by default) SIGKILLs the job
+    before its clean-up: the token file and Ray's folders left behind. So once a signal came and
+    one of the job's servers has ended, the driver gets ``SERVERS_GONE_GRACE_S``, then is stopped.
+    The time limit's signal goes to the job's own process only: the servers live on, and the
+    driver closes its runs through them, however long that takes."""
+    driver = signals.driver
+    assert driver is not None
+    cut_at: float | None = None
+    while True:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            return driver.wait(timeout=0.5)
+        if cut_at is None and signals.received is not None and (gone := processes.ended()):
+            cut_at = time.monotonic() + SERVERS_GONE_GRACE_S
+            say(f"{gone[0]} ended with the signal: the driver has {SERVERS_GONE_GRACE_S:g} s to end, then it is stopped")
+        elif cut_at is not None and time.monotonic() > cut_at:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(driver.pid, signal.SIGKILL)  # its own session: the driver and what it started
+            driver.wait()
+            say("the driver was stopped; its runs stay RUNNING until the next start of the job closes them")
+            return 128 + (signals.received or signal.SIGTERM)
 
 
 def _lock_store(store: Path, job_id: str) -> int:
@@ -149,53 +112,6 @@ def _lock_store(store: Path, job_id: str) -> int:
         ) from None
     write_atomically(note, f"Slurm job {job_id} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S %Z')}\n")
     return fd
-
-
-def _wait_for_port(host: str, port: int, process: subprocess.Popen, what: str, log: Path, seconds: float = 180) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and process.poll() is None:
-        try:
-            socket.create_connection((host, port), timeout=2).close()
-            return
-        except OSError:
-            time.sleep(0.5)
-    raise ConfigError(f"{what} did not listen on {host}:{port} ({'ended' if process.poll() is not None else 'time out'}); see {log}")
-
-
-_NODES_ALIVE = """
-import json, sys, time
-import ray
-ray.init(address=sys.argv[1], log_to_driver=False, logging_level="ERROR")
-want, deadline = int(sys.argv[2]), time.monotonic() + float(sys.argv[3])
-while True:
-    alive = {n["NodeID"]: n["RayletSocketName"] for n in ray.nodes() if n["Alive"]}
-    if len(alive) >= want or time.monotonic() > deadline:
-        break
-    time.sleep(1)
-print(json.dumps(alive))
-"""
-
-
-def _wait_for_nodes(address: str, count: int, env: dict[str, str], processes: _Processes, seconds: float = 300) -> dict[str, str]:
-    """``{Ray node id: its raylet's socket path}`` of the nodes that joined Ray by the time all
-    ``count`` had, or ``seconds`` passed; ``ConfigError`` as soon as one of the job's processes (a
-    node's ``srun``) ends meanwhile."""
-    probe = subprocess.Popen(
-        [sys.executable, "-c", _NODES_ALIVE, address, str(count), str(seconds)], env=env, stdout=subprocess.PIPE, text=True
-    )
-    try:
-        while probe.poll() is None:
-            processes.check_alive()
-            time.sleep(0.5)
-    finally:
-        if probe.poll() is None:
-            probe.kill()
-    lines = probe.stdout.read().splitlines() if probe.stdout else []
-    try:
-        alive = json.loads(lines[-1]) if probe.returncode == 0 and lines else {}
-    except ValueError:
-        return {}
-    return alive if isinstance(alive, dict) else {}
 
 
 def slurm_nodes_of(alive: dict[str, str], job_id: str, nodes: list[str]) -> dict[str, str]:
@@ -237,7 +153,7 @@ def run_job(job_dir: Path) -> int:
     if not job_id or not nodelist:
         raise ConfigError("`mjp cluster slurm-job` runs inside a Slurm job (its batch script): $SLURM_JOB_ID is not set")
     restart = int(os.environ.get("SLURM_RESTART_COUNT") or 0)
-    signals, processes = _Signals(), _Processes()
+    signals, processes = _Signals(), JobProcesses()
     log_dir = job_dir / "logs" / f"{job_id}-{restart}"
     log_dir.mkdir(parents=True, exist_ok=True)
     nodes = job_nodes(nodelist)
@@ -260,13 +176,13 @@ def run_job(job_dir: Path) -> int:
         head_cpus = max(1, shape.cpus_per_node - 1)  # one CPU of the first node for the driver, MLflow and the gate
         command = ray_start(head_ip, ray_temp_dir(job_id, nodes[0]), head_cpus, shape.gpus_per_node, head_port=gcs)
         head = processes.start("Ray's head", command, env, log_dir / "ray-head.log")
-        _wait_for_port(head_ip, gcs, head, "Ray's head", log_dir / "ray-head.log")
+        wait_for_port(head_ip, gcs, head, "Ray's head", log_dir / "ray-head.log")
         address = f"{head_ip}:{gcs}"
         for node in nodes[1:]:  # one step per node, from the batch step: no srun inside srun
             join = [sys.executable, "-m", "sweep.cli", "cluster", "slurm-node", str(job_dir), "--head", address]
             srun = ["srun", "--nodes=1", "--ntasks=1", "-w", node, f"--cpus-per-task={shape.cpus_per_node}", *join]
             processes.start(f"node {node}'s Ray", srun, env, log_dir / f"node-{node}.log")
-        ray_nodes = slurm_nodes_of(_wait_for_nodes(address, len(nodes), env, processes), job_id, nodes)
+        ray_nodes = slurm_nodes_of(wait_for_nodes(address, len(nodes), env, processes), job_id, nodes)
         write_atomically(log_dir / RAY_NODES_FILE, json.dumps(ray_nodes, indent=1) + "\n")  # MLflow's mjp.node.rank* -> Slurm's nodes
         joined = len(set(ray_nodes.values()))
         names = ", ".join(nodes)
@@ -276,14 +192,16 @@ def run_job(job_dir: Path) -> int:
         command = driver_command(spec, job_dir, address, uri)
         say("driver: mjp " + " ".join(command[3:]))
         signals.driver = subprocess.Popen(command, env=env, start_new_session=True)
-        status = signals.driver.wait()
+        status = _driver_status(signals, processes)
     except _Stopped:
         status = 128 + (signals.received or signal.SIGTERM)
     except ConfigError as err:
         say(f"error: {err}")
         status = 2
     finally:
-        processes.end()
+        # after scancel Slurm's SIGKILL comes KillWait seconds after its SIGTERM: the clean-up hurries
+        hurried = signals.received is not None and bool(processes.ended())
+        processes.end(grace_s=SERVERS_GONE_GRACE_S if hurried else 30.0)
         for node in nodes:
             shutil.rmtree(ray_temp_dir(job_id, node), ignore_errors=True)
         (job_dir / "auth_token").unlink(missing_ok=True)  # the job's token ends with it (a SIGKILL's is replaced at the next start)

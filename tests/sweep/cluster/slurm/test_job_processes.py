@@ -1,11 +1,11 @@
-"""What a Slurm job says when one of its processes ends while it starts (``_Processes``): the
+"""What a Slurm job says when one of its processes ends while it starts (``JobProcesses``): the
 process's own last words, not ``srun``'s note that its task exited."""
 
 import sys
 
 import pytest
 
-from sweep.cluster.slurm.job import _Processes, why_it_ended
+from sweep.cluster.slurm.job_processes import JobProcesses, why_it_ended
 from trainables.errors import ConfigError
 
 #: what `ray start --block` prints when one of its processes dies, then srun's own line
@@ -22,7 +22,7 @@ sys.exit(1)
 
 
 def test_a_node_that_ended_while_the_job_started_is_named_with_rays_reason_not_sruns(tmp_path):
-    processes = _Processes()
+    processes = JobProcesses()
     log = tmp_path / "node-n2.log"
     node = processes.start("node n2's Ray", [sys.executable, "-c", RAY_START_DIED], {}, log)
     assert node.wait() == 1
