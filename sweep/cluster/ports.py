@@ -1,14 +1,14 @@
 """The ports the platform chooses for the servers it starts: the twin's and a Slurm job's Ray (GCS,
 dashboard, agents, client server), MLflow's server and its gate.
 
-A port is chosen, checked free, and then handed to a server that binds it a second or two later,
-once it has imported. Taken from the kernel's ephemeral range (``bind`` to port 0), it could be
-handed out again meanwhile: the kernel gives those ports to every outgoing connection and to every
-``bind`` to port 0, Ray's own included. That happened here: a Ray process took the MLflow server's
-port while the server was still importing. And Ray ends a node whose dashboard agent cannot bind
-its port (ray#51705): ``ray start`` exits 1. So ports are drawn from a band the kernel never hands out and Ray gives none of its
-workers: ``BAND``, below the ephemeral range. Only another process that chose the same port the same
-way, in the same moment, can still take it.
+A port is chosen, checked free, and handed to a server that binds it a second or two later, once
+it has imported. A port from the kernel's ephemeral range (``bind`` to port 0) may be handed out
+again meanwhile: the kernel gives those to every outgoing connection and every ``bind`` to port 0,
+Ray's own included. That happened here: a Ray process took the MLflow server's port while the
+server was still importing. And Ray ends a node whose dashboard agent cannot bind its port (Ray PR
+51705): ``ray start --block`` exits 1. So ports are drawn from a band that the kernel never hands
+out and Ray gives none of its workers (``band``). Only another process that chose the same port
+the same way, in the same moment, could still take it.
 """
 
 from __future__ import annotations
