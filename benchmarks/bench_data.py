@@ -36,9 +36,9 @@ from typing import Any
 import ray
 import torch
 from common import append, environment
-from data_folder import BATCH, config, make_folder
-from data_host_budget import host_budget
-from data_loaders import loader_rounds, ray_conversion_cost
+from data_bench.folder import BATCH, config, make_folder
+from data_bench.host_budget import host_budget
+from data_bench.loaders import loader_rounds, ray_conversion_cost
 from PIL import Image
 
 from trainables.data.gpu.augment import DeviceRecipe, augment_batch
@@ -46,8 +46,8 @@ from trainables.data.gpu.decode import decode_on_device
 from trainables.data.transforms import image_transforms
 from trainables.launch.ray_runtime import console_logs_to
 
-# The images are data_folder.py's, part 2 (the host budget) data_host_budget.py's, part 3 (the loaders)
-# data_loaders.py's; the stages, the tables and the command are here.
+# The images are data_bench/folder.py's, part 2 (the host budget) data_bench/host_budget.py's, part 3 (the
+# loaders) data_bench/loaders.py's; the stages, the tables and the command are here.
 
 # ---------------------------------------------------------------- 1. stages
 

@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import psutil
 import torch
-from data_folder import BATCH, config
 from torch.utils.data import DataLoader
 
+from data_bench.folder import BATCH, config
 from trainables.data.datasets import load_datasets
 from trainables.data.folder.image_folder import IMAGE_EXTENSIONS
 from trainables.data.ray_data import DECODE_BATCH, decode_and_augment, train_dataset
