@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import threading
+import time
 from dataclasses import asdict, dataclass
 
 from trainables.errors import ConfigError
@@ -101,20 +103,20 @@ def gpus_in(gres: str) -> int:
 
 def partition_nodes(partition: str, seconds: float = 120) -> list[NodeGroup]:
     """The partition's nodes as ``sinfo`` lists them; ``ConfigError`` when Slurm knows no such partition,
-    ``SlurmUnreachable`` when ``sinfo`` fails or has not answered within ``seconds`` (it retries a
-    missing slurm.conf for a minute)."""
+    ``SlurmUnreachable`` when ``sinfo`` fails, says it has no slurm.conf (which it retries for a
+    minute: this does not wait for that), or has not answered within ``seconds``."""
     if shutil.which("sinfo") is None:
         raise ConfigError("no `sinfo` on PATH: run `mjp cluster slurm` on a Slurm login node (or give --dry-run to print the script)")
-    try:
-        out = subprocess.run(["sinfo", "-h", "-p", partition, "-o", "%D %c %G"], capture_output=True, text=True, timeout=seconds)
-    except subprocess.TimeoutExpired as err:
-        said = [line.strip() for line in _text(err.stderr).splitlines() if line.strip()]
-        raise SlurmUnreachable(f"`sinfo -p {partition}` failed: no answer in {seconds:g} s" + (f" ({said[0]})" if said else "")) from None
-    if out.returncode != 0:
-        said = [line.strip() for line in out.stderr.splitlines() if line.strip()]
-        raise SlurmUnreachable(f"`sinfo -p {partition}` failed: {said[-1] if said else f'exit {out.returncode}'}")
+    returncode, stdout, said = _sinfo(["sinfo", "-h", "-p", partition, "-o", "%D %c %G"], seconds)
+    no_config = [line for line in said if NO_CONFIG in line]
+    if returncode is None and no_config:
+        raise SlurmUnreachable(f"`sinfo -p {partition}` failed: {no_config[0]}")
+    if returncode is None:
+        raise SlurmUnreachable(f"`sinfo -p {partition}` failed: no answer in {seconds:g} s" + (f" ({said[0]})" if said else ""))
+    if returncode != 0:
+        raise SlurmUnreachable(f"`sinfo -p {partition}` failed: {said[-1] if said else f'exit {returncode}'}")
     groups = []
-    for line in out.stdout.splitlines():
+    for line in stdout.splitlines():
         count, cpus, gres = line.split(maxsplit=2) if len(line.split()) >= 3 else (*line.split(), "(null)")
         groups.append(NodeGroup(int(count), int(cpus.rstrip("+")), gpus_in(gres)))
     if not groups:
@@ -123,9 +125,38 @@ def partition_nodes(partition: str, seconds: float = 120) -> list[NodeGroup]:
     return groups
 
 
-def _text(output: str | bytes | None) -> str:
-    """What a timed-out command had written (``TimeoutExpired`` may hold bytes, even with ``text=True``)."""
-    return output.decode(errors="replace") if isinstance(output, bytes) else output or ""
+#: what ``sinfo`` writes when it finds no slurm.conf, before it retries that for a minute
+NO_CONFIG = "cannot stat file"
+
+
+def _sinfo(argv: list[str], seconds: float) -> tuple[int | None, str, list[str]]:
+    """Run ``sinfo``: its exit status (None when it was stopped: it said it has no slurm.conf, or had
+    not ended within ``seconds``), its output, and the lines it wrote to stderr."""
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    said: list[str] = []
+    no_config = threading.Event()
+
+    def read_errors() -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            if line.strip():
+                said.append(line.strip())
+            if NO_CONFIG in line:
+                no_config.set()
+
+    reader = threading.Thread(target=read_errors, daemon=True)
+    reader.start()
+    deadline = time.monotonic() + seconds
+    while process.poll() is None and not no_config.is_set() and time.monotonic() < deadline:
+        no_config.wait(0.1)
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+        reader.join(timeout=5)
+        return None, "", said
+    stdout = process.stdout.read() if process.stdout is not None else ""
+    reader.join(timeout=5)
+    return process.returncode, stdout, said
 
 
 def check_fits(shape: SlurmShape, groups: list[NodeGroup]) -> None:

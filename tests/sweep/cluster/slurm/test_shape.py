@@ -57,19 +57,37 @@ def test_a_bad_shape_says_which_value_and_what_is_allowed(kw, says):
     assert says in str(err.value)
 
 
-def test_a_sinfo_that_does_not_answer_is_one_line_with_what_it_said(tmp_path, monkeypatch):
-    """sinfo retries a missing slurm.conf for a minute: past the limit it is SlurmUnreachable naming
-    its first words, not a subprocess traceback (here a sinfo that writes its line, then never ends)."""
+def fake_sinfo(tmp_path, monkeypatch, line: str) -> None:
+    """A ``sinfo`` on PATH that writes ``line`` to stderr, then never ends."""
     import os
-
-    from sweep.cluster.slurm.shape import SlurmUnreachable, partition_nodes
 
     never = tmp_path / "never-written"
     os.mkfifo(never)  # opening it for reading waits for a writer that never comes
     sinfo = tmp_path / "sinfo"
-    sinfo.write_text(f"#!/bin/sh\necho 'sinfo: error: cannot stat file /etc/slurm/slurm.conf, retrying' >&2\nexec cat {never}\n")
+    sinfo.write_text(f"#!/bin/sh\necho '{line}' >&2\nexec cat {never}\n")
     sinfo.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+
+
+def test_a_sinfo_that_does_not_answer_is_one_line_with_what_it_said(tmp_path, monkeypatch):
+    """A sinfo that never ends: past the limit it is SlurmUnreachable naming its first words, not a
+    subprocess traceback."""
+    from sweep.cluster.slurm.shape import SlurmUnreachable, partition_nodes
+
+    fake_sinfo(tmp_path, monkeypatch, "sinfo: error: Unable to contact slurm controller (connect failure)")
     with pytest.raises(SlurmUnreachable) as err:
         partition_nodes("debug", seconds=1)
-    assert str(err.value) == "`sinfo -p debug` failed: no answer in 1 s (sinfo: error: cannot stat file /etc/slurm/slurm.conf, retrying)"
+    said = "sinfo: error: Unable to contact slurm controller (connect failure)"
+    assert str(err.value) == f"`sinfo -p debug` failed: no answer in 1 s ({said})"
+
+
+def test_a_sinfo_without_a_slurm_conf_is_one_line_at_once_not_after_its_minute_of_retries(tmp_path, monkeypatch):
+    """sinfo retries a missing slurm.conf for a minute: its first line says so, and that line is the
+    answer (the limit here is far longer than the test's own timeout: only the line can end it)."""
+    from sweep.cluster.slurm.shape import SlurmUnreachable, partition_nodes
+
+    said = "sinfo: error: s_p_parse_file: cannot stat file /etc/slurm/slurm.conf: No such file or directory, retrying in 1sec up to 60sec"
+    fake_sinfo(tmp_path, monkeypatch, said)
+    with pytest.raises(SlurmUnreachable) as err:
+        partition_nodes("debug", seconds=3600)
+    assert str(err.value) == f"`sinfo -p debug` failed: {said}"
