@@ -11,7 +11,6 @@ the job prints), with a deadline only as a bound on failure; each race is assert
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sqlite3
 import subprocess
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from sweep.cli import main
 from tests.slurm_daemons import SlurmDaemons, slurm_missing
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
@@ -45,6 +45,17 @@ def mjp(slurm: SlurmDaemons, *argv: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "sweep.cli", *argv], env=slurm.env, cwd=REPO, capture_output=True, text=True, timeout=300)
 
 
+def mjp_here(slurm: SlurmDaemons, monkeypatch, capsys, *argv: str) -> subprocess.CompletedProcess:
+    """``mjp ARGV`` in this process, as ``mjp`` runs it (the test Slurm's clients, the repository
+    as the working folder): for the commands that end before submitting, at no import's cost."""
+    monkeypatch.setenv("SLURM_CONF", str(slurm.conf))
+    monkeypatch.chdir(REPO)
+    capsys.readouterr()
+    code = main(list(argv))
+    said = capsys.readouterr()
+    return subprocess.CompletedProcess(argv, code, said.out, said.err)
+
+
 def slurm_args(shared: Path, *extra: str, partition: str = "debug", time_limit: str = "10") -> list[str]:
     shape = ["--nodes", "2", "--gpus-per-node", "0", "--cpus-per-node", "2", "--partition", partition, "--time", time_limit]
     return ["cluster", "slurm", "quickstart", "--smoke", *shape, "--shared", str(shared), *extra]
@@ -66,11 +77,11 @@ def slurm_args(shared: Path, *extra: str, partition: str = "debug", time_limit: 
         ({"--shared": "/nonexistent/shared"}, "--shared /nonexistent/shared: no such directory"),
     ],
 )
-def test_a_bad_shape_is_one_line_before_anything_is_submitted(slurm, tmp_path, change, says):
+def test_a_bad_shape_is_one_line_before_anything_is_submitted(slurm, tmp_path, change, says, monkeypatch, capsys):
     argv = slurm_args(tmp_path)
     for flag, value in change.items():
         argv[argv.index(flag) + 1] = value
-    out = mjp(slurm, *argv)
+    out = mjp_here(slurm, monkeypatch, capsys, *argv)
     assert out.returncode == 2, out.stderr
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and says in lines[0], out.stderr
@@ -78,8 +89,8 @@ def test_a_bad_shape_is_one_line_before_anything_is_submitted(slurm, tmp_path, c
     assert list(tmp_path.iterdir()) == [], "no job folder is left behind"
 
 
-def test_dry_run_prints_a_script_an_administrator_accepts(slurm, tmp_path):
-    out = mjp(slurm, *slurm_args(tmp_path, "--dry-run", "--account", "lab", "--mem", "4G"))
+def test_dry_run_prints_a_script_an_administrator_accepts(slurm, tmp_path, monkeypatch, capsys):
+    out = mjp_here(slurm, monkeypatch, capsys, *slurm_args(tmp_path, "--dry-run", "--account", "lab", "--mem", "4G"))
     assert out.returncode == 0, out.stderr
     script = out.stdout
     directives = [line.split(None, 1)[1] for line in script.splitlines() if line.startswith("#SBATCH")]
@@ -201,17 +212,17 @@ def test_a_sweep_survives_scancel_and_its_time_limit_with_every_trial_once(slurm
     assert left == [], f"processes of the jobs outlived them: {left}"
 
 
-def test_dry_run_away_from_a_working_slurm_prints_the_script_and_says_what_it_did_not_check(tmp_path):
+def test_dry_run_away_from_a_working_slurm_prints_the_script_and_says_what_it_did_not_check(tmp_path, monkeypatch, capsys):
     """A laptop with Slurm's clients but no controller (or a login node whose controller is down):
     the script is printed, with one note per check left out, and nothing is written."""
     if shutil.which("sinfo") is None:
         pytest.skip("no Slurm clients here")
-    env = {**os.environ, "SLURM_CONF": str(tmp_path / "no-such-slurm.conf")}
-    argv = slurm_args(tmp_path / "not-here", "--dry-run")
-    out = subprocess.run([sys.executable, "-m", "sweep.cli", *argv], env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.startswith("#!/bin/bash\n") and "#SBATCH --nodes=2" in out.stdout
-    notes = out.stderr.strip().splitlines()
+    monkeypatch.setenv("SLURM_CONF", str(tmp_path / "no-such-slurm.conf"))
+    monkeypatch.chdir(REPO)
+    assert main(slurm_args(tmp_path / "not-here", "--dry-run")) == 0
+    out = capsys.readouterr()
+    assert out.out.startswith("#!/bin/bash\n") and "#SBATCH --nodes=2" in out.out
+    notes = out.err.strip().splitlines()
     assert len(notes) == 2 and notes[0].startswith("note: not checked against the partition (`sinfo -p debug` failed: "), notes
     assert notes[1].startswith(f"note: --shared {tmp_path / 'not-here'} is not here: not checked")
     assert list(tmp_path.iterdir()) == []
