@@ -14,8 +14,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -24,6 +22,7 @@ import yaml
 
 from mjp import keys
 from sweep.cluster.twin_config import DATA_NODE, GPU_STANDIN
+from tests.mjp_here import mjp_here
 from tests.twin_faults import kill_node
 from tests.twin_jobs import ENDED, SUBMITTED, driver_pid, job_logs, job_status, stop_job, submit, wait_job
 from tests.twin_nodes import alive_nodes, data_nodes_ever, kill_the_data_node_at_epoch, ray_data_task_nodes
@@ -67,7 +66,7 @@ def each_test_ends_its_jobs(cluster):
         wait_job(cluster, job, seconds=120)
 
 
-def test_a_sweep_job_trains_on_autoscaled_worker_nodes(cluster):
+def test_a_sweep_job_trains_on_autoscaled_worker_nodes(cluster, capsys):
     token = Path(cluster.token_path)  # the twin's own token: no ~/.ray/auth_token needed
     assert cluster.environment()["RAY_AUTH_TOKEN_PATH"] == str(token) and token.stat().st_mode & 0o777 == 0o600
     assert set(alive_nodes(cluster)) == {HEAD_NODE}, "min_workers 0: only the head before the sweep"
@@ -79,13 +78,7 @@ def test_a_sweep_job_trains_on_autoscaled_worker_nodes(cluster):
         node = run.data.tags[f"{schema.TAG_NODE_PREFIX}0"]
         assert node != HEAD_NODE and node.startswith("fffff"), f"{run.info.run_name} trained on {node}, not on an autoscaled worker node"
         assert [m.step for m in sorted(tracking().get_metric_history(run.info.run_id, keys.VAL_TOP1), key=lambda m: m.step)] == [1, 2]
-    shown = subprocess.run(
-        [sys.executable, "-m", "sweep.cli", "sweep", "status", "cl-basic", "--uri", cluster.tracking_uri],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
+    shown = mjp_here(capsys, "sweep", "status", "cl-basic", "--uri", cluster.tracking_uri)  # reads MLflow only, through the gate
     assert "2 finished of 2 trials" in shown.stdout, shown.stdout + shown.stderr
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from sweep.cli import main
+from tests.mjp_here import mjp_here
 from tests.slurm_daemons import SlurmDaemons, slurm_missing
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
@@ -45,15 +45,11 @@ def mjp(slurm: SlurmDaemons, *argv: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "sweep.cli", *argv], env=slurm.env, cwd=REPO, capture_output=True, text=True, timeout=300)
 
 
-def mjp_here(slurm: SlurmDaemons, monkeypatch, capsys, *argv: str) -> subprocess.CompletedProcess:
-    """``mjp ARGV`` in this process, as ``mjp`` runs it (the test Slurm's clients, the repository
-    as the working folder): for the commands that end before submitting, at no import's cost."""
+def mjp_in_slurm(slurm: SlurmDaemons, monkeypatch, capsys, *argv: str) -> subprocess.CompletedProcess:
+    """``mjp ARGV`` in this process with the test Slurm's clients, for what ends before submitting."""
     monkeypatch.setenv("SLURM_CONF", str(slurm.conf))
     monkeypatch.chdir(REPO)
-    capsys.readouterr()
-    code = main(list(argv))
-    said = capsys.readouterr()
-    return subprocess.CompletedProcess(argv, code, said.out, said.err)
+    return mjp_here(capsys, *argv)
 
 
 def slurm_args(shared: Path, *extra: str, partition: str = "debug", time_limit: str = "10") -> list[str]:
@@ -81,7 +77,7 @@ def test_a_bad_shape_is_one_line_before_anything_is_submitted(slurm, tmp_path, c
     argv = slurm_args(tmp_path)
     for flag, value in change.items():
         argv[argv.index(flag) + 1] = value
-    out = mjp_here(slurm, monkeypatch, capsys, *argv)
+    out = mjp_in_slurm(slurm, monkeypatch, capsys, *argv)
     assert out.returncode == 2, out.stderr
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and says in lines[0], out.stderr
@@ -90,7 +86,7 @@ def test_a_bad_shape_is_one_line_before_anything_is_submitted(slurm, tmp_path, c
 
 
 def test_dry_run_prints_a_script_an_administrator_accepts(slurm, tmp_path, monkeypatch, capsys):
-    out = mjp_here(slurm, monkeypatch, capsys, *slurm_args(tmp_path, "--dry-run", "--account", "lab", "--mem", "4G"))
+    out = mjp_in_slurm(slurm, monkeypatch, capsys, *slurm_args(tmp_path, "--dry-run", "--account", "lab", "--mem", "4G"))
     assert out.returncode == 0, out.stderr
     script = out.stdout
     directives = [line.split(None, 1)[1] for line in script.splitlines() if line.startswith("#SBATCH")]
@@ -219,10 +215,10 @@ def test_dry_run_away_from_a_working_slurm_prints_the_script_and_says_what_it_di
         pytest.skip("no Slurm clients here")
     monkeypatch.setenv("SLURM_CONF", str(tmp_path / "no-such-slurm.conf"))
     monkeypatch.chdir(REPO)
-    assert main(slurm_args(tmp_path / "not-here", "--dry-run")) == 0
-    out = capsys.readouterr()
-    assert out.out.startswith("#!/bin/bash\n") and "#SBATCH --nodes=2" in out.out
-    notes = out.err.strip().splitlines()
+    out = mjp_here(capsys, *slurm_args(tmp_path / "not-here", "--dry-run"))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("#!/bin/bash\n") and "#SBATCH --nodes=2" in out.stdout
+    notes = out.stderr.strip().splitlines()
     assert len(notes) == 2 and notes[0].startswith("note: not checked against the partition (`sinfo -p debug` failed: "), notes
     assert notes[1].startswith(f"note: --shared {tmp_path / 'not-here'} is not here: not checked")
     assert list(tmp_path.iterdir()) == []

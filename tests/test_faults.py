@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from mjp import keys
+from tests.mjp_here import mjp_here
 from trainables.errors import UserError
 from trainables.tracking import schema
 
@@ -105,6 +106,11 @@ def wait_for(what: str, happened: Callable[[], bool], seconds: float = 300) -> N
         time.sleep(0.2)
 
 
+def sweep_status(uri: str, capsys: pytest.CaptureFixture) -> str:
+    shown = mjp_here(capsys, "sweep", "status", "--uri", uri)
+    return shown.stdout + shown.stderr
+
+
 def experiment_dir(tmp: Path) -> str:
     (found,) = [p for p in (tmp / "ray").iterdir() if (p / "mjp_sweep.json").is_file()]
     return str(found)
@@ -123,7 +129,7 @@ def assert_each_trial_once(uri: str, epochs: int = RACED_EPOCHS) -> None:
 
 
 @pytest.mark.slow
-def test_ctrl_c_then_sigkill_then_resume_runs_every_trial_exactly_once(tmp_path):
+def test_ctrl_c_then_sigkill_then_resume_runs_every_trial_exactly_once(tmp_path, capsys):
     """The driver is interrupted (Ctrl-C), resumed, killed (SIGKILL) during the resume, and
     resumed again: each time the sweep says what happened, the killed driver's processes go
     away, and at the end every trial ran exactly once and the summary was logged once."""
@@ -157,8 +163,8 @@ def test_ctrl_c_then_sigkill_then_resume_runs_every_trial_exactly_once(tmp_path)
     second.communicate()
     # the watcher ends them (SIGTERM, then SIGKILL after 5 s)
     wait_for(f"the end of the killed driver's processes {sorted(left)}", lambda: not any(is_running(p) for p in left), seconds=120)
-    status = subprocess.run([sys.executable, "-m", "sweep.cli", "sweep", "status", "--uri", uri], cwd=ROOT, capture_output=True, text=True)
-    assert "driver gone (killed?)" in status.stdout, status.stdout + status.stderr
+    status = sweep_status(uri, capsys)
+    assert "driver gone (killed?)" in status, status
 
     third = mjp(tmp_path, "sweep", "resume", experiment_dir(tmp_path))
     out, err = third.communicate(timeout=600)
@@ -167,7 +173,7 @@ def test_ctrl_c_then_sigkill_then_resume_runs_every_trial_exactly_once(tmp_path)
 
 
 @pytest.mark.slow
-def test_driver_sigkill_then_resume_from_another_directory_makes_each_trial_once(tmp_path):
+def test_driver_sigkill_then_resume_from_another_directory_makes_each_trial_once(tmp_path, capsys):
     """The driver is SIGKILLed after Tune's only experiment-state save (the trials started since
     are unknown to the restored experiment, and Tune proposes them again under new ids), then the
     sweep is resumed from another directory with no tracking URI in the environment: every trial
@@ -189,8 +195,8 @@ def test_driver_sigkill_then_resume_from_another_directory_makes_each_trial_once
     assert "Traceback" not in out + err
     assert_each_trial_once(uri)
     assert not (elsewhere / "mlflow.db").exists()
-    status = subprocess.run([sys.executable, "-m", "sweep.cli", "sweep", "status", "--uri", uri], cwd=ROOT, capture_output=True, text=True)
-    assert "3 finished of 3 trials" in status.stdout, status.stdout + status.stderr
+    status = sweep_status(uri, capsys)
+    assert "3 finished of 3 trials" in status, status
 
 
 def resumable(tmp: Path) -> bool:
@@ -205,7 +211,7 @@ def resumable(tmp: Path) -> bool:
 
 
 @pytest.mark.slow
-def test_a_driver_killed_before_tune_saved_anything_resumes_from_its_state_file(tmp_path):
+def test_a_driver_killed_before_tune_saved_anything_resumes_from_its_state_file(tmp_path, capsys):
     """SIGKILL as soon as mjp_sweep.json is written and signed, while Ray starts: Tune has saved
     nothing (no tuner.pkl) and no trial started. `mjp sweep status` offers the resume, and the
     resume runs the sweep's one trial under the recorded parent run, which ends FINISHED."""
@@ -216,8 +222,8 @@ def test_a_driver_killed_before_tune_saved_anything_resumes_from_its_state_file(
     first.communicate()
     directory = experiment_dir(tmp_path)
     assert not (Path(directory) / "tuner.pkl").exists(), "the kill came after Tune's first save: the case was not tested"
-    status = subprocess.run([sys.executable, "-m", "sweep.cli", "sweep", "status", "--uri", uri], cwd=ROOT, capture_output=True, text=True)
-    assert "driver gone (killed?)" in status.stdout and f"mjp sweep resume {directory}" in status.stdout, status.stdout + status.stderr
+    status = sweep_status(uri, capsys)
+    assert "driver gone (killed?)" in status and f"mjp sweep resume {directory}" in status, status
 
     resumed = mjp(tmp_path, "sweep", "resume", directory)
     out, err = resumed.communicate(timeout=600)
