@@ -3,7 +3,10 @@ and n2, 2 CPUs each, both this host on 127.0.0.1) from Debian's ``slurm-wlm``, c
 and stopped in a temporary folder (../shared/DESIGN.md, "Slurm"). Nothing of Slurm is mocked.
 
 Two partitions: ``debug`` (both nodes, no time limit) and ``short`` (the same nodes, 5 minutes at
-most, enforced at submission: ``sbatch`` itself refuses a longer job)."""
+most, enforced at submission: ``sbatch`` itself refuses a longer job).
+
+Each node has a ``/tmp`` of its own, as on a real cluster, where no node can reach another's disk:
+a task prolog gives every task on node N the ``TMPDIR`` ``node_tmp[N]``."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -46,12 +50,18 @@ class SlurmDaemons:
         self.root = root
         self.conf = root / "slurm.conf"
         self.env = {**os.environ, "SLURM_CONF": str(self.conf)}
+        # short, beside /tmp: Ray's socket paths (107 bytes at most) live under a folder in it
+        self.node_tmp = {node: Path(tempfile.mkdtemp(prefix=f"mjp-{node}-")) for node in NODES}
 
     def configure(self) -> None:
         ctld, n1, n2 = _free_ports(3)
         for d in ("state", "spool", "log"):
             (self.root / d).mkdir(parents=True, exist_ok=True)
         r = self.root
+        prolog = r / "task_prolog.sh"
+        cases = "".join(f'    {node}) echo "export TMPDIR={path}" ;;\n' for node, path in self.node_tmp.items())
+        prolog.write_text(f'#!/bin/sh\ncase "$SLURMD_NODENAME" in\n{cases}esac\n')
+        prolog.chmod(0o755)
         lines = [
             "ClusterName=mjptest",
             "SlurmctldHost=localhost(127.0.0.1)",
@@ -60,6 +70,7 @@ class SlurmDaemons:
             "CredType=cred/none",
             "AuthInfo=cred_expire=10",  # a requeued job waits out its old credential: 10 s here, not the default 120 s
             "ProctrackType=proctrack/linuxproc",
+            f"TaskProlog={prolog}",
             "TaskPlugin=task/none",
             "SwitchType=switch/none",
             "SelectType=select/cons_tres",
@@ -130,3 +141,5 @@ class SlurmDaemons:
         deadline = time.monotonic() + 30
         while any(Path(f"/proc/{p}").exists() for p in pids) and time.monotonic() < deadline:
             time.sleep(0.2)
+        for path in self.node_tmp.values():
+            shutil.rmtree(path, ignore_errors=True)

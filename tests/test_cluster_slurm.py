@@ -206,6 +206,9 @@ def test_a_sweep_survives_scancel_and_its_time_limit_with_every_trial_once(slurm
     assert not (job_dir / "auth_token").exists(), "the job's token ends with the job"
     left = subprocess.run(["pgrep", "-f", f"mjp-ray-({first}|{resubmitted})-"], capture_output=True, text=True).stdout.split()
     assert left == [], f"processes of the jobs outlived them: {left}"
+    # each node's Ray folder, on the node's own disk (its TMPDIR here), removed by that node: the first can reach only its own
+    folders = [str(p) for tmp in slurm.node_tmp.values() for job in (first, resubmitted) for p in tmp.glob(f"mjp-ray-{job}-*")]
+    assert folders == [], f"Ray's folders outlived their jobs: {folders}"
 
 
 def test_dry_run_away_from_a_working_slurm_prints_the_script_and_says_what_it_did_not_check(tmp_path, monkeypatch, capsys):

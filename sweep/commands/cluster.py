@@ -215,5 +215,4 @@ def cmd_cluster_slurm_job(args: argparse.Namespace) -> int:
 def cmd_cluster_slurm_node(args: argparse.Namespace) -> int:
     from sweep.cluster.slurm.node import join
 
-    join(Path(args.job_dir).resolve(), args.head)
-    return 0
+    return join(Path(args.job_dir).resolve(), args.head)

@@ -181,7 +181,7 @@ def run_job(job_dir: Path) -> int:
         for node in nodes[1:]:  # one step per node, from the batch step: no srun inside srun
             join = [sys.executable, "-m", "sweep.cli", "cluster", "slurm-node", str(job_dir), "--head", address]
             srun = ["srun", "--nodes=1", "--ntasks=1", "-w", node, f"--cpus-per-task={shape.cpus_per_node}", *join]
-            processes.start(f"node {node}'s Ray", srun, env, log_dir / f"node-{node}.log")
+            processes.start(f"node {node}'s Ray", srun, env, log_dir / f"node-{node}.log", step=True)
         ray_nodes = slurm_nodes_of(wait_for_nodes(address, len(nodes), env, processes), job_id, nodes)
         write_atomically(log_dir / RAY_NODES_FILE, json.dumps(ray_nodes, indent=1) + "\n")  # MLflow's mjp.node.rank* -> Slurm's nodes
         joined = len(set(ray_nodes.values()))
@@ -202,8 +202,7 @@ def run_job(job_dir: Path) -> int:
         # after scancel Slurm's SIGKILL comes KillWait seconds after its SIGTERM: the clean-up hurries
         hurried = signals.received is not None and bool(processes.ended())
         processes.end(grace_s=SERVERS_GONE_GRACE_S if hurried else 30.0)
-        for node in nodes:
-            shutil.rmtree(ray_temp_dir(job_id, node), ignore_errors=True)
+        shutil.rmtree(ray_temp_dir(job_id, nodes[0]), ignore_errors=True)  # each other node removes its own (node.py)
         (job_dir / "auth_token").unlink(missing_ok=True)  # the job's token ends with it (a SIGKILL's is replaced at the next start)
     say(f"job {job_id} ends: the sweep's driver exited {status}; every process of the job ended")
     if signals.received == signal.SIGTERM and _near_time_limit(job_id, spec.shape.signal_lead_s):

@@ -22,11 +22,15 @@ class JobProcesses:
 
     def __init__(self) -> None:
         self.started: list[tuple[str, subprocess.Popen, Path]] = []
+        self.steps: list[subprocess.Popen] = []  # the `srun`s of the job's steps on its other nodes
 
-    def start(self, what: str, command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
+    def start(self, what: str, command: list[str], env: dict[str, str], log: Path, *, step: bool = False) -> subprocess.Popen:
+        """Start ``command``; ``step``: it is an ``srun`` of a step on another node."""
         with open(log, "ab") as out:
             process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         self.started.append((what, process, log))
+        if step:
+            self.steps.append(process)
         return process
 
     def add(self, what: str, process: subprocess.Popen, log: Path) -> None:
@@ -47,14 +51,30 @@ class JobProcesses:
         SIGKILL to what still runs once ``grace_s`` has passed, for all of them together (a process
         that ignores SIGTERM takes no more than that from the job's clean-up)."""
         deadline = time.monotonic() + grace_s
+        self._end_steps(deadline)
         for _, process, _ in reversed(self.started):
-            members = _session_members(process.pid) | ({process.pid} if process.poll() is None else set())
-            _signal_all(members, signal.SIGTERM)
-            while (members := {p for p in members if _alive(p)}) and time.monotonic() < deadline:
-                process.poll()  # reaps our own child once it ends
-                time.sleep(0.2)
-            _signal_all(members, signal.SIGKILL)
-            process.poll()
+            end_all(_session_members(process.pid) | ({process.pid} if process.poll() is None else set()), deadline)
+            process.poll()  # reaps our own child
+
+    def _end_steps(self, deadline: float) -> None:
+        """SIGTERM to the steps on the other nodes through Slurm (``scancel --signal``: every step of
+        the job, never its batch step), then wait for their ``srun``s until ``deadline``. A SIGTERM to
+        ``srun`` itself would not do: ``srun`` SIGKILLs its step then, before a node can clean up."""
+        job_id = os.environ.get("SLURM_JOB_ID")
+        if not job_id or all(step.poll() is not None for step in self.steps):
+            return
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            subprocess.run(["scancel", "--signal=TERM", job_id], capture_output=True, timeout=max(1.0, deadline - time.monotonic()))
+        while any(step.poll() is None for step in self.steps) and time.monotonic() < deadline:
+            time.sleep(0.2)
+
+
+def end_all(pids: set[int], deadline: float) -> None:
+    """SIGTERM to ``pids``; SIGKILL to those still running at ``deadline`` (``time.monotonic()``)."""
+    _signal_all(pids, signal.SIGTERM)
+    while (pids := {p for p in pids if _alive(p)}) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    _signal_all(pids, signal.SIGKILL)
 
 
 def why_it_ended(log: Path, lines: int = 3) -> str:
