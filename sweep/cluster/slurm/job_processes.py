@@ -47,7 +47,8 @@ class JobProcesses:
                 raise ConfigError(f"{what} ended ({process.returncode}) while the job started: {why_it_ended(log)} (log: {log})")
 
     def end(self, grace_s: float = 30.0) -> None:
-        """End each process the job started, last started first, its session whole: SIGTERM, and
+        """End each process the job started: the steps on the other nodes first, through Slurm
+        (``_end_steps``), then the rest, last started first, each session whole: SIGTERM, and
         SIGKILL to what still runs once ``grace_s`` has passed, for all of them together (a process
         that ignores SIGTERM takes no more than that from the job's clean-up)."""
         deadline = time.monotonic() + grace_s
