@@ -106,9 +106,8 @@ def wait_for(what: str, happened: Callable[[], bool], seconds: float = 300) -> N
         time.sleep(0.2)
 
 
-def sweep_status(uri: str, capsys: pytest.CaptureFixture) -> str:
-    shown = mjp_here(capsys, "sweep", "status", "--uri", uri)
-    return shown.stdout + shown.stderr
+def sweep_status(uri: str, capsys: pytest.CaptureFixture) -> subprocess.CompletedProcess:
+    return mjp_here(capsys, "sweep", "status", "--uri", uri)
 
 
 def experiment_dir(tmp: Path) -> str:
@@ -164,7 +163,7 @@ def test_ctrl_c_then_sigkill_then_resume_runs_every_trial_exactly_once(tmp_path,
     # the watcher ends them (SIGTERM, then SIGKILL after 5 s)
     wait_for(f"the end of the killed driver's processes {sorted(left)}", lambda: not any(is_running(p) for p in left), seconds=120)
     status = sweep_status(uri, capsys)
-    assert "driver gone (killed?)" in status, status
+    assert "driver gone (killed?)" in status.stdout, status.stdout + status.stderr
 
     third = mjp(tmp_path, "sweep", "resume", experiment_dir(tmp_path))
     out, err = third.communicate(timeout=600)
@@ -196,7 +195,7 @@ def test_driver_sigkill_then_resume_from_another_directory_makes_each_trial_once
     assert_each_trial_once(uri)
     assert not (elsewhere / "mlflow.db").exists()
     status = sweep_status(uri, capsys)
-    assert "3 finished of 3 trials" in status, status
+    assert "3 finished of 3 trials" in status.stdout, status.stdout + status.stderr
 
 
 def resumable(tmp: Path) -> bool:
@@ -223,7 +222,7 @@ def test_a_driver_killed_before_tune_saved_anything_resumes_from_its_state_file(
     directory = experiment_dir(tmp_path)
     assert not (Path(directory) / "tuner.pkl").exists(), "the kill came after Tune's first save: the case was not tested"
     status = sweep_status(uri, capsys)
-    assert "driver gone (killed?)" in status and f"mjp sweep resume {directory}" in status, status
+    assert "driver gone (killed?)" in status.stdout and f"mjp sweep resume {directory}" in status.stdout, status.stdout + status.stderr
 
     resumed = mjp(tmp_path, "sweep", "resume", directory)
     out, err = resumed.communicate(timeout=600)
