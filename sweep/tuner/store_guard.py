@@ -31,8 +31,8 @@ from trainables.tracking.store import is_tracking_server, server_silence, sqlite
 class StoreUnreachableError(UserError):
     """The sweep's MLflow server did not answer as the sweep ended: the driver ends at once, writing
     nothing more to it (each write would be retried for minutes). Exit status: the signal's
-    (``interrupted_status``) when a signal ended the sweep, as when a Slurm ``scancel`` ends the
-    job's server with its driver, else 1."""
+    (``interrupted_status``: a Ctrl-C's 130 included) when a signal ended the sweep, as when a Slurm
+    ``scancel`` ends the job's server with its driver, else 1."""
 
     store_lost = True  # what ``run_closed_on_error`` reads: the parent run is not written to
 

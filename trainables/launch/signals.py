@@ -10,7 +10,8 @@ installs a SIGTERM handler of its own (it exits at once, leaving runs RUNNING), 
 ``trainables.launch.ray_runtime.ensure_ray`` calls this again after it. ``interrupted_status()``
 is the exit status of an interrupted command: 143 after SIGTERM, 129 after SIGHUP, 130 after SIGINT.
 ``ctrl_c_restored_after()`` wraps ``Tuner.fit``: Tune leaves its handler installed when no signal
-ended the run, which would swallow a Ctrl-C or SIGTERM during the final analysis.
+ended the run, which would swallow a Ctrl-C or SIGTERM during the final analysis. It also lets
+``signal_received()`` see a Ctrl-C that Tune's handler took.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from contextlib import contextmanager
 from types import FrameType
 
 _received: list[int] = []
+_under_tune: list[object] = []  # the SIGINT handler ``ctrl_c_restored_after`` gave Tune to put back
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -42,8 +44,9 @@ def sigterm_as_ctrl_c() -> None:
 
 
 def signal_received() -> bool:
-    """Whether SIGTERM or SIGHUP has come to this process (Ctrl-C goes to Tune's or Python's handler)."""
-    return bool(_received)
+    """Whether SIGTERM or SIGHUP has come to this process, or, in ``ctrl_c_restored_after``'s block,
+    a Ctrl-C that Tune's handler took (Tune then puts back the handler it found there, the block's)."""
+    return bool(_received) or (bool(_under_tune) and signal.getsignal(signal.SIGINT) is _under_tune[-1])
 
 
 def interrupted_status() -> int:
@@ -56,10 +59,27 @@ def ctrl_c_restored_after() -> Iterator[None]:
     """SIGINT's handler as it was before, once the block (``Tuner.fit``) ends. Tune installs its
     own for the run and puts the old one back only when a signal arrives: after a run no signal
     ended, a Ctrl-C or SIGTERM during the final analysis (the outcome, the tables, the report)
-    set a flag nothing read any more, and the command went on to exit 0."""
+    set a flag nothing read any more, and the command went on to exit 0.
+
+    In the block SIGINT's handler is one of this module's that does what ``before`` does: Tune
+    saves it and puts it back when it takes a stop signal, which is how ``signal_received()``
+    knows of a Ctrl-C that only Tune saw (Tune's handler cannot be wrapped: it is made in ``fit``)."""
     before = signal.getsignal(signal.SIGINT)
+    main = threading.current_thread() is threading.main_thread()
+
+    def as_before(signum: int, frame: FrameType | None) -> None:  # a second Ctrl-C, after Tune's stop
+        if callable(before):
+            before(signum, frame)
+        elif before != signal.SIG_IGN:
+            raise KeyboardInterrupt
+
+    if main:
+        signal.signal(signal.SIGINT, as_before)
+        _under_tune.append(as_before)
     try:
         yield
     finally:
-        if threading.current_thread() is threading.main_thread() and before is not None:
-            signal.signal(signal.SIGINT, before)
+        if main:
+            _under_tune.remove(as_before)
+            if before is not None:  # None: not set from Python; ``as_before`` stays, raising KeyboardInterrupt
+                signal.signal(signal.SIGINT, before)

@@ -1,15 +1,20 @@
 """The store's guard under Tune: a failure it learns from a trial's error (a full disk the trial met
 first) is raised by ``StoreGuard.fit`` as its one line, not as the ``TuneError`` Tune wraps a
 hook's raise in when it comes from a failed trial's hooks; a tracking server silent when the
-sweep ends stops every write at once."""
+sweep ends stops every write at once, with the exit status of the signal that ended the sweep."""
 
 import errno
+import itertools
+import os
+import signal
 
 import pytest
 from ray import tune
 
-from sweep.tuner.store_guard import StoreGuard
+from sweep.cluster.ports import free_port
+from sweep.tuner.store_guard import StoreGuard, StoreUnreachableError
 from trainables.errors import DiskFullError
+from trainables.launch.signals import ctrl_c_restored_after
 
 
 def full_disk(config):
@@ -44,9 +49,6 @@ def test_without_the_guard_s_fit_tune_hands_the_driver_a_traceback(tmp_path, loc
 def test_a_tracking_server_silent_at_the_end_stops_every_write_and_a_store_file_is_not_asked(tmp_path):
     """At the experiment's end (before the recorder closes the runs) a server is asked once: one that
     does not answer is the sweep's one line, and ``holds()`` turns false, so nothing more is written."""
-    from sweep.cluster.ports import free_port
-    from sweep.tuner.store_guard import StoreUnreachableError
-
     gone = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     guard = StoreGuard(gone, "`mjp sweep resume DIR` continues the sweep")
     assert guard.holds()
@@ -59,3 +61,23 @@ def test_a_tracking_server_silent_at_the_end_stops_every_write_and_a_store_file_
     local = StoreGuard(f"sqlite:///{tmp_path}/mlflow.db", "run the command again")
     local.on_experiment_end([])
     assert local.holds() and local.failure is None
+
+
+def ctrl_c_the_driver(config, driver: int):
+    os.kill(driver, signal.SIGINT)  # as a person's Ctrl-C: Tune's handler takes it and stops the run
+    for step in itertools.count():
+        tune.report({"step": step})  # raises once Tune stops the trial
+
+
+def test_a_server_silent_after_a_ctrl_c_ends_the_sweep_with_ctrl_c_s_status(tmp_path, local_ray):
+    """Ctrl-C reaches Tune's handler, not this project's: the guard still knows a signal ended the
+    sweep (``ctrl_c_restored_after``), so the command exits 130, as after any Ctrl-C, not 1."""
+    gone = f"http://127.0.0.1:{free_port()}"
+    guard = StoreGuard(gone, "`mjp sweep resume DIR` continues the sweep")
+    trainable = tune.with_parameters(ctrl_c_the_driver, driver=os.getpid())
+    run = tune.RunConfig(name="ctrl-c", storage_path=str(tmp_path / "ray"), callbacks=[guard], verbose=0)
+    before = signal.getsignal(signal.SIGINT)
+    with ctrl_c_restored_after(), pytest.raises(StoreUnreachableError) as raised:
+        guard.fit(tune.Tuner(trainable, run_config=run))
+    assert raised.value.exit_code == 130, "a Ctrl-C's status"
+    assert signal.getsignal(signal.SIGINT) is before
