@@ -41,8 +41,11 @@ def slurm(tmp_path_factory):
         daemons.stop()
 
 
-def mjp(slurm: SlurmDaemons, *argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sweep.cli", *argv], env=slurm.env, cwd=REPO, capture_output=True, text=True, timeout=300)
+def mjp(slurm: SlurmDaemons, *argv: str, **env: str) -> subprocess.CompletedProcess:
+    """``mjp ARGV`` with the test Slurm's clients and ``env`` added to this process' environment."""
+    return subprocess.run(
+        [sys.executable, "-m", "sweep.cli", *argv], env={**slurm.env, **env}, cwd=REPO, capture_output=True, text=True, timeout=300
+    )
 
 
 def mjp_in_slurm(slurm: SlurmDaemons, monkeypatch, capsys, *argv: str) -> subprocess.CompletedProcess:
@@ -150,7 +153,9 @@ def test_a_sweep_survives_scancel_and_its_time_limit_with_every_trial_once(slurm
     # one CPU a node: quickstart's two concurrent 1-CPU trials fit one on each node, so both nodes train by construction
     argv = slurm_args(tmp_path, "--set", "optim.epochs=30")
     argv[argv.index("--cpus-per-node") + 1] = "1"
-    out = mjp(slurm, *argv)
+    # submitted from a shell that holds the local twin's variables (`mjp cluster up --local` prints them):
+    # the job inherits them, and Ray's single-node switch among them must not keep n2 out of the job's Ray
+    out = mjp(slurm, *argv, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
     assert out.returncode == 0, out.stderr
     first = out.stdout.split("submitted Slurm job ", 1)[1].split(":", 1)[0]
     job_dir = next(p for p in tmp_path.iterdir() if p.name.startswith("mjp-quickstart-smoke-"))

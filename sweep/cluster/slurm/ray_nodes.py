@@ -40,7 +40,11 @@ def node_address(node: str) -> str:
 
 def job_environment(token: Path) -> dict[str, str]:
     """What every process of the job runs with: the project's defaults (``prepare_environment``),
-    Ray's token authentication with the job's token file, and no usage reports."""
+    Ray's token authentication with the job's token file, no usage reports, and Ray's multi-node
+    switch at its default. The job inherits the submitting shell's environment (``sbatch``'s
+    ``--export=ALL``); one that holds the local twin's variables (``mjp cluster up --local``
+    prints them) has ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, with which every node but the head
+    refuses ``ray start --address``."""
     from sweep.study.names import PROJECT_DIR
     from trainables.launch.ray_runtime import prepare_environment
 
@@ -48,6 +52,7 @@ def job_environment(token: Path) -> dict[str, str]:
     env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token), "RAY_USAGE_STATS_ENABLED": "0"}
     env.pop("RAY_AUTH_TOKEN", None)  # a token in the caller's environment would win over the job's
     env.pop("RAY_ADDRESS", None)  # every command is given the job's head
+    env.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)  # a job of several nodes is a Ray cluster
     here = str(PROJECT_DIR)
     env["PYTHONPATH"] = os.pathsep.join([here, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != here]])
     return env
