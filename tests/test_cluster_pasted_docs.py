@@ -1,7 +1,9 @@
 """docs/cluster-local.md's shell block, pasted into bash as written, on the twin the cluster tests
 share (tests/twin_session.py): its exports give the environment `mjp cluster up` prints (they once
 left out ``MLFLOW_TRACKING_TOKEN``, and every command through the gate got 401), the probe job
-passes, the sweep job it submits trains to the end, and `sweep status` follows it."""
+passes, the sweep job it submits trains every trial to the end on worker nodes the autoscaler
+started (never on the head), logging each epoch to the twin's MLflow server through its gate, and
+`sweep status` follows it."""
 
 from __future__ import annotations
 
@@ -11,10 +13,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import mlflow
 import pytest
 
+from mjp import keys
 from sweep.cluster.twin import DEFAULT_SESSION
+from sweep.study.load import load_study
 from tests.twin_jobs import ENDED, job_logs, job_status, stop_job, wait_job
+from tests.twin_nodes import HEAD_NODE
+from trainables.tracking import schema
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -42,9 +49,11 @@ def as_pasted_on(twin, block: str) -> str:
     return script.replace(DEFAULT_SESSION, twin.session_dir).replace("uv run ", "")
 
 
-def test_the_pages_block_works_pasted_into_a_shell(twin_session):
+def test_the_pages_block_works_pasted_into_a_shell(twin_session, monkeypatch):
     twin = twin_session.get()
     expected = twin.environment()
+    token = Path(twin.token_path)  # the twin's own token: no ~/.ray/auth_token needed
+    assert expected["RAY_AUTH_TOKEN_PATH"] == str(token) and token.stat().st_mode & 0o777 == 0o600
     script = as_pasted_on(twin, doc_block())
     shown = " ".join(f'"{name}=${name}"' for name in expected)
     shell = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "MLFLOW_", "MJP_SWEEP", "MJP_REPORTS"))}  # a fresh shell
@@ -60,12 +69,26 @@ def test_the_pages_block_works_pasted_into_a_shell(twin_session):
         assert len(jobs) == 2, out.stdout
         sweep = jobs[-1]
         assert wait_job(twin, sweep, seconds=600) == "SUCCEEDED", job_logs(twin, sweep)[-4000:]
+        smoke = load_study("quickstart", smoke=True, check=False)
+        monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", expected["MLFLOW_TRACKING_TOKEN"])  # through the gate, as the jobs
+        client = mlflow.MlflowClient(tracking_uri=twin.tracking_uri)
+        experiment = client.get_experiment_by_name(smoke.base.tracking.experiment).experiment_id
+        runs = client.search_runs([experiment], filter_string=f"tags.`{schema.TAG_PARENT}` != ''")
+        assert len(runs) == smoke.num_trials and {r.info.status for r in runs} == {"FINISHED"}
+        epochs = list(range(1, smoke.base.optim.epochs + 1))
+        for run in runs:
+            node = run.data.tags[f"{schema.TAG_NODE_PREFIX}0"]
+            assert node != HEAD_NODE and node.startswith("fffff"), (
+                f"{run.info.run_name} trained on {node}, not on an autoscaled worker node"
+            )
+            assert sorted(m.step for m in client.get_metric_history(run.info.run_id, keys.VAL_TOP1)) == epochs
         follow = next(line for line in script.splitlines() if "sweep status quickstart-smoke" in line)
         exports = "\n".join(line for line in script.splitlines() if line.startswith("export "))
         again = subprocess.run(
             ["bash", "-e", "-c", f"{exports}\n{follow}"], cwd=REPO, env=shell, capture_output=True, text=True, timeout=120
         )
-        assert again.returncode == 0 and "[finished]" in again.stdout, again.stdout + again.stderr
+        finished = f"{smoke.num_trials} finished of {smoke.num_trials} trials"
+        assert again.returncode == 0 and finished in again.stdout and "[finished]" in again.stdout, again.stdout + again.stderr
     finally:
         for job in jobs:
             if job_status(twin, job) not in ENDED:

@@ -8,6 +8,8 @@ from sweep.cluster.twin_config import DATA_NODE
 from tests.twin_jobs import on_cluster
 from trainables.tracking import schema
 
+HEAD_NODE = "fffffffffffffffffffffffffffffffffffffffffffffffffff00000"  # the fake provider's head id
+
 
 def alive_nodes(twin) -> dict[str, dict]:
     return on_cluster(
