@@ -4,11 +4,8 @@ Each test goes to whichever process is free, except where tests share something 
 lives in one process: the cluster tests share one twin (group ``twin``), the Slurm tests one
 test Slurm (group ``slurm``), and the tests of a module
 that share a module- or class-scoped fixture (one sweep read by many checks) stay together. The
-longest work is handed out first, so neither process is left with a long tail: the twin's tests,
-then the other end-to-end (``slow``) tests, then the Slurm tests, then the rest, each in the order
-they were collected. The twin's and the Slurm tests spend much of their time waiting (for nodes,
-for Slurm's timers): handed out together, as they once were, both processes waited at once and
-the cores idled; now each waits while the other process runs tests that compute.
+longest work is handed out first, so neither process is left with a long tail: the twin's and
+the Slurm tests, then the other end-to-end (``slow``) tests, then the rest, each in the order they were collected.
 A run in one process (plain ``pytest``) is left as collected.
 """
 
@@ -54,8 +51,6 @@ def group_of(item: pytest.Item) -> str | None:
 
 
 def _rank(item: pytest.Item) -> int:
-    if item.get_closest_marker("cluster"):
+    if item.get_closest_marker("cluster") or item.get_closest_marker("slurm"):
         return 0
-    if item.get_closest_marker("slurm"):
-        return 2
-    return 1 if item.get_closest_marker("slow") else 3
+    return 1 if item.get_closest_marker("slow") else 2
