@@ -63,7 +63,9 @@ def ctrl_c_restored_after() -> Iterator[None]:
 
     In the block SIGINT's handler is one of this module's that does what ``before`` does: Tune
     saves it and puts it back when it takes a stop signal, which is how ``signal_received()``
-    knows of a Ctrl-C that only Tune saw (Tune's handler cannot be wrapped: it is made in ``fit``)."""
+    knows of a Ctrl-C that only Tune saw (Tune's handler cannot be wrapped: it is made in ``fit``).
+    With ``TUNE_DISABLE_SIGINT_HANDLER=1`` Tune installs none, and ``signal_received()`` would
+    answer yes in the block; the project never sets it."""
     before = signal.getsignal(signal.SIGINT)
     main = threading.current_thread() is threading.main_thread()
 
