@@ -21,6 +21,7 @@ from sweep.cluster.twin import DEFAULT_SESSION
 from sweep.study.load import load_study
 from tests.twin_jobs import ENDED, job_logs, job_status, stop_job, wait_job
 from tests.twin_nodes import HEAD_NODE
+from tests.twin_sweeps import child_runs
 from trainables.tracking import schema
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -72,8 +73,7 @@ def test_the_pages_block_works_pasted_into_a_shell(twin_session, monkeypatch):
         smoke = load_study("quickstart", smoke=True, check=False)
         monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", expected["MLFLOW_TRACKING_TOKEN"])  # through the gate, as the jobs
         client = mlflow.MlflowClient(tracking_uri=twin.tracking_uri)
-        experiment = client.get_experiment_by_name(smoke.base.tracking.experiment).experiment_id
-        runs = client.search_runs([experiment], filter_string=f"tags.`{schema.TAG_PARENT}` != ''")
+        runs = child_runs(smoke.base.tracking.experiment, client)
         assert len(runs) == smoke.num_trials and {r.info.status for r in runs} == {"FINISHED"}
         epochs = list(range(1, smoke.base.optim.epochs + 1))
         for run in runs:

@@ -50,8 +50,9 @@ def tracking():
     return mlflow.MlflowClient(tracking_uri=TRACKING["uri"])
 
 
-def child_runs(experiment: str) -> list:
-    client = tracking()
+def child_runs(experiment: str, client=None) -> list:
+    """The sweep's trial runs in ``experiment`` (none when it does not exist); ``client`` defaults to the twin's."""
+    client = client or tracking()
     exp = client.get_experiment_by_name(experiment)
     return [] if exp is None else client.search_runs([exp.experiment_id], filter_string=f"tags.`{schema.TAG_PARENT}` != ''")
 

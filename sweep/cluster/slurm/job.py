@@ -203,12 +203,13 @@ def run_job(job_dir: Path) -> int:
         # 30 s on it, and SIGKILL comes KillWait seconds later: the clean-up hurries, even when the driver
         # ended before any server did (then nothing has ended yet). The time limit's signal (--signal=B:)
         # reaches this process only: the servers live on and end at leisure.
-        hurried = signals.received is not None and (bool(processes.ended()) or not _near_time_limit(job_id, spec.shape.signal_lead_s))
+        time_limit = signals.received == signal.SIGTERM and _near_time_limit(job_id, spec.shape.signal_lead_s)
+        hurried = signals.received is not None and (bool(processes.ended()) or not time_limit)
         processes.end(grace_s=SERVERS_GONE_GRACE_S if hurried else 30.0)
         shutil.rmtree(ray_temp_dir(job_id, nodes[0]), ignore_errors=True)  # each other node removes its own (node.py)
         (job_dir / "auth_token").unlink(missing_ok=True)  # the job's token ends with it (a SIGKILL's is replaced at the next start)
     say(f"job {job_id} ends: the sweep's driver exited {status}; every process of the job ended")
-    if signals.received == signal.SIGTERM and _near_time_limit(job_id, spec.shape.signal_lead_s):
+    if time_limit:
         _requeue(job_id, restart, spec, job_dir)
     return status
 
