@@ -87,12 +87,12 @@ def children(uri: str) -> list:
     return parent[0], kids
 
 
-def second_trial_reported(uri: str) -> bool:
-    """Whether a second child run has logged an epoch's val/top1."""
+def trials_reported(uri: str) -> int:
+    """How many child runs have logged an epoch's val/top1."""
     client = mlflow.MlflowClient(uri)
     experiment = client.get_experiment_by_name("faults")
     runs = client.search_runs([experiment.experiment_id], f"tags.`{schema.TAG_PARENT}` != ''") if experiment else []
-    return sum(keys.VAL_TOP1 in r.data.metrics for r in runs) >= 2
+    return sum(keys.VAL_TOP1 in r.data.metrics for r in runs)
 
 
 def wait_for(what: str, happened: Callable[[], bool], seconds: float = 300) -> None:
@@ -128,17 +128,21 @@ def assert_each_trial_once(uri: str, epochs: int = RACED_EPOCHS) -> None:
 
 
 @pytest.mark.slow
-def test_ctrl_c_then_sigkill_then_resume_runs_every_trial_exactly_once(tmp_path, capsys):
-    """The driver is interrupted (Ctrl-C), resumed, killed (SIGKILL) during the resume, and
-    resumed again: each time the sweep says what happened, the killed driver's processes go
-    away, and at the end every trial ran exactly once and the summary was logged once."""
+def test_ctrl_c_then_sigkill_then_a_resume_from_another_directory_runs_every_trial_exactly_once(tmp_path, capsys):
+    """The driver is interrupted (Ctrl-C), resumed, killed (SIGKILL) while a trial trains, and
+    resumed again from another directory with no tracking URI in the environment. Each time the
+    sweep says what happened and the killed driver's processes go away. The kill comes after the
+    resume's only experiment-state save (the trial started since is unknown to the restored
+    experiment, and Tune proposes it again under a new id). At the end every trial ran exactly once,
+    none stays RUNNING, the summary was logged once, the records are in the sweep's own store and no
+    stray mlflow.db appears where the last command was typed."""
     from trainables.launch.ray_cleanup import descendants, is_running
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     first = mjp(tmp_path, "sweep", "run", study(tmp_path, epochs=RACED_EPOCHS))
     seen = read_until(first, "finished ")  # the first trial is done, the second is running
     # the running trial has logged an epoch: its metrics must not count as finished
-    wait_for("a second trial's first epoch", lambda: second_trial_reported(uri))
+    wait_for("a second trial's first epoch", lambda: trials_reported(uri) >= 2)
     first.send_signal(signal.SIGINT)
     out, err = first.communicate(timeout=300)
     assert first.returncode == 130, err
@@ -154,43 +158,25 @@ def test_ctrl_c_then_sigkill_then_resume_runs_every_trial_exactly_once(tmp_path,
         (k.info.run_name, k.info.status, sorted(k.data.metrics)) for k in kids
     ]
 
-    second = mjp(tmp_path, "sweep", "resume", experiment_dir(tmp_path))
-    read_until(second, "finished ")
+    second = mjp(tmp_path, "sweep", "resume", experiment_dir(tmp_path), TUNE_GLOBAL_CHECKPOINT_S="3600")
+    read_until(second, "finished ")  # the interrupted trial is done, the third is starting
+    wait_for("the third trial's first epoch", lambda: trials_reported(uri) >= 3)
     left = {p: s for p, s in descendants(second.pid).items() if "ray_cleanup" not in Path(f"/proc/{p}/cmdline").read_text()}
     assert left, "the driver started no process"
     second.kill()
     second.communicate()
+    _, kids = children(uri)
+    assert "RUNNING" in {k.info.status for k in kids}, "the kill found no trial running: nothing was left for the resume to adopt"
     # the watcher ends them (SIGTERM, then SIGKILL after 5 s)
     wait_for(f"the end of the killed driver's processes {sorted(left)}", lambda: not any(is_running(p) for p in left), seconds=120)
     status = sweep_status(uri, capsys)
     assert "driver gone (killed?)" in status.stdout, status.stdout + status.stderr
 
-    third = mjp(tmp_path, "sweep", "resume", experiment_dir(tmp_path))
-    out, err = third.communicate(timeout=600)
-    assert third.returncode == 0, err
-    assert_each_trial_once(uri)
-
-
-@pytest.mark.slow
-def test_driver_sigkill_then_resume_from_another_directory_makes_each_trial_once(tmp_path, capsys):
-    """The driver is SIGKILLed after Tune's only experiment-state save (the trials started since
-    are unknown to the restored experiment, and Tune proposes them again under new ids), then the
-    sweep is resumed from another directory with no tracking URI in the environment: every trial
-    has exactly one child run, none stays RUNNING, the records are in the sweep's own store and
-    no stray mlflow.db appears where the command was typed."""
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
-    first = mjp(tmp_path, "sweep", "run", study(tmp_path, epochs=RACED_EPOCHS), TUNE_GLOBAL_CHECKPOINT_S="3600")
-    read_until(first, "finished ")
-    wait_for("a second trial's first epoch", lambda: second_trial_reported(uri))
-    first.kill()
-    first.communicate()
-    _, kids = children(uri)
-    assert "RUNNING" in {k.info.status for k in kids}, "the kill found no trial running: nothing was left for the resume to adopt"
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    resumed = mjp(tmp_path, "sweep", "resume", experiment_dir(tmp_path), cwd=elsewhere, MLFLOW_TRACKING_URI="")
-    out, err = resumed.communicate(timeout=600)
-    assert resumed.returncode == 0, out + err
+    third = mjp(tmp_path, "sweep", "resume", experiment_dir(tmp_path), cwd=elsewhere, MLFLOW_TRACKING_URI="")
+    out, err = third.communicate(timeout=600)
+    assert third.returncode == 0, out + err
     assert "Traceback" not in out + err
     assert_each_trial_once(uri)
     assert not (elsewhere / "mlflow.db").exists()
@@ -235,15 +221,6 @@ def test_a_driver_killed_before_tune_saved_anything_resumes_from_its_state_file(
     assert steps == [1]
 
 
-def trial_reported(uri: str) -> bool:
-    """Whether a child run has logged an epoch's val/top1."""
-    client = mlflow.MlflowClient(uri)
-    experiment = client.get_experiment_by_name("faults")
-    return experiment is not None and any(
-        keys.VAL_TOP1 in r.data.metrics for r in client.search_runs([experiment.experiment_id], f"tags.`{schema.TAG_PARENT}` != ''")
-    )
-
-
 @pytest.mark.slow
 def test_a_store_deleted_mid_sweep_ends_it_in_one_line_naming_the_store_and_the_resume(tmp_path):
     """The SQLite MLflow store is deleted while a trial trains: the sweep stops within a Tune step,
@@ -251,7 +228,7 @@ def test_a_store_deleted_mid_sweep_ends_it_in_one_line_naming_the_store_and_the_
     retry, and nothing the driver writes makes a new store at its path."""
     store = tmp_path / "mlflow.db"
     proc = mjp(tmp_path, "sweep", "run", study(tmp_path, epochs=6, variants=("A",)))
-    wait_for("the trial's first epoch", lambda: trial_reported(f"sqlite:///{store}"))
+    wait_for("the trial's first epoch", lambda: trials_reported(f"sqlite:///{store}") >= 1)
     store.unlink()
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 1, out + err

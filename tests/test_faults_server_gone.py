@@ -11,7 +11,7 @@ import signal
 
 import pytest
 
-from tests.test_faults import experiment_dir, mjp, study, trial_reported, wait_for
+from tests.test_faults import experiment_dir, mjp, study, trials_reported, wait_for
 
 
 @pytest.mark.slow
@@ -26,7 +26,7 @@ def test_a_sweep_signalled_after_its_mlflow_server_ended_stops_at_once_in_one_li
     try:
         # epochs enough that the trial still trains when the signal comes (it is stopped then)
         proc = mjp(tmp_path, "sweep", "run", study(tmp_path, epochs=60, variants=("A",)), MLFLOW_TRACKING_URI=uri)
-        wait_for("the trial's first epoch", lambda: trial_reported(uri))
+        wait_for("the trial's first epoch", lambda: trials_reported(uri) >= 1)
     finally:
         os.killpg(server.pid, signal.SIGTERM)  # the server goes first, as scancel's SIGTERM ends it at once
         server.wait()
