@@ -40,8 +40,10 @@ def filesystem_of(where: str) -> tuple[Any, str]:
 
 
 def snapshot(db: Path, into: Path) -> None:
-    """A consistent copy of SQLite file ``db`` at ``into``, taken while others may write to it."""
-    source = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    """A consistent copy of SQLite file ``db`` at ``into``, taken while others may write to it.
+    Opened for writing (``mode=rw``, never created): a transaction a killed server left unfinished
+    is rolled back first (``check_store_file`` says why); a read-only connection could not read it."""
+    source = sqlite3.connect(f"file:{db}?mode=rw", uri=True)
     try:
         target = sqlite3.connect(into)
         try:

@@ -1,5 +1,6 @@
 """Whether a SQLite file is an intact MLflow store, checked with ``sqlite3`` alone (no MLflow
-import, nothing written), and the error every store problem is raised as."""
+import; nothing written but the rollback of a transaction a killed process left unfinished), and
+the error every store problem is raised as."""
 
 from __future__ import annotations
 
@@ -22,7 +23,13 @@ def check_store_file(path: Path) -> None:
     """``TrackingError`` in one line naming ``path`` when the SQLite file there is not an intact
     MLflow store: empty, not SQLite, damaged (SQLite's ``quick_check``, which reads every page
     once: well under a second for a store of this project's size) or without MLflow's schema.
-    Opened read-only: the check writes nothing."""
+
+    Opened for writing, as MLflow opens it (never created: ``mode=rw``), though the check itself
+    writes nothing. A process killed inside a transaction (SIGKILL, the OOM killer, a lost
+    machine) leaves a hot journal (``<store>-journal``). SQLite rolls it back on the first read
+    of a connection that may write, and the store is as the last commit left it. A read-only
+    connection cannot do that, and the store would wrongly read as unusable ("attempt to write a
+    readonly database")."""
     what = "restore it from a copy (`mjp cluster store restore`), or move it away and give --uri / tracking.uri"
     size = path.stat().st_size
     if size == 0:
@@ -32,7 +39,7 @@ def check_store_file(path: Path) -> None:
     if header != SQLITE_HEADER:
         raise TrackingError(f"the MLflow store {path} is not a SQLite database (it does not begin with SQLite's header); {what}")
     try:
-        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)) as db:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=30)) as db:
             problems = [row[0] for row in db.execute("PRAGMA quick_check(3)")]
             if problems == ["ok"]:
                 db.execute("SELECT version_num FROM alembic_version").fetchall()
@@ -40,6 +47,12 @@ def check_store_file(path: Path) -> None:
         if "no such table" in str(err):
             raise TrackingError(
                 f"{path} is a SQLite database but not an MLflow store (it has no MLflow schema); give --uri / tracking.uri another file"
+            ) from None
+        journal = path.with_name(path.name + "-journal")
+        if "readonly" in str(err) and journal.is_file():
+            raise TrackingError(
+                f"the MLflow store {path} holds a transaction a killed process left unfinished ({journal}), and this "
+                "process cannot write to the store to roll it back; run the command as a user who can write to it"
             ) from None
         raise TrackingError(f"the MLflow store {path} cannot be read: {str(err)[:200]}; {what}") from None
     except sqlite3.DatabaseError as err:

@@ -7,14 +7,17 @@ import pytest
 
 from sweep.cli import main
 from sweep.cluster.store_copy import restore_store, save_store
+from tests.killed_writer import die_inside_a_transaction
 from trainables.errors import ConfigError
 
 
-def make_store(path, rows: int) -> None:
-    """A SQLite file in write-ahead-log mode with ``rows`` rows, some still only in the log."""
+def make_store(path, rows: int, wal: bool = True) -> None:
+    """A SQLite file with ``rows`` rows; ``wal``: in write-ahead-log mode, some still only in the log
+    (MLflow's own stores use SQLite's default, a rollback journal)."""
     db = sqlite3.connect(path)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA wal_autocheckpoint=0")  # what a busy server leaves: commits not yet in the main file
+    if wal:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA wal_autocheckpoint=0")  # what a busy server leaves: commits not yet in the main file
     db.execute("CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY, name TEXT)")
     db.executemany("INSERT INTO runs (name) VALUES (?)", [(f"run {i}",) for i in range(rows)])
     db.commit()
@@ -136,3 +139,12 @@ def test_a_restore_killed_mid_copy_leaves_its_folder_only_until_the_next_restore
     assert restore_store(str(tmp_path / "kept.db"), head / "mlflow.db").startswith("restored")
     assert sorted(p.name for p in head.iterdir()) == sorted(["mlflow.db", running.name, other.name])
     assert len(rows(head / "mlflow.db")) == 200
+
+
+def test_a_store_a_killed_server_left_mid_transaction_is_saved_as_its_last_commit(tmp_path):
+    make_store(tmp_path / "mlflow.db", 3, wal=False).close()
+    journal = die_inside_a_transaction(tmp_path / "mlflow.db", "UPDATE runs SET name = 'half-written'")
+    kept = tmp_path / "bucket" / "mlflow.db"
+    assert save_store(tmp_path / "mlflow.db", str(kept)) > 0  # before: "not a readable SQLite store (attempt to write a readonly database)"
+    assert not journal.exists()
+    assert rows(kept) == ["run 0", "run 1", "run 2"]

@@ -1,0 +1,60 @@
+"""A store a killed process left inside a transaction (its hot journal beside it) is the store
+as its last commit left it: commands read it, resume into it and save it; none calls it
+unreadable or asks for a restore."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.killed_writer import die_inside_a_transaction
+from trainables.tracking.store import check_store_readable, check_store_writable
+from trainables.tracking.store_file import TrackingError
+
+
+def store_with_an_experiment(tmp: Path) -> tuple[str, Path]:
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{tmp}/mlflow.db"
+    MlflowClient(uri).create_experiment("kept")
+    return uri, tmp / "mlflow.db"
+
+
+def experiments(db: Path) -> set[str]:
+    with sqlite3.connect(db) as con:
+        return {name for (name,) in con.execute("SELECT name FROM experiments")}
+
+
+def test_a_store_a_killed_writer_left_mid_transaction_reads_as_its_last_commit(tmp_path, capsys):
+    from sweep.cli import main
+
+    uri, db = store_with_an_experiment(tmp_path)
+    journal = die_inside_a_transaction(db, "UPDATE experiments SET name = name || ' (half-written)'")
+    check_store_readable(uri)  # `mjp sweep status`, `analyze`: before, "cannot be read: attempt to write a readonly database"
+    assert not journal.exists(), "SQLite rolled the transaction back"
+    assert experiments(db) == {"Default", "kept"}
+    assert main(["sweep", "status", "--uri", uri]) == 0, capsys.readouterr().err
+    die_inside_a_transaction(db, "DELETE FROM experiments")
+    check_store_writable(uri)  # `mjp sweep resume`, `sweep run` into it
+    assert experiments(db) == {"Default", "kept"}
+
+
+def test_a_store_with_a_hot_journal_that_cannot_be_written_names_the_journal(tmp_path):
+    uri, db = store_with_an_experiment(tmp_path)
+    journal = die_inside_a_transaction(db, "UPDATE experiments SET name = name || ' (half-written)'")
+    if subprocess.run(["chattr", "+i", str(db)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i (a file even root cannot write) is not available here")
+    try:
+        with pytest.raises(TrackingError) as err:
+            check_store_readable(uri)
+    finally:
+        subprocess.run(["chattr", "-i", str(db)], check=True)
+    assert str(err.value) == (
+        f"the MLflow store {db} holds a transaction a killed process left unfinished ({journal}), and this process "
+        "cannot write to the store to roll it back; run the command as a user who can write to it"
+    )
+    check_store_readable(uri)
+    assert experiments(db) == {"Default", "kept"}
