@@ -51,11 +51,9 @@ _ENVIRONMENT = {
     # sweeps). The trials are the work the user asked for; they share the CPU as equals.
     "RAY_worker_niceness": "0",
     "RAY_DEDUP_LOGS": "0",
-    # A Ray node prestarts idle workers for the first driver (two here), in the default runtime
-    # env. Tune starts every trial in a runtime env of its own (``PL_DISABLE_FORK``, in
-    # ``ray.tune.execution.class_cache``), so no trial ever uses them: they only import Ray and
-    # wait (measured: a two-trial sweep, 26.9 and 27.1 CPU-s with them, 25.9 and 25.4 without).
-    # Ray Data's tasks start theirs when they need them.
+    # Idle workers prestarted for the first driver are in the default runtime env; Tune gives each
+    # trial its own (ray.tune.execution.class_cache), so none ever ran one (a two-trial sweep: 26.9
+    # and 27.1 CPU-s with them, 25.9 and 25.4 without). Ray Data starts its workers when needed.
     "RAY_prestart_worker_first_driver": "0",
     **{
         # One seed, one result on any x86-64 CPU with AVX2: torch's own kernels, MKL's GEMMs and
