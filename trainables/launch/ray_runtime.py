@@ -51,9 +51,8 @@ _ENVIRONMENT = {
     # sweeps). The trials are the work the user asked for; they share the CPU as equals.
     "RAY_worker_niceness": "0",
     "RAY_DEDUP_LOGS": "0",
-    # Idle workers prestarted for the first driver are in the default runtime env; Tune gives each
-    # trial its own (ray.tune.execution.class_cache), so none ever ran one (a two-trial sweep: 26.9
-    # and 27.1 CPU-s with them, 25.9 and 25.4 without). Ray Data starts its workers when needed.
+    # Prestarted idle workers have the default runtime env, each Tune trial its own (class_cache):
+    # no trial ran on one (a 2-trial sweep: 26.9, 27.1 CPU-s with them; 25.9, 25.4 without).
     "RAY_prestart_worker_first_driver": "0",
     **{
         # One seed, one result on any x86-64 CPU with AVX2: torch's own kernels, MKL's GEMMs and
