@@ -4,6 +4,7 @@ Also where a tracking URI's SQLite path is made absolute (``store.tracking_uri``
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 from pathlib import Path
@@ -43,8 +44,8 @@ def sweep_studies(uri: str) -> set[str] | None:
         JOIN runs r ON r.run_uuid = k.run_uuid AND r.lifecycle_stage = 'active'
         JOIN experiments e ON e.experiment_id = r.experiment_id AND e.lifecycle_stage = 'active'
         WHERE k.key = ? AND k.value = ?"""
-    try:
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5) as db:
+    try:  # opened as the check opens it: a transaction killed since then is rolled back, not read as "no sweeps"
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=5)) as db:
             return {row[0] for row in db.execute(query, (schema.TAG_STUDY, schema.TAG_KIND, schema.KIND_SWEEP))}
     except sqlite3.Error:
         return None

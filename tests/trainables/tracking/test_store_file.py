@@ -58,3 +58,26 @@ def test_a_store_with_a_hot_journal_that_cannot_be_written_names_the_journal(tmp
     )
     check_store_readable(uri)
     assert experiments(db) == {"Default", "kept"}
+
+
+def test_a_writer_killed_just_after_the_check_does_not_hide_a_study_s_sweeps(tmp_path, monkeypatch):
+    """``sweep_studies`` reads the store right after checking it; a transaction killed between
+    the two is rolled back there too, not read as a store without sweeps."""
+    from mlflow.tracking import MlflowClient
+
+    from trainables.tracking import schema, store_file
+    from trainables.tracking.sqlite_sweeps import sweep_studies
+
+    uri, db = store_with_an_experiment(tmp_path)
+    client = MlflowClient(uri)
+    kept = client.get_experiment_by_name("kept").experiment_id
+    client.create_run(kept, tags={schema.TAG_KIND: schema.KIND_SWEEP, schema.TAG_STUDY: "quickstart"})
+    checked = store_file.check_store_file
+
+    def check_then_a_writer_dies(path: Path) -> None:
+        checked(path)
+        die_inside_a_transaction(db, "DELETE FROM tags")
+
+    monkeypatch.setattr(store_file, "check_store_file", check_then_a_writer_dies)
+    assert sweep_studies(uri) == {"quickstart"}  # before: None, the read-only open refused by the hot journal
+    assert not db.with_name(db.name + "-journal").exists()
