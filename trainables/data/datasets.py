@@ -16,6 +16,7 @@ import torch
 from torch.utils.data import Dataset, Subset
 
 from trainables.config.schema import DataSection, TrainConfig
+from trainables.data.digits import digits_csv, load_digits_split
 from trainables.data.folder.image_folder import SkippingImages, readable_loader
 from trainables.data.idx import FASHION_MNIST_DEFAULT, fashion_files, read_idx
 from trainables.data.info import DataShape, data_info, imagefolder_root
@@ -83,12 +84,7 @@ def _standardise(train: np.ndarray, *others: np.ndarray) -> tuple[list[torch.Ten
 
 
 def _digits(cfg: DataSection) -> DatasetBundle:
-    from sklearn.datasets import load_digits
-    from sklearn.model_selection import train_test_split
-
-    digits = load_digits()
-    images = digits.images.astype(np.float32)[:, None] / 16.0  # [1797, 1, 8, 8]
-    x_tr, x_va, y_tr, y_va = train_test_split(images, digits.target, test_size=0.2, random_state=0, stratify=digits.target)
+    x_tr, x_va, y_tr, y_va = load_digits_split()
     (x_tr, x_va), scale = _standardise(x_tr, x_va)
     aug = cfg.augment != "none"
     return DatasetBundle(
@@ -187,9 +183,7 @@ def dataset_inputs(cfg: TrainConfig, bundle: DatasetBundle) -> list[DatasetInput
 
     d = cfg.data
     if d.name == "digits":
-        import sklearn
-
-        source = str(Path(sklearn.__file__).parent / "datasets" / "data" / "digits.csv.gz")
+        source = str(digits_csv())
     elif d.name == "fashion_mnist":
         source = str(Path(d.root or FASHION_MNIST_DEFAULT).resolve())
     else:
