@@ -32,6 +32,7 @@ def test_image_matches_the_installed_ray_and_mlflow_is_private():
     # the server on loopback; the private address only through the token gate; the token private, every node sending it
     server = next(c for c in config["head_start_ray_commands"] if "mlflow server" in c)
     assert "--host 127.0.0.1 --port 5001" in server
+    assert server.startswith("MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false ")  # no job runner (huey consumers) beside it
     gate = next(c for c in config["head_start_ray_commands"] if "mjp cluster mlflow-gate" in c)
     assert "$(hostname -I | awk '{print $1}'):5000" in gate and "--upstream http://127.0.0.1:5001" in gate
     assert "chmod 600 ~/.ray/auth_token" in config["setup_commands"]

@@ -95,7 +95,8 @@ def real_gate(tmp_path_factory):
     command = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
     command += ["--backend-store-uri", f"sqlite:///{tmp}/mlflow.db", "--artifacts-destination", str(tmp / "artifacts")]
     with open(log, "w") as out:
-        server = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, cwd=tmp)
+        env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}  # as cluster.yaml starts it
+        server = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, cwd=tmp, env=env)
     loop = asyncio.new_event_loop()
     try:
         wait_http(f"http://127.0.0.1:{port}/health", "the MLflow server", 120, log, server)
