@@ -10,8 +10,11 @@ the job prints), with a deadline only as a bound on failure; each race is assert
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -147,11 +150,23 @@ def ended(slurm: SlurmDaemons, job: str) -> bool:
     return job not in slurm.jobs()
 
 
-@pytest.mark.timeout(2400)  # three starts of a two-node job on 2 cores and Slurm's requeue hold: about 6 minutes idle
+def trial_processes(job: str) -> list[int]:
+    """The Tune trial processes (Ray's ``ImplicitFunc`` actors) of Slurm job ``job``: those whose
+    environment holds its id (the suite's other Rays run trials of their own)."""
+    mine = f"SLURM_JOB_ID={job}".encode()
+    pids = []
+    for proc in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):  # a process that ended meanwhile
+            trial = proc.name.isdigit() and (proc / "cmdline").read_bytes().startswith(b"ray::ImplicitFunc")
+            if trial and mine in (proc / "environ").read_bytes().split(b"\0"):
+                pids.append(int(proc.name))
+    return pids
+
+
+@pytest.mark.timeout(2400)  # three starts of a two-node job on 2 cores and Slurm's requeue hold: about 3 minutes idle
 def test_a_sweep_survives_scancel_and_its_time_limit_with_every_trial_once(slurm, tmp_path):
-    # 30 epochs a trial (about a minute here): the resumed job must still be training when its limit is cut
     # one CPU a node: quickstart's two concurrent 1-CPU trials fit one on each node, so both nodes train by construction
-    argv = slurm_args(tmp_path, "--set", "optim.epochs=30")
+    argv = slurm_args(tmp_path)
     argv[argv.index("--cpus-per-node") + 1] = "1"
     # submitted from a shell that holds the local twin's variables (`mjp cluster up --local` prints them):
     # the job inherits them, and Ray's single-node switch among them must not keep n2 out of the job's Ray
@@ -176,13 +191,26 @@ def test_a_sweep_survives_scancel_and_its_time_limit_with_every_trial_once(slurm
     second_out = job_dir / f"slurm-{resubmitted}.out"
 
     # 2. the resumed job reaches its time limit: Slurm signals it before the end (the limit cut
-    #    to now + 2 min, inside --signal-lead's 180 s), it closes its runs and requeues itself
+    #    to now + 2 min, inside --signal-lead's 180 s), it closes its runs and requeues itself.
+    #    Slurm looks at time limits every 30 s: the job's trials are held (SIGSTOP) from the cut until
+    #    its signal, so the signal finds the sweep training however fast its epochs are here
     gone = job_gone(slurm, resubmitted, second_out)
     wait_for("the second job's driver to resume", lambda: second_out.is_file() and "resuming sweep" in second_out.read_text(), unless=gone)
     reports = metrics(store)
     wait_for("a trial report in the second job", lambda: metrics(store) > reports, unless=gone)
-    minutes = int(slurm.job_field(resubmitted, "RunTime").split(":")[-2]) + 2
-    slurm.run("scontrol", "update", f"JobId={resubmitted}", f"TimeLimit={minutes}")
+    held = wait_for("the second job's trial processes", lambda: trial_processes(resubmitted), unless=gone)
+    for pid in held:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        minutes = int(slurm.job_field(resubmitted, "RunTime").split(":")[-2]) + 2
+        slurm.run("scontrol", "update", f"JobId={resubmitted}", f"TimeLimit={minutes}")
+        wait_for("the time limit's signal", lambda: "signal SIGTERM: the sweep closes its runs" in second_out.read_text(), unless=gone)
+        finished = store_rows(store, "SELECT name FROM runs WHERE status = 'FINISHED' AND name NOT LIKE 'quickstart%'")
+        assert len(finished) < len(VARIANTS), f"the sweep had finished before its time limit ({finished}): no race"
+    finally:
+        for pid in held:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
     wait_for("the job to requeue itself at its time limit", lambda: "requeued" in second_out.read_text(), unless=gone)
     wait_for("Slurm to count the requeue", lambda: slurm.job_field(resubmitted, "Restarts") == "1")
     text = second_out.read_text()
