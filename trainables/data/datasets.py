@@ -84,8 +84,8 @@ def _standardise(train: np.ndarray, *others: np.ndarray) -> tuple[list[torch.Ten
 
 
 def _digits(cfg: DataSection) -> DatasetBundle:
-    x_tr, x_va, y_tr, y_va = load_digits_split()
-    (x_tr, x_va), scale = _standardise(x_tr, x_va)
+    images_tr, images_va, y_tr, y_va = load_digits_split()
+    (x_tr, x_va), scale = _standardise(images_tr, images_va)
     aug = cfg.augment != "none"
     return DatasetBundle(
         TensorImages(x_tr, torch.from_numpy(y_tr), aug), TensorImages(x_va, torch.from_numpy(y_va)), DataShape(10, 1, 8), pixels=scale
