@@ -27,7 +27,10 @@ def digits_csv() -> Path:
     spec = importlib.util.find_spec("sklearn")
     if spec is None or not spec.submodule_search_locations:
         raise DataError("data.name=digits reads scikit-learn's bundled copy, and scikit-learn is not installed; `make setup` installs it")
-    return Path(next(iter(spec.submodule_search_locations))) / "datasets" / "data" / "digits.csv.gz"
+    path = Path(next(iter(spec.submodule_search_locations))) / "datasets" / "data" / "digits.csv.gz"
+    if not path.is_file():
+        raise DataError(f"data.name=digits reads scikit-learn's bundled copy, and {path} is missing; reinstall scikit-learn (`make setup`)")
+    return path
 
 
 def load_digits_split() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

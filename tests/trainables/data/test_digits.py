@@ -3,12 +3,16 @@ them; and reading them imports no scikit-learn."""
 
 from __future__ import annotations
 
+import importlib.machinery
 import subprocess
 import sys
 
 import numpy as np
+import pytest
 
+from trainables.data import digits
 from trainables.data.digits import load_digits_split
+from trainables.errors import DataError
 
 
 def test_the_split_is_scikit_learns_stratified_split_of_its_own_digits():
@@ -35,3 +39,14 @@ def test_reading_the_digits_imports_no_scikit_learn():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]", done.stdout
+
+
+def test_a_scikit_learn_without_the_digits_file_is_one_line_naming_it(tmp_path, monkeypatch):
+    spec = importlib.machinery.ModuleSpec("sklearn", None, is_package=True)
+    spec.submodule_search_locations = [str(tmp_path)]
+    monkeypatch.setattr(digits.importlib.util, "find_spec", lambda name: spec)
+    with pytest.raises(DataError, match=f"{tmp_path}/datasets/data/digits.csv.gz is missing; reinstall scikit-learn"):
+        load_digits_split()
+    monkeypatch.setattr(digits.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(DataError, match="scikit-learn is not installed"):
+        load_digits_split()
