@@ -24,6 +24,7 @@ from typing import Any
 
 from trainables.errors import ConfigError
 from trainables.launch.ray_cleanup import is_running
+from trainables.tracking.store_file import open_store
 from trainables.written import atomic_file
 
 
@@ -40,10 +41,9 @@ def filesystem_of(where: str) -> tuple[Any, str]:
 
 
 def snapshot(db: Path, into: Path) -> None:
-    """A consistent copy of SQLite file ``db`` at ``into``, taken while others may write to it.
-    Opened for writing (``mode=rw``, never created): a transaction a killed server left unfinished
-    is rolled back first (``check_store_file`` says why); a read-only connection could not read it."""
-    source = sqlite3.connect(f"file:{db}?mode=rw", uri=True)
+    """A consistent copy of SQLite file ``db`` at ``into``, taken while others may write to it; a
+    transaction a killed server left unfinished is rolled back first (``open_store``)."""
+    source = open_store(db)
     try:
         target = sqlite3.connect(into)
         try:

@@ -35,7 +35,7 @@ def sweep_studies(uri: str) -> set[str] | None:
     path = Path(uri[len("sqlite:///") :])
     if not path.is_file():
         return None
-    from trainables.tracking.store_file import check_store_file
+    from trainables.tracking.store_file import check_store_file, open_store
 
     check_store_file(path)  # a damaged store is named as such, not read as one without sweeps
     query = """
@@ -45,7 +45,7 @@ def sweep_studies(uri: str) -> set[str] | None:
         JOIN experiments e ON e.experiment_id = r.experiment_id AND e.lifecycle_stage = 'active'
         WHERE k.key = ? AND k.value = ?"""
     try:  # opened as the check opens it: a transaction killed since then is rolled back, not read as "no sweeps"
-        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=5)) as db:
+        with contextlib.closing(open_store(path)) as db:
             return {row[0] for row in db.execute(query, (schema.TAG_STUDY, schema.TAG_KIND, schema.KIND_SWEEP))}
     except sqlite3.Error:
         return None

@@ -19,17 +19,23 @@ class TrackingError(UserError):
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 
+def open_store(path: Path, timeout: float = 5.0) -> sqlite3.Connection:
+    """A connection to the SQLite store at ``path`` (never created), opened for writing as MLflow
+    opens it, by every reader too. A process killed inside a transaction (SIGKILL, the OOM killer,
+    a lost machine) leaves a hot journal (``<store>-journal``); SQLite rolls it back on the first
+    read of a connection that may write, and the store is as its last commit left it. A read-only
+    connection cannot, and reads such a store as unusable ("attempt to write a readonly
+    database"). A file the OS will not let this process write is opened read-only."""
+    return sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=timeout)
+
+
 def check_store_file(path: Path) -> None:
     """``TrackingError`` in one line naming ``path`` when the SQLite file there is not an intact
     MLflow store: empty, not SQLite, damaged (SQLite's ``quick_check``, which reads every page
     once: well under a second for a store of this project's size) or without MLflow's schema.
 
-    Opened for writing, as MLflow opens it (never created: ``mode=rw``), though the check itself
-    writes nothing. A process killed inside a transaction (SIGKILL, the OOM killer, a lost
-    machine) leaves a hot journal (``<store>-journal``). SQLite rolls it back on the first read
-    of a connection that may write, and the store is as the last commit left it. A read-only
-    connection cannot do that, and the store would wrongly read as unusable ("attempt to write a
-    readonly database")."""
+    Opened with ``open_store``: a transaction a killed process left unfinished is rolled back, and
+    the check itself writes nothing."""
     what = "restore it from a copy (`mjp cluster store restore`), or move it away and give --uri / tracking.uri"
     size = path.stat().st_size
     if size == 0:
@@ -39,7 +45,7 @@ def check_store_file(path: Path) -> None:
     if header != SQLITE_HEADER:
         raise TrackingError(f"the MLflow store {path} is not a SQLite database (it does not begin with SQLite's header); {what}")
     try:
-        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=30)) as db:
+        with contextlib.closing(open_store(path, timeout=30)) as db:
             problems = [row[0] for row in db.execute("PRAGMA quick_check(3)")]
             if problems == ["ok"]:
                 db.execute("SELECT version_num FROM alembic_version").fetchall()
