@@ -167,7 +167,7 @@ def trial_processes(job: str) -> list[int]:
 def test_a_sweep_survives_scancel_and_its_time_limit_with_every_trial_once(slurm, tmp_path):
     # one CPU a node: quickstart's two concurrent 1-CPU trials fit one on each node, so both nodes train by construction
     # 4 epochs a trial (quickstart's smoke trains 10): no phase races an epoch's length (the scancel comes at
-    # the first report, two trials at a time and twelve epochs before the last could end; the limit's signal
+    # the first report, two trials at a time and at least seven epochs' time before the last could end; the limit's signal
     # finds the trials held), and the last start trains every trial left to its end
     argv = slurm_args(tmp_path, "--set", "optim.epochs=4")
     argv[argv.index("--cpus-per-node") + 1] = "1"
