@@ -55,7 +55,7 @@ def check_store_file(path: Path) -> None:
                 f"{path} is a SQLite database but not an MLflow store (it has no MLflow schema); give --uri / tracking.uri another file"
             ) from None
         journal = path.with_name(path.name + "-journal")
-        if "readonly" in str(err) and journal.is_file():
+        if err.sqlite_errorcode == sqlite3.SQLITE_READONLY_ROLLBACK:  # a hot journal this process cannot roll back
             raise TrackingError(
                 f"the MLflow store {path} holds a transaction a killed process left unfinished ({journal}), and this "
                 "process cannot write to the store to roll it back; run the command as a user who can write to it"
