@@ -118,7 +118,8 @@ def expand_presets(params: Mapping[str, Any], presets: Mapping[str, Mapping[str,
 def did_you_mean_key(key: str, candidates: Iterable[str]) -> str:
     """A suggestion for a dotted key that does not exist, from the keys of the same section,
     compared by their last part: ``optim.epoch`` -> ``optim.epochs``; where no key is clearly
-    closest, the two nearest (``optim.lrr`` -> ``optim.min_lr or optim.base_lr``)."""
+    closest, the two nearest (``optim.lrr`` -> ``optim.min_lr or optim.base_lr``); where none is
+    near, the section's keys (``budget.num_samples`` -> ``budget has: max_concurrent, ...``)."""
     if len(key) > _SUGGEST_CHARS:
         return ""
     section, _, leaf = key.rpartition(".")
@@ -132,7 +133,9 @@ def did_you_mean_key(key: str, candidates: Iterable[str]) -> str:
             return difflib.SequenceMatcher(None, leaf, best).ratio(), best == words[-1], difflib.SequenceMatcher(None, leaf, name).ratio()
 
         close = [n for n in sorted(leaves, key=score, reverse=True)[:2] if score(n)[0] >= 0.75]
-    return f" (did you mean {' or '.join(leaves[c] for c in close)}?)" if close else ""
+    if close:
+        return f" (did you mean {' or '.join(leaves[c] for c in close)}?)"
+    return f" ({section} has: {', '.join(sorted(leaves))})" if leaves else ""
 
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:

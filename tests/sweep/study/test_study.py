@@ -62,6 +62,10 @@ def test_full_size_without_imagenet_fails_naming_the_path():
         (dict(space={"optim.lr": {"type": "choice", "values": [1]}}), "space.optim.lr is not a TrainConfig key"),
         (dict(objective={"metric": "val/top3"}), "objective metric 'val/top3' is not reported by the trainable"),
         (dict(budget={"trials": 2, "max_concurent": 2}), "budget.max_concurent: not a key of this section"),
+        (
+            dict(budget={"num_samples": 4}),
+            "budget.num_samples: not a key of this section (got 4) (budget has: max_concurrent, time_budget_s, trials)",
+        ),
         (dict(space={"mjp.mask_ratio": {"type": "grid", "values": [0, 0.27]}}), "needs search.algorithm: grid"),
         (
             dict(space={"mjp.dal_weight": {"type": "uniform", "low": 0, "high": 1, "when": {"mjp.dal": ["mlp"]}}}),

@@ -22,6 +22,14 @@ def test_unknown_key_is_named_with_a_suggestion():
         build_config({"optim": {"epoch": 3}})
 
 
+def test_an_unknown_key_near_no_key_of_its_section_gets_the_section_s_keys():
+    with pytest.raises(
+        ConfigError,
+        match=r"runtime\.zzz: not a key of this section \(got 1\) \(runtime has: [a-z_]+(, [a-z_]+)+\)$",
+    ):
+        build_config({"runtime": {"zzz": 1}})
+
+
 def test_an_unknown_top_level_key_gets_the_nearest_section_and_the_list():
     with pytest.raises(
         ConfigError,
