@@ -6,12 +6,15 @@ command killed while writing, or one that hits a full disk, leaves the old file 
 never a torn or empty one that the next run then cannot read. The file is written in its folder without a name (Linux's
 ``O_TMPFILE``, so a kill while writing leaves no part behind either), then named and renamed over
 its name, so a symbolic link at that name is replaced by the new file, never written through (its
-target stays as it was).
+target stays as it was). A file another library makes at a path of its own (a new SQLite store,
+whose schema SQLAlchemy writes statement by statement, each committed on its own) is made beside
+its name and published whole (``made_aside``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import secrets
 import stat
@@ -96,3 +99,40 @@ def save_figure(figure: Any, path: str | Path, **savefig: Any) -> None:
     path = Path(path)
     with atomic_file(path, binary=True) as out:
         figure.savefig(out, format=path.suffix.lstrip("."), **savefig)
+
+
+@contextlib.contextmanager
+def made_aside(path: Path) -> Iterator[Path]:
+    """``with made_aside(path) as aside: make(aside)``: ``aside`` is ``.<name>.<pid>.creating`` in
+    ``path``'s folder. When the block ends the file is flushed to disk and linked at ``path``, unless
+    a file appeared there meanwhile (that one is kept); ``aside`` (and its SQLite journal) is then
+    removed, as is what creators that were killed left aside."""
+    for left in path.parent.glob(f".{glob.escape(path.name)}.*.creating*"):
+        pid = left.name[len(path.name) + 2 :].split(".", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            left.unlink(missing_ok=True)
+    aside = path.with_name(f".{path.name}.{os.getpid()}.creating")
+    try:
+        yield aside
+        with open(aside, "rb") as made:
+            os.fsync(made.fileno())
+        with contextlib.suppress(FileExistsError):
+            os.link(aside, path)  # whole, at once, and never over a file that appeared meanwhile
+        folder = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
+    finally:
+        for part in (aside, aside.with_name(aside.name + "-journal")):
+            part.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        return True
+    return True

@@ -13,7 +13,9 @@ so optuna-dashboard shows durations, named objectives and which run each trial i
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+from pathlib import Path
 from typing import Any, Literal
 
 import optuna
@@ -42,7 +44,7 @@ def distributions(study: StudyConfig) -> dict[str, optuna.distributions.BaseDist
     return out
 
 
-def open_study(url: str, name: str, study: StudyConfig) -> optuna.Study:
+def open_study(url: str | optuna.storages.BaseStorage, name: str, study: StudyConfig) -> optuna.Study:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     directions: list[Literal["maximize", "minimize"]] = ["maximize" if o.mode == "max" else "minimize" for o in study.objectives]
     opened = optuna.create_study(storage=url, study_name=name, directions=directions, load_if_exists=True)
@@ -59,9 +61,8 @@ def open_study(url: str, name: str, study: StudyConfig) -> optuna.Study:
 def check_storage(url: str, name: str, study: StudyConfig) -> None:
     """Open (or create) the sweep's Optuna study before any trial runs: a storage that cannot be
     read is one ``UserError`` line here, not a traceback from Tune's loop with runs left RUNNING.
-    Created under the store's folder lock (two sweeps may start together on a fresh ``optuna.db``)."""
-    from pathlib import Path
-
+    Created under the store's folder lock (two sweeps may start together on a fresh ``optuna.db``),
+    whole or not at all (``_create_whole``)."""
     from trainables.errors import UserError
     from trainables.tracking.store import store_lock
 
@@ -69,6 +70,9 @@ def check_storage(url: str, name: str, study: StudyConfig) -> None:
     try:
         if path is not None:
             with store_lock(path):
+                if not path.exists() or path.stat().st_size == 0:
+                    _create_whole(path, name, study)
+                _require_unique_study_names(path)
                 open_study(url, name, study).get_trials(deepcopy=False)
         else:
             open_study(url, name, study).get_trials(deepcopy=False)
@@ -79,6 +83,39 @@ def check_storage(url: str, name: str, study: StudyConfig) -> None:
             f"the sweep's Optuna storage {where} cannot be read ({type(err).__name__}: {first}); "
             f"move it aside (the MLflow runs do not depend on it) and run the command again"
         ) from None
+
+
+def _create_whole(path: Path, name: str, study: StudyConfig) -> None:
+    """A new storage at ``path`` with the study, made aside and published whole (``made_aside``).
+
+    SQLite commits each of Optuna's ``CREATE`` statements on its own: a driver killed between two of
+    them (the ``studies`` table made, its unique index on the name not yet) left a storage in which
+    every later open created the study again, and the sweep's next open failed inside Tune's loop
+    (``MultipleResultsFound``)."""
+    from trainables.written import made_aside
+
+    with made_aside(path) as aside:
+        storage = optuna.storages.RDBStorage(f"sqlite:///{aside}")
+        try:
+            open_study(storage, name, study)
+        finally:
+            storage.engine.dispose()  # its connections closed before the file moves
+
+
+def _require_unique_study_names(path: Path) -> None:
+    """Refuse a storage whose ``studies`` table lacks Optuna's unique index on the study's name
+    (one cut short before ``_create_whole`` existed): opened, it would add the study again."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+        if not db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'studies'").fetchone():
+            return  # not made yet: Optuna makes it whole on open, under the lock
+        unique = db.execute(
+            "SELECT 1 FROM pragma_index_list('studies') AS i"
+            " WHERE i.\"unique\" = 1 AND (SELECT group_concat(name) FROM pragma_index_info(i.name)) = 'study_name'"
+        ).fetchone()
+    if not unique:
+        raise ValueError("its studies table has no unique index on study_name: its creation was cut short")
 
 
 class OptunaMirror(tune.Callback):

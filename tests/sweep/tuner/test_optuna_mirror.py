@@ -9,10 +9,14 @@ from ray.tune.experiment import Trial
 
 from sweep.study.load import load_study
 from sweep.tuner.optuna_mirror import OptunaMirror
+from tests.killed_writer import killed_while_making
 from trainables.config.build import load_config
 from trainables.launch.trial import start_run
 from trainables.tracking import schema
 from trainables.tracking.runs import RunTracker
+
+#: Optuna's second statement for a new storage, after CREATE TABLE studies
+UNIQUE_NAME_INDEX = "CREATE UNIQUE INDEX ix_studies_study_name"
 
 
 def test_mirrored_trials_have_times_metric_names_and_their_mlflow_run(tmp_path):
@@ -78,3 +82,36 @@ def test_an_unreadable_optuna_storage_is_one_line_naming_it(tmp_path):
     assert str(err.value).startswith(
         f"the sweep's Optuna storage {tmp_path}/optuna.db cannot be read (DatabaseError: "
     ) and "\n" not in str(err.value)
+
+
+def test_a_sweep_killed_while_it_creates_its_storage_leaves_none_and_the_next_creates_it_whole(tmp_path):
+    from sweep.study.load import load_study
+    from sweep.tuner.optuna_mirror import check_storage, open_study
+
+    url = f"sqlite:///{tmp_path}/optuna.db"
+    check = "from sweep.study.load import load_study; from sweep.tuner.optuna_mirror import check_storage; "
+    check += f"check_storage({url!r}, 'sweep-1', load_study('quickstart').config)"
+    killed_while_making(check, before=UNIQUE_NAME_INDEX)
+    assert not (tmp_path / "optuna.db").exists(), "a storage cut short was left where the next sweep opens it"
+    config = load_study("quickstart").config
+    check_storage(url, "sweep-1", config)  # the resume, or the next sweep
+    for _ in range(3):  # every later open finds the one study (a storage without the unique index added it again)
+        assert len(open_study(url, "sweep-1", config).get_trials()) == 0
+    assert optuna.study.get_all_study_names(url) == ["sweep-1"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["optuna.db"], "the killed creator's aside file is gone"
+
+
+def test_a_storage_cut_short_before_its_unique_index_is_refused_in_one_line(tmp_path):
+    from sweep.study.load import load_study
+    from sweep.tuner.optuna_mirror import check_storage
+    from trainables.errors import UserError
+
+    url = f"sqlite:///{tmp_path}/optuna.db"
+    # as Optuna made it in place, before the sweep made its storage aside
+    killed_while_making(f"import optuna; optuna.create_study(storage={url!r}, study_name='sweep-1')", before=UNIQUE_NAME_INDEX)
+    with pytest.raises(UserError) as err:
+        check_storage(url, "sweep-1", load_study("quickstart").config)
+    assert str(err.value) == (
+        f"the sweep's Optuna storage {tmp_path}/optuna.db cannot be read (ValueError: its studies table has no unique index "
+        "on study_name: its creation was cut short); move it aside (the MLflow runs do not depend on it) and run the command again"
+    )
