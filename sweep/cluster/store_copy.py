@@ -91,7 +91,8 @@ def abandoned_copies_removed(db: Path) -> None:
 
 
 def restore_store(src: str, db: str | Path) -> str:
-    """Make ``db`` from the kept copy ``src`` unless ``db`` exists; what was done, in words.
+    """Make ``db`` from the kept copy ``src`` (a new store where none was kept) unless ``db``
+    exists; what was done, in words.
 
     A store already on the head's disk is never replaced: every copy was saved from it, so it is
     at least as new as the kept one (a head restarted with its disk)."""
@@ -102,7 +103,11 @@ def restore_store(src: str, db: str | Path) -> str:
     from pyarrow import fs
 
     if filesystem.get_file_info(path).type != fs.FileType.File:
-        return f"no saved store at {src}: MLflow starts a new one at {db}"
+        from trainables.tracking.store import create_store_whole
+
+        db.parent.mkdir(parents=True, exist_ok=True)
+        create_store_whole(db)  # made whole here: the server would make it in place, cut short if the head stopped meanwhile
+        return f"no saved store at {src}: a new store at {db}"
     db.parent.mkdir(parents=True, exist_ok=True)
     abandoned_copies_removed(db)
     # its own folder, named for this process: no name to collide or link, and a later restore knows it for abandoned once we are gone

@@ -55,7 +55,12 @@ def start_mlflow(session: Path, env: dict[str, str], kept: Path, token: Path) ->
 def start_mlflow_server(db: Path, artifacts: Path, log_path: Path, env: dict[str, str], cwd: Path) -> tuple[subprocess.Popen, int]:
     """An ``mlflow server`` on loopback with its SQLite store ``db`` and its artifacts under
     ``artifacts``, in a process group of its own (ending it ends its uvicorn workers), answering
-    before this returns; the process and its port. Its output goes to ``log_path``."""
+    before this returns; the process and its port. Its output goes to ``log_path``. A new store is
+    made whole first (``create_store_whole``)."""
+    if not db.exists():  # the server would make it in place, cut short if the job or twin was killed meanwhile
+        from trainables.tracking.store import create_store_whole
+
+        create_store_whole(db)
     port = free_port()
     command = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
     command += ["--backend-store-uri", f"sqlite:///{db}", "--artifacts-destination", str(artifacts)]

@@ -218,9 +218,32 @@ def ready_store(uri: str) -> MlflowClient:
     path = sqlite_path(uri)
     if path is not None and uri not in _READY:
         with store_lock(path):
-            MlflowClient(uri).search_experiments(max_results=1)  # creates and migrates the schema
+            create_store_whole(path)
+            MlflowClient(uri).search_experiments(max_results=1)  # migrates an older schema
         _READY.add(uri)
     return MlflowClient(uri)
+
+
+def create_store_whole(path: Path) -> None:
+    """A new SQLite MLflow store at ``path``, made aside and published whole (``made_aside``).
+
+    MLflow makes its schema in some 440 statements, which SQLite commits one by one: a command
+    killed (or interrupted) among them left a store every later command failed on, with a traceback
+    ("table ... already exists"). Nothing is made where ``path`` exists."""
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    from trainables.written import made_aside
+
+    if path.exists():
+        return
+    with made_aside(path) as aside:
+        aside_uri = f"sqlite:///{aside}"
+        try:
+            MlflowClient(aside_uri).search_experiments(max_results=1)  # creates the schema
+        finally:
+            engine = getattr(SqlAlchemyStore, "_engine_map", {}).pop(aside_uri, None)  # MLflow keeps one engine per URI
+            if engine is not None:
+                engine.dispose()  # its connections closed before the file moves
 
 
 #: the kind the MLflow UI shows for our experiments (model training, not GenAI); it still opens an

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.killed_writer import die_inside_a_transaction
-from trainables.tracking.store import check_store_readable, check_store_writable
+from tests.killed_writer import die_inside_a_transaction, killed_while_making
+from trainables.tracking.store import check_store_readable, check_store_writable, ready_store
 from trainables.tracking.store_file import TrackingError
 
 
@@ -81,3 +81,14 @@ def test_a_writer_killed_just_after_the_check_does_not_hide_a_study_s_sweeps(tmp
     monkeypatch.setattr(store_file, "check_store_file", check_then_a_writer_dies)
     assert sweep_studies(uri) == {"quickstart"}  # before: None, the read-only open refused by the hot journal
     assert not db.with_name(db.name + "-journal").exists()
+
+
+@pytest.mark.parametrize("at", [5, 200])  # among the first tables; amid the migrations (of some 440 statements)
+def test_a_command_killed_while_it_creates_the_store_leaves_none_and_the_next_creates_it_whole(tmp_path, at):
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    killed_while_making(f"from trainables.tracking.store import ready_store; ready_store({uri!r})", at=at)
+    assert not (tmp_path / "mlflow.db").exists(), "a store cut short was left where the next command opens it"
+    ready_store(uri).create_experiment("after the kill")
+    check_store_readable(uri)
+    assert "after the kill" in experiments(tmp_path / "mlflow.db")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mlflow.db"], "the killed creator's aside file is gone"
