@@ -106,7 +106,7 @@ def restore_store(src: str, db: str | Path) -> str:
         from trainables.tracking.store import create_store_whole
 
         db.parent.mkdir(parents=True, exist_ok=True)
-        create_store_whole(db)  # made whole here: the server would make it in place, cut short if the head stopped meanwhile
+        create_store_whole(db, served=True)  # made whole here: the server would make it in place, cut short if the head stopped meanwhile
         return f"no saved store at {src}: a new store at {db}"
     db.parent.mkdir(parents=True, exist_ok=True)
     abandoned_copies_removed(db)

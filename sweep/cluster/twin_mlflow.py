@@ -60,7 +60,7 @@ def start_mlflow_server(db: Path, artifacts: Path, log_path: Path, env: dict[str
     if not db.exists():  # the server would make it in place, cut short if the job or twin was killed meanwhile
         from trainables.tracking.store import create_store_whole
 
-        create_store_whole(db)
+        create_store_whole(db, served=True)
     port = free_port()
     command = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
     command += ["--backend-store-uri", f"sqlite:///{db}", "--artifacts-destination", str(artifacts)]

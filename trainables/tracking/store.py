@@ -224,12 +224,15 @@ def ready_store(uri: str) -> MlflowClient:
     return MlflowClient(uri)
 
 
-def create_store_whole(path: Path) -> None:
-    """A new SQLite MLflow store at ``path``, made aside and published whole (``made_aside``).
+def create_store_whole(path: Path, *, served: bool = False) -> None:
+    """A new SQLite MLflow store at ``path``, made aside and published whole (``made_aside``);
+    ``served``: for an ``mlflow server`` that serves artifacts, whose Default experiment keeps them
+    under ``mlflow-artifacts:/`` (as the server makes it), not in a folder of this process.
 
     MLflow makes its schema in some 440 statements, which SQLite commits one by one: a command
     killed (or interrupted) among them left a store every later command failed on, with a traceback
     ("table ... already exists"). Nothing is made where ``path`` exists."""
+    from mlflow.store.tracking import DEFAULT_ARTIFACTS_URI
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
     from trainables.written import made_aside
@@ -239,7 +242,10 @@ def create_store_whole(path: Path) -> None:
     with made_aside(path) as aside:
         aside_uri = f"sqlite:///{aside}"
         try:
-            MlflowClient(aside_uri).search_experiments(max_results=1)  # creates the schema
+            if served:
+                SqlAlchemyStore(aside_uri, DEFAULT_ARTIFACTS_URI)  # creates the schema and the Default experiment
+            else:
+                MlflowClient(aside_uri).search_experiments(max_results=1)  # the same, as any command of this process would
         finally:
             engine = getattr(SqlAlchemyStore, "_engine_map", {}).pop(aside_uri, None)  # MLflow keeps one engine per URI
             if engine is not None:

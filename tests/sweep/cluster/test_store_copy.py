@@ -52,6 +52,8 @@ def test_restore_never_replaces_a_store_on_the_disk_and_starts_fresh_without_a_c
     assert said == f"no saved store at {tmp_path}/none.db: a new store at {tmp_path}/fresh.db"
     # made whole here (not left to the server to make in place, cut short if the head stops meanwhile)
     check_store_readable(f"sqlite:///{tmp_path}/fresh.db")
+    with sqlite3.connect(tmp_path / "fresh.db") as db:  # as the server would have made it: its artifacts are served
+        assert db.execute("SELECT name, artifact_location FROM experiments").fetchall() == [("Default", "mlflow-artifacts:/0")]
 
 
 def test_a_damaged_copy_or_a_missing_store_is_refused_in_one_line_and_changes_nothing(tmp_path, capsys):
