@@ -112,6 +112,9 @@ def made_aside(path: Path) -> Iterator[Path]:
         if pid.isdigit() and not _alive(int(pid)):
             left.unlink(missing_ok=True)
     aside = path.with_name(f".{path.name}.{os.getpid()}.creating")
+    parts = (aside, aside.with_name(aside.name + "-journal"))
+    for part in parts:  # a killed creator's, whose pid this process has now (a container restarted)
+        part.unlink(missing_ok=True)
     try:
         yield aside
         with open(aside, "rb") as made:
@@ -124,7 +127,7 @@ def made_aside(path: Path) -> Iterator[Path]:
         finally:
             os.close(folder)
     finally:
-        for part in (aside, aside.with_name(aside.name + "-journal")):
+        for part in parts:
             part.unlink(missing_ok=True)
 
 

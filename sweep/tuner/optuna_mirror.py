@@ -70,7 +70,7 @@ def check_storage(url: str, name: str, study: StudyConfig) -> None:
     try:
         if path is not None:
             with store_lock(path):
-                if not path.exists() or path.stat().st_size == 0:
+                if not path.exists():
                     _create_whole(path, name, study)
                 _require_unique_study_names(path)
                 open_study(url, name, study).get_trials(deepcopy=False)

@@ -124,3 +124,20 @@ def test_a_report_killed_while_writing_runs_csv_leaves_the_old_one_whole_and_not
         child.send_signal(signal.SIGKILL)
         child.wait(30)
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+def test_a_file_made_aside_is_published_whole_over_what_killed_makers_left_and_never_over_a_file(tmp_path):
+    from trainables.written import made_aside
+
+    folder = tmp_path
+    path = folder / "store.db"
+    dead = 2**22 + 1  # above Linux's pid_max: no process has it
+    (folder / f".store.db.{dead}.creating-journal").write_bytes(b"a dead maker's journal")
+    (folder / f".store.db.{os.getpid()}.creating").write_bytes(b"cut short")  # a killed maker whose pid this process has now
+    with made_aside(path) as aside, open(aside, "ab") as out:
+        out.write(b"whole")
+    assert path.read_bytes() == b"whole"
+    assert sorted(p.name for p in folder.iterdir()) == ["store.db"]
+    with made_aside(path) as aside:  # a file that appeared meanwhile is kept
+        aside.write_bytes(b"second")
+    assert path.read_bytes() == b"whole" and sorted(p.name for p in folder.iterdir()) == ["store.db"]
