@@ -225,13 +225,10 @@ def ready_store(uri: str) -> MlflowClient:
 
 
 def create_store_whole(path: Path, *, served: bool = False) -> None:
-    """A new SQLite MLflow store at ``path``, made aside and published whole (``made_aside``);
-    ``served``: for an ``mlflow server`` that serves artifacts, whose Default experiment keeps them
-    under ``mlflow-artifacts:/`` (as the server makes it), not in a folder of this process.
-
-    MLflow makes its schema in some 440 statements, which SQLite commits one by one: a command
-    killed (or interrupted) among them left a store every later command failed on, with a traceback
-    ("table ... already exists"). Nothing is made where ``path`` exists."""
+    """A new SQLite MLflow store at ``path`` unless one is there, made aside and published whole
+    (``made_aside``): SQLite commits MLflow's ~440 schema statements one by one, and a command killed
+    among them left a store every later command met with a traceback ("table ... already exists").
+    ``served``: the Default experiment's artifacts under ``mlflow-artifacts:/``, as a server makes it."""
     from mlflow.store.tracking import DEFAULT_ARTIFACTS_URI
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
