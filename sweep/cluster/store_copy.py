@@ -102,13 +102,12 @@ def restore_store(src: str, db: str | Path) -> str:
     filesystem, path = filesystem_of(src)
     from pyarrow import fs
 
+    db.parent.mkdir(parents=True, exist_ok=True)
     if filesystem.get_file_info(path).type != fs.FileType.File:
         from trainables.tracking.store import create_store_whole
 
-        db.parent.mkdir(parents=True, exist_ok=True)
         create_store_whole(db, served=True)  # made whole here: the server would make it in place, cut short if the head stopped meanwhile
         return f"no saved store at {src}: a new store at {db}"
-    db.parent.mkdir(parents=True, exist_ok=True)
     abandoned_copies_removed(db)
     # its own folder, named for this process: no name to collide or link, and a later restore knows it for abandoned once we are gone
     with tempfile.TemporaryDirectory(prefix=f"{_COPY_PREFIX.format(db.name)}{os.getpid()}-", dir=db.parent) as tmp:

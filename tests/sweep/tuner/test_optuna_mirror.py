@@ -85,7 +85,6 @@ def test_an_unreadable_optuna_storage_is_one_line_naming_it(tmp_path):
 
 
 def test_a_sweep_killed_while_it_creates_its_storage_leaves_none_and_the_next_creates_it_whole(tmp_path):
-    from sweep.study.load import load_study
     from sweep.tuner.optuna_mirror import check_storage, open_study
 
     url = f"sqlite:///{tmp_path}/optuna.db"
@@ -102,7 +101,6 @@ def test_a_sweep_killed_while_it_creates_its_storage_leaves_none_and_the_next_cr
 
 
 def test_a_storage_cut_short_before_its_unique_index_is_refused_in_one_line(tmp_path):
-    from sweep.study.load import load_study
     from sweep.tuner.optuna_mirror import check_storage
     from trainables.errors import UserError
 
