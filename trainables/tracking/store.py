@@ -17,15 +17,14 @@ from mlflow.tracking import MlflowClient
 from trainables.tracking import schema
 from trainables.tracking.credentials import without_credentials
 from trainables.tracking.sqlite_sweeps import absolute_sqlite, configured_uri
-from trainables.tracking.store_file import TrackingError, check_store_file
+from trainables.tracking.store_file import TrackingError, check_store_file, store_lock
+from trainables.tracking.store_schema import engine_disposed, open_schema
 
 
 def tracking_uri(configured: str | None = None, base_dir: str | Path | None = None) -> str:
     """The tracking URI: ``configured``, else ``$MLFLOW_TRACKING_URI``, else ``sqlite:///<abs>/mlflow.db``.
-
-    Relative SQLite paths become absolute (Ray workers run in other directories). A server's
-    user and password leave the URI for MLflow's environment (``credentials.without_credentials``).
-    """
+    Relative SQLite paths become absolute (Ray workers run in other directories); a server's user
+    and password leave the URI for MLflow's environment (``credentials.without_credentials``)."""
     uri = without_credentials(configured_uri(configured))  # user:password@ into the environment
     _check_scheme(uri)
     uri = absolute_sqlite(uri, base_dir)
@@ -161,19 +160,21 @@ def _artifact_root(uri: str) -> str | None:
 
 
 def check_store_readable(uri: str) -> None:
-    """Reading commands never create or write a store: a SQLite file that does not exist, is
-    empty or is damaged is an error (MLflow would write its schema into an empty file)."""
+    """Reading commands never create a store: a SQLite file that does not exist, is empty or damaged,
+    or whose schema MLflow cannot open (``open_schema``; an older one it migrates) is an error."""
     path = sqlite_path(uri)
     if path is not None and not path.is_file():
         raise TrackingError(f"no MLflow store at {path} (nothing has been run with this tracking URI); give --uri or run a sweep first")
     if path is not None:
         check_store_file(path)
+        with store_lock(path):
+            open_schema(uri, path)
     check_server_access(uri)
 
 
 def check_store_writable(uri: str) -> None:
-    """Before launch: a SQLite store (and its artifact folder) must be creatable and writable; a
-    server must take this process' credentials."""
+    """Before launch: a SQLite store (and its artifact folder) must be creatable and writable, and
+    an existing one a schema MLflow opens (``open_schema``); a server must take this process' credentials."""
     path = sqlite_path(uri)
     if path is None:
         check_server_access(uri)
@@ -192,21 +193,8 @@ def check_store_writable(uri: str) -> None:
                 db.rollback()
         except sqlite3.DatabaseError as err:
             raise TrackingError(f"the MLflow store {path} cannot be written: {err}") from None
-
-
-@contextlib.contextmanager
-def store_lock(path: Path) -> Iterator[None]:
-    """An exclusive lock on the folder of a SQLite store (``flock`` on the folder itself, so no
-    lock file is left beside it): two sweeps started together on a fresh store would otherwise
-    both run its schema migrations, and one dies in alembic."""
-    import fcntl
-
-    fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # releases the lock
+        with store_lock(path):
+            open_schema(uri, path)
 
 
 _READY: set[str] = set()  # stores this process has created or checked
@@ -219,7 +207,7 @@ def ready_store(uri: str) -> MlflowClient:
     if path is not None and uri not in _READY:
         with store_lock(path):
             create_store_whole(path)
-            MlflowClient(uri).search_experiments(max_results=1)  # migrates an older schema
+            open_schema(uri, path)  # an older schema migrated as MLflow does; one it cannot open is one line
         _READY.add(uri)
     return MlflowClient(uri)
 
@@ -244,9 +232,7 @@ def create_store_whole(path: Path, *, served: bool = False) -> None:
             else:
                 MlflowClient(aside_uri).search_experiments(max_results=1)  # the same, as any command of this process would
         finally:
-            engine = getattr(SqlAlchemyStore, "_engine_map", {}).pop(aside_uri, None)  # MLflow keeps one engine per URI
-            if engine is not None:
-                engine.dispose()  # its connections closed before the file moves
+            engine_disposed(aside_uri)  # its connections closed before the file moves
 
 
 #: the kind the MLflow UI shows for our experiments (model training, not GenAI); it still opens an
