@@ -14,7 +14,8 @@ file at its top, is unsigned or changed, or the manifest is missing or not made 
 
 A file's signature binds its path inside the directory to its content. The manifest keeps the
 last few signatures of each path, so a file that Tune was still copying when the driver was
-killed verifies in either its old or its new version (both were written by this sweep).
+killed verifies in either its old or its new version (both were written by this sweep), or is
+empty (made, not yet written: it runs nothing, and a resume removes it, ``cut_copies``).
 This module imports neither Ray nor torch: it runs before either is loaded.
 """
 
@@ -192,7 +193,32 @@ def sign_tree(experiment_dir: str, source_dir: str) -> None:
 def verify_sweep_dir(experiment_dir: str) -> None:
     """Refuse (``UserError``, one line naming the file) a sweep directory where a file Tune
     may unpickle is unsigned or changed, or whose manifest is missing or not made with this
-    user's key. Reads bytes only: nothing in the directory is unpickled here."""
+    user's key. Reads bytes only: nothing in the directory is unpickled here. An empty file
+    where this sweep signed one passes (``cut_copies``): it runs nothing."""
+    _verified(experiment_dir)
+
+
+def cut_copies(experiment_dir: str) -> list[str]:
+    """The files of a verified sweep directory that are empty where this sweep signed a file:
+    Tune copies its saved state into the directory file by file (each made empty, then written),
+    and a driver that ended in the middle of a copy (its Ray gone under it at a ``scancel``)
+    left them so. Tune would fail reading one; a resume removes them (``remove_file``) and Tune
+    writes them again."""
+    return _verified(experiment_dir)
+
+
+def remove_file(experiment_dir: str, relpath: str) -> None:
+    if "://" not in experiment_dir:
+        Path(experiment_dir, relpath).unlink(missing_ok=True)
+        return
+    import pyarrow.fs
+
+    fs, path = pyarrow.fs.FileSystem.from_uri(experiment_dir)
+    fs.delete_file(f"{path.rstrip('/')}/{relpath}")
+
+
+def _verified(experiment_dir: str) -> list[str]:
+    """``verify_sweep_dir``'s checks; the empty files at paths this sweep signed."""
     key = signing_key(create=False)
     if key is None:
         raise UserError(
@@ -204,6 +230,7 @@ def verify_sweep_dir(experiment_dir: str) -> None:
     listing = set(listing)
     if STATE_FILE not in listing:
         raise UserError(f"refusing to resume {experiment_dir}: it has no {STATE_FILE}; pass the directory `mjp sweep run` printed")
+    cut: list[str] = []
     for rel in sorted(listing):
         if not must_be_signed(rel):
             continue
@@ -223,8 +250,12 @@ def verify_sweep_dir(experiment_dir: str) -> None:
                 f"refusing to resume {experiment_dir}: {rel} was not written by this sweep (unsigned); "
                 f"Tune would unpickle it, which can run code. Remove it if you trust nothing in it"
             )
-        if _file_mac(key, rel, read_file(experiment_dir, rel)) not in known:
+        content = read_file(experiment_dir, rel)
+        if not content:
+            cut.append(rel)
+        elif _file_mac(key, rel, content) not in known:
             raise UserError(
                 f"refusing to resume {experiment_dir}: {rel} was changed after this sweep wrote it "
                 f"(its signature does not match); Tune would unpickle it, which can run code"
             )
+    return cut

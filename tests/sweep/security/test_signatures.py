@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sweep.security.signatures import MANIFEST, key_path, sign_files, sign_tree, verify_sweep_dir
+from sweep.security.signatures import MANIFEST, cut_copies, key_path, sign_files, sign_tree, verify_sweep_dir
 from sweep.tuner.state import SweepState
 from trainables.errors import UserError
 
@@ -112,6 +112,20 @@ def test_a_missing_forged_or_foreign_manifest_is_refused(home, tmp_path, monkeyp
     monkeypatch.setenv("MJP_HOME", str(home))
     with pytest.raises(UserError, match="was not made with your signing key"):
         verify_sweep_dir(str(theirs))
+
+
+def test_an_empty_file_where_the_sweep_signed_one_passes_and_is_named_an_unsigned_one_is_refused(home, tmp_path):
+    """Tune copies its state into the directory file by file; a driver ended mid-copy leaves files
+    made and not yet written (seen after a ``scancel``): nothing to unpickle, and the resume goes on."""
+    sweep = signed_sweep(tmp_path)
+    for name in ("trial_1/params.pkl", "searcher-state-1.pkl"):
+        (sweep / name).write_bytes(b"")
+    verify_sweep_dir(str(sweep))
+    assert cut_copies(str(sweep)) == ["searcher-state-1.pkl", "trial_1/params.pkl"]
+    (sweep / "trial_2").mkdir()
+    (sweep / "trial_2" / "params.pkl").write_bytes(b"")
+    with pytest.raises(UserError, match="trial_2/params.pkl was not written by this sweep"):
+        cut_copies(str(sweep))
 
 
 def test_an_older_signed_version_still_verifies(home, tmp_path):
