@@ -14,8 +14,8 @@ file at its top, is unsigned or changed, or the manifest is missing or not made 
 
 A file's signature binds its path inside the directory to its content. The manifest keeps the
 last few signatures of each path, so a file that Tune was still copying when the driver was
-killed verifies in either its old or its new version (both were written by this sweep), or is
-empty (made, not yet written: it runs nothing, and a resume removes it, ``cut_copies``).
+killed verifies in either its old or its new version (both were written by this sweep), or, in
+a trial's folder, is empty (made, not yet written: it runs nothing; a resume removes it, ``cut_copies``).
 This module imports neither Ray nor torch: it runs before either is loaded.
 """
 
@@ -193,17 +193,18 @@ def sign_tree(experiment_dir: str, source_dir: str) -> None:
 def verify_sweep_dir(experiment_dir: str) -> None:
     """Refuse (``UserError``, one line naming the file) a sweep directory where a file Tune
     may unpickle is unsigned or changed, or whose manifest is missing or not made with this
-    user's key. Reads bytes only: nothing in the directory is unpickled here. An empty file
-    where this sweep signed one passes (``cut_copies``): it runs nothing."""
+    user's key. Reads bytes only: nothing in the directory is unpickled here. An empty file of a
+    trial where this sweep signed one passes (``cut_copies``): it runs nothing."""
     _verified(experiment_dir)
 
 
 def cut_copies(experiment_dir: str) -> list[str]:
-    """The files of a verified sweep directory that are empty where this sweep signed a file:
-    Tune copies its saved state into the directory file by file (each made empty, then written),
-    and a driver that ended in the middle of a copy (its Ray gone under it at a ``scancel``)
-    left them so. Tune would fail reading one; a resume removes them (``remove_file``) and Tune
-    writes them again."""
+    """The files of a verified sweep directory's trials that are empty where this sweep signed a
+    file: Tune copies its saved state into the directory file by file (each made empty, then
+    written), and a driver that ended in the middle of a copy (its Ray gone under it at a
+    ``scancel``) left them so. A resume removes them (``remove_file``) and Tune writes them again.
+    An empty state file at the top (the experiment's, the searcher's) is refused: Tune cannot
+    continue without it."""
     return _verified(experiment_dir)
 
 
@@ -251,8 +252,13 @@ def _verified(experiment_dir: str) -> list[str]:
                 f"Tune would unpickle it, which can run code. Remove it if you trust nothing in it"
             )
         content = read_file(experiment_dir, rel)
+        if not content and "/" not in rel:
+            raise UserError(
+                f"refusing to resume {experiment_dir}: Tune's state file {rel} is empty (its driver ended while Tune copied "
+                "it in), and Tune cannot continue the sweep without it; start the sweep again with `mjp sweep run`"
+            )
         if not content:
-            cut.append(rel)
+            cut.append(rel)  # a trial's file, which Tune writes again
         elif _file_mac(key, rel, content) not in known:
             raise UserError(
                 f"refusing to resume {experiment_dir}: {rel} was changed after this sweep wrote it "

@@ -114,18 +114,25 @@ def test_a_missing_forged_or_foreign_manifest_is_refused(home, tmp_path, monkeyp
         verify_sweep_dir(str(theirs))
 
 
-def test_an_empty_file_where_the_sweep_signed_one_passes_and_is_named_an_unsigned_one_is_refused(home, tmp_path):
-    """Tune copies its state into the directory file by file; a driver ended mid-copy leaves files
+def test_an_empty_trial_file_the_sweep_signed_passes_an_unsigned_one_or_an_empty_state_file_is_refused(home, tmp_path):
+    """Tune copies its state into the directory file by file; a driver ended mid-copy leaves a trial's files
     made and not yet written (seen after a ``scancel``): nothing to unpickle, and the resume goes on."""
     sweep = signed_sweep(tmp_path)
-    for name in ("trial_1/params.pkl", "searcher-state-1.pkl"):
-        (sweep / name).write_bytes(b"")
+    (sweep / "trial_1" / "params.pkl").write_bytes(b"")
     verify_sweep_dir(str(sweep))
-    assert cut_copies(str(sweep)) == ["searcher-state-1.pkl", "trial_1/params.pkl"]
+    assert cut_copies(str(sweep)) == ["trial_1/params.pkl"]
     (sweep / "trial_2").mkdir()
     (sweep / "trial_2" / "params.pkl").write_bytes(b"")
     with pytest.raises(UserError, match="trial_2/params.pkl was not written by this sweep"):
         cut_copies(str(sweep))
+    (sweep / "trial_2" / "params.pkl").unlink()
+    (sweep / "searcher-state-1.pkl").write_bytes(b"")  # the searcher's state: Tune cannot go on without it
+    with pytest.raises(UserError) as refused:
+        verify_sweep_dir(str(sweep))
+    assert str(refused.value) == (
+        f"refusing to resume {sweep}: Tune's state file searcher-state-1.pkl is empty (its driver ended while Tune copied it in), "
+        "and Tune cannot continue the sweep without it; start the sweep again with `mjp sweep run`"
+    )
 
 
 def test_an_older_signed_version_still_verifies(home, tmp_path):
