@@ -167,8 +167,7 @@ def check_store_readable(uri: str) -> None:
         raise TrackingError(f"no MLflow store at {path} (nothing has been run with this tracking URI); give --uri or run a sweep first")
     if path is not None:
         check_store_file(path)
-        with store_lock(path):
-            open_schema(uri, path)
+        open_schema(uri, path)  # not under store_lock: a Slurm job serving the store holds its folder's lock for its whole run
     check_server_access(uri)
 
 

@@ -89,3 +89,19 @@ def test_a_store_of_a_newer_mlflow_is_refused_before_mlflow_opens_it(tmp_path, c
     assert message.startswith(f"the MLflow store {db} was made by a newer MLflow than this project's "), message
     assert "revision ffffffffffff is unknown here; it holds 1 run)" in message
     assert digest(db) == before
+
+
+def test_a_reader_does_not_wait_on_the_lock_a_serving_slurm_job_holds_on_the_store_s_folder(tmp_path):
+    """`mjp sweep status` on the shared store while a job serves it (the job's ``flock`` on the folder,
+    held for its whole run) reads it, as before the schema check; were it to wait, the test's timeout ends it."""
+    import fcntl
+    import os
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    ready_store(uri)
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as sweep/cluster/slurm/job.py's _lock_store
+        check_store_readable(uri)
+    finally:
+        os.close(fd)
