@@ -64,7 +64,7 @@ def check_storage(url: str, name: str, study: StudyConfig) -> None:
     Created under the store's folder lock (two sweeps may start together on a fresh ``optuna.db``),
     whole or not at all (``_create_whole``)."""
     from trainables.errors import UserError
-    from trainables.tracking.store import store_lock
+    from trainables.tracking.store_file import store_lock
 
     path = Path(url[len("sqlite:///") :]) if url.startswith("sqlite:///") else None
     try:

@@ -20,6 +20,7 @@ refuses first, before MLflow writes anything."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import sqlite3
 from collections.abc import Iterator
@@ -37,12 +38,13 @@ from trainables.tracking.store_file import TrackingError, open_store
 _SCHEMA_LEFT_PART_WAY = ("already exists", "no such table", "no such column", "duplicate column")
 
 
-def _revisions() -> tuple[str, set[str]]:
-    """This MLflow's head schema revision and every revision it can migrate from."""
+@functools.cache
+def _revisions() -> tuple[str, frozenset[str]]:
+    """This MLflow's head schema revision and every revision it can migrate from (read once a process)."""
     from alembic.script import ScriptDirectory
 
     script = ScriptDirectory(str(Path(mlflow.store.__file__).parent / "db_migrations"))
-    return script.get_current_head() or "", {rev.revision for rev in script.walk_revisions()}
+    return script.get_current_head() or "", frozenset(rev.revision for rev in script.walk_revisions())
 
 
 def _state(path: Path) -> tuple[str | None, int]:
