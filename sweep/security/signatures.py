@@ -14,8 +14,10 @@ file at its top, is unsigned or changed, or the manifest is missing or not made 
 
 A file's signature binds its path inside the directory to its content. The manifest keeps the
 last few signatures of each path, so a file that Tune was still copying when the driver was
-killed verifies in either its old or its new version (both were written by this sweep), or, in
-a trial's folder, is empty (made, not yet written: it runs nothing; a resume removes it, ``cut_copies``).
+killed verifies in either its old or its new version (both were written by this sweep), or is
+empty (made, not yet written: it runs nothing). ``cut_copies`` says how a resume mends those: a
+trial's empty file is removed, and an empty state file at the top is written back, with the rest of
+its save, from the sweep's last whole save (``last_save``), every file checked against its signature.
 This module imports neither Ray nor torch: it runs before either is loaded.
 """
 
@@ -27,18 +29,19 @@ import json
 import os
 import secrets
 import stat
-from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from sweep.security.last_save import LAST_SAVE, last_save
+from sweep.security.sweep_files import list_files, local_files, read_file, write_file
 from trainables.errors import UserError
-from trainables.written import write_atomically
 
 MANIFEST = "mjp_signatures"
 KEY_FILE = "sweep-signing.key"
 #: The sweep's own plain-JSON state (read with ``json.loads``, never unpickled, but signed: a
 #: resume follows it, so an edited study, overrides, tracking URI or Optuna storage is refused).
 STATE_FILE = "mjp_sweep.json"
-OWN_FILES = frozenset({STATE_FILE, MANIFEST})
+OWN_FILES = frozenset({STATE_FILE, MANIFEST, LAST_SAVE})
 #: How many signatures of one path are kept (old versions a killed sync may have left).
 HISTORY = 16
 
@@ -102,44 +105,6 @@ def must_be_signed(relpath: str) -> bool:
     return relpath == STATE_FILE or is_unpickled_by_tune(relpath)
 
 
-def _local_files(root: str) -> Iterable[str]:
-    """Relative paths of the files below ``root`` (links to files included, linked folders not
-    entered: Tune reads nothing through ``ray_logs``, the one link the sweep makes)."""
-    for folder, _, names in os.walk(root):
-        for name in names:
-            yield os.path.relpath(os.path.join(folder, name), root).replace(os.sep, "/")
-
-
-def _remote_files(uri: str) -> Iterable[str]:
-    import pyarrow.fs
-
-    fs, path = pyarrow.fs.FileSystem.from_uri(uri)
-    for info in fs.get_file_info(pyarrow.fs.FileSelector(path, recursive=True)):
-        if info.type == pyarrow.fs.FileType.File:
-            yield info.path[len(path.rstrip("/")) + 1 :]
-
-
-def read_file(experiment_dir: str, relpath: str) -> bytes:
-    if "://" not in experiment_dir:
-        return Path(experiment_dir, relpath).read_bytes()
-    import pyarrow.fs
-
-    fs, path = pyarrow.fs.FileSystem.from_uri(experiment_dir)
-    with fs.open_input_stream(f"{path.rstrip('/')}/{relpath}") as fh:
-        return fh.read()
-
-
-def write_file(experiment_dir: str, relpath: str, content: bytes) -> None:
-    if "://" not in experiment_dir:
-        write_atomically(Path(experiment_dir, relpath), content)  # a killed writer leaves the old manifest
-        return
-    import pyarrow.fs
-
-    fs, path = pyarrow.fs.FileSystem.from_uri(experiment_dir)
-    with fs.open_output_stream(f"{path.rstrip('/')}/{relpath}") as fh:
-        fh.write(content)
-
-
 def _load_manifest(experiment_dir: str, key: bytes) -> dict[str, list[str]]:
     try:
         data = json.loads(read_file(experiment_dir, MANIFEST))
@@ -177,49 +142,60 @@ def sign_files(experiment_dir: str, contents: dict[str, bytes]) -> None:
     write_file(experiment_dir, MANIFEST, json.dumps({"files": files, "mac": _manifest_mac(key, files)}, sort_keys=True).encode())
 
 
-def sign_tree(experiment_dir: str, source_dir: str) -> None:
+def sign_tree(experiment_dir: str, source_dir: str) -> dict[str, bytes]:
     """Sign the files Tune may unpickle in ``source_dir`` (Tune's staging copy of the sweep
-    directory, which it is about to copy there) under their paths in ``experiment_dir``."""
+    directory, which it is about to copy there) under their paths in ``experiment_dir``; returns
+    what was signed (path -> bytes)."""
     contents = {}
-    for rel in _local_files(source_dir):
+    for rel in local_files(source_dir):
         if is_unpickled_by_tune(rel):
             try:
                 contents[rel] = Path(source_dir, rel).read_bytes()
             except OSError:
                 continue  # replaced while we listed it; the next save signs it
     sign_files(experiment_dir, contents)
+    return contents
 
 
 def verify_sweep_dir(experiment_dir: str) -> None:
     """Refuse (``UserError``, one line naming the file) a sweep directory where a file Tune
     may unpickle is unsigned or changed, or whose manifest is missing or not made with this
-    user's key. Reads bytes only: nothing in the directory is unpickled here. An empty file of a
-    trial where this sweep signed one passes (``cut_copies``): it runs nothing."""
-    _verified(experiment_dir)
+    user's key. Reads bytes only: nothing in the directory is unpickled here. What a driver ended
+    mid-copy left empty passes where ``cut_copies`` can mend it."""
+    cut_copies(experiment_dir)
 
 
-def cut_copies(experiment_dir: str) -> list[str]:
-    """The files of a verified sweep directory's trials that are empty where this sweep signed a
-    file: Tune copies its saved state into the directory file by file (each made empty, then
-    written), and a driver that ended in the middle of a copy (its Ray gone under it at a
-    ``scancel``) left them so. A resume removes them (``remove_file``) and Tune writes them again.
-    An empty state file at the top (the experiment's, the searcher's) is refused: Tune cannot
-    continue without it."""
-    return _verified(experiment_dir)
+@dataclass(frozen=True)
+class CutCopies:
+    """What a driver that ended in the middle of Tune's copy left, and how a resume mends it.
+
+    ``emptied``: files of trials, empty where this sweep signed a file; removed, Tune writes
+    them again. ``restored``: when a state file at the top is empty, every top-level file of the
+    sweep's last whole save (``last_save``) that differs from what is there, to write back."""
+
+    emptied: list[str] = field(default_factory=list)
+    restored: dict[str, bytes] = field(default_factory=dict)
+
+    def said(self) -> list[str]:
+        """What a resume mended, one console line each (none when nothing was cut)."""
+
+        def named(paths: list[str]) -> str:
+            return ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+
+        lines = []
+        if self.restored:
+            lines.append(f"put back {len(self.restored)} state file(s) from its last whole save: {named(sorted(self.restored))}")
+        if self.emptied:
+            lines.append(f"removed {len(self.emptied)} empty file(s) its driver's last copy left: {named(self.emptied)}")
+        return lines
 
 
-def remove_file(experiment_dir: str, relpath: str) -> None:
-    if "://" not in experiment_dir:
-        Path(experiment_dir, relpath).unlink(missing_ok=True)
-        return
-    import pyarrow.fs
-
-    fs, path = pyarrow.fs.FileSystem.from_uri(experiment_dir)
-    fs.delete_file(f"{path.rstrip('/')}/{relpath}")
-
-
-def _verified(experiment_dir: str) -> list[str]:
-    """``verify_sweep_dir``'s checks; the empty files at paths this sweep signed."""
+def cut_copies(experiment_dir: str) -> CutCopies:
+    """``verify_sweep_dir``'s checks, and what a resume writes or removes before Tune reads the
+    directory. Tune copies each save into it file by file (each made empty, then written); a
+    driver that ended in the middle of a copy (its Ray gone under it at a ``scancel``) left some
+    empty. A state file at the top left empty, with no whole save kept that this sweep signed, is
+    refused: Tune cannot continue without it."""
     key = signing_key(create=False)
     if key is None:
         raise UserError(
@@ -227,24 +203,19 @@ def _verified(experiment_dir: str) -> list[str]:
             f"so no sweep directory was signed for you on this machine"
         )
     files = _load_manifest(experiment_dir, key)
-    listing = _remote_files(experiment_dir) if "://" in experiment_dir else _local_files(experiment_dir)
-    listing = set(listing)
+    listing = list_files(experiment_dir)
     if STATE_FILE not in listing:
         raise UserError(f"refusing to resume {experiment_dir}: it has no {STATE_FILE}; pass the directory `mjp sweep run` printed")
-    cut: list[str] = []
+    if not files.get(STATE_FILE):
+        raise UserError(
+            f"refusing to resume {experiment_dir}: its state file {STATE_FILE} is not signed "
+            f"(a sweep started before state files were signed, or one not written for you); start the sweep again"
+        )
+    cut = CutCopies()
+    top: dict[str, bytes] = {}  # the state files at the top, as they are
     for rel in sorted(listing):
         if not must_be_signed(rel):
             continue
-        if rel == STATE_FILE and not files.get(rel):
-            raise UserError(
-                f"refusing to resume {experiment_dir}: its state file {STATE_FILE} is not signed "
-                f"(a sweep started before state files were signed, or one not written for you); start the sweep again"
-            )
-        if rel == STATE_FILE and _file_mac(key, rel, read_file(experiment_dir, rel)) not in files[rel]:
-            raise UserError(
-                f"refusing to resume {experiment_dir}: {STATE_FILE} was changed after this sweep wrote it "
-                f"(its signature does not match); put back the original or start the sweep again"
-            )
         known = files.get(rel)
         if not known:
             raise UserError(
@@ -252,16 +223,41 @@ def _verified(experiment_dir: str) -> list[str]:
                 f"Tune would unpickle it, which can run code. Remove it if you trust nothing in it"
             )
         content = read_file(experiment_dir, rel)
-        if not content and "/" not in rel:
+        if not content and rel != STATE_FILE:
+            if "/" in rel:
+                cut.emptied.append(rel)  # a trial's file, which Tune writes again
+            else:
+                top[rel] = content
+            continue
+        if _file_mac(key, rel, content) not in known:
+            hint = "put back the original or start the sweep again" if rel == STATE_FILE else "Tune would unpickle it, which can run code"
             raise UserError(
-                f"refusing to resume {experiment_dir}: Tune's state file {rel} is empty (its driver ended while Tune copied "
-                "it in), and Tune cannot continue the sweep without it; start the sweep again with `mjp sweep run`"
+                f"refusing to resume {experiment_dir}: {rel} was changed after this sweep wrote it (its signature does not match); {hint}"
             )
-        if not content:
-            cut.append(rel)  # a trial's file, which Tune writes again
-        elif _file_mac(key, rel, content) not in known:
-            raise UserError(
-                f"refusing to resume {experiment_dir}: {rel} was changed after this sweep wrote it "
-                f"(its signature does not match); Tune would unpickle it, which can run code"
-            )
+        if "/" not in rel:
+            top[rel] = content
+    empty = sorted(rel for rel, content in top.items() if not content)
+    if empty:
+        cut.restored.update(_from_last_save(experiment_dir, key, files, empty, top))
     return cut
+
+
+def _from_last_save(
+    experiment_dir: str, key: bytes, files: dict[str, list[str]], empty: list[str], top: dict[str, bytes]
+) -> dict[str, bytes]:
+    """The files of the last whole save that differ from ``top``, each checked against this sweep's
+    signatures; refused in one line when the save lacks an ``empty`` file or holds one unsigned."""
+    saved = last_save(experiment_dir)
+    lacking = [rel for rel in empty if rel not in saved]
+    if lacking:
+        raise UserError(
+            f"refusing to resume {experiment_dir}: Tune's state file {lacking[0]} is empty (its driver ended while Tune copied "
+            "it in), and Tune cannot continue the sweep without it; start the sweep again with `mjp sweep run`"
+        )
+    for rel, content in saved.items():
+        if _file_mac(key, rel, content) not in files.get(rel, []):
+            raise UserError(
+                f"refusing to resume {experiment_dir}: its last whole save ({LAST_SAVE}) holds a {rel} this sweep did not sign; "
+                f"Tune would unpickle it, which can run code. Start the sweep again with `mjp sweep run`"
+            )
+    return {rel: content for rel, content in saved.items() if top.get(rel) != content}

@@ -8,7 +8,9 @@ the staging folder's pickles there and returns nothing (so Tune writes no callba
 Every pickle that reaches the sweep directory through Tune's copy was therefore signed before the
 copy began: the regular saves, the final save at the end of a run and the one after Ctrl-C all
 pass through here, and a driver killed with SIGKILL at any moment leaves files whose current or
-previous version is signed (``sweep.security.signatures`` keeps both). ``tuner.pkl`` is written once,
+previous version is signed (``sweep.security.signatures`` keeps both). The top-level files of each
+save are also kept whole (``last_save``), before Tune's copy begins, for a resume to put back what a
+driver ended mid-copy left empty. ``tuner.pkl`` is written once,
 directly into the sweep directory, when the Tuner is made; ``sign_tuner_file`` signs it then.
 """
 
@@ -20,7 +22,9 @@ from typing import Any
 
 from ray import tune
 
-from sweep.security.signatures import read_file, sign_files, sign_tree
+from sweep.security.last_save import keep_last_save
+from sweep.security.signatures import sign_files, sign_tree
+from sweep.security.sweep_files import read_file
 
 TUNER_FILE = "tuner.pkl"
 
@@ -54,5 +58,5 @@ class SweepSigner(tune.Callback):
     def get_state(self) -> dict | None:
         staging = self._staging_dir()
         if staging is not None:
-            sign_tree(self.experiment_dir, staging)
+            keep_last_save(self.experiment_dir, sign_tree(self.experiment_dir, staging))
         return None

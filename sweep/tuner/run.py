@@ -22,8 +22,9 @@ from typing import TextIO
 
 from ray import tune
 
-from sweep.security.signatures import cut_copies, remove_file, signing_key
+from sweep.security.signatures import cut_copies, signing_key
 from sweep.security.signing_callback import sign_tuner_file
+from sweep.security.sweep_files import remove_file, write_file
 from sweep.study.load import Study, check_study
 from sweep.tuner.callbacks import attached, store_guard, sweep_callbacks
 from sweep.tuner.outcome import SweepOutcome, finish_sweep
@@ -267,7 +268,9 @@ def _resume(
     check_launchable(study, address)  # as a run checks it: no GPU or CPUs a local Ray would wait for forever
     check_store_writable(moved.uri)
     cut = cut_copies(experiment_dir)  # empty where Tune's copy stopped with its driver: Tune would fail reading them
-    for relpath in cut:
+    for relpath, content in cut.restored.items():
+        write_file(experiment_dir, relpath, content)  # the state files of the last whole save, before Tune reads any
+    for relpath in cut.emptied:
         remove_file(experiment_dir, relpath)  # Tune writes them again
     # a driver killed between the state file and the Tuner (Ray starting) left no Tune experiment
     # and started no trial: the resume starts the experiment the run would have, in the same directory
@@ -283,9 +286,8 @@ def _resume(
 
         check_storage(state.optuna_storage, state.name, study.config)
     begins = "" if restore else " (its driver was lost before Tune saved anything: no trial had started, every trial runs now)"
-    named = ", ".join(cut[:3]) + (f" and {len(cut) - 3} more" if len(cut) > 3 else "")
-    removed = f"\n  removed {len(cut)} empty file(s) its driver's last copy left: {named}" if cut else ""
-    announce(stream, f"resuming sweep {state.name}{begins}{removed}\n  logs: {log}")
+    mended = "".join(f"\n  {line}" for line in cut.said())
+    announce(stream, f"resuming sweep {state.name}{begins}{mended}\n  logs: {log}")
     parent = RunTracker(state.uri, state.parent_run_id)
     with run_closed_on_error(parent, f"`mjp sweep resume {experiment_dir}` continues the sweep"):
         parent.set_status("RUNNING")

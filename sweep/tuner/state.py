@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sweep.security.signatures import STATE_FILE, sign_files, verify_sweep_dir, write_file
+from sweep.security.signatures import STATE_FILE, sign_files, verify_sweep_dir
+from sweep.security.sweep_files import write_file
 from sweep.study.load import Study, check_study, load_study
 from sweep.study.names import PROJECT_DIR
 from trainables.errors import UserError

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from sweep.security.last_save import LAST_SAVE, keep_last_save
 from sweep.security.signatures import MANIFEST, cut_copies, key_path, sign_files, sign_tree, verify_sweep_dir
 from sweep.tuner.state import SweepState
 from trainables.errors import UserError
@@ -54,7 +55,7 @@ def signed_sweep(tmp: Path) -> Path:
     (sweep / "mjp_sweep.json").write_text(state.to_json())
     (sweep / "trial_1" / "result.json").write_text("{}")  # plain JSON in a trial folder: never unpickled
     sign_files(str(sweep), {"mjp_sweep.json": (sweep / "mjp_sweep.json").read_bytes()})  # as sweep.tuner.state.write_state does
-    sign_tree(str(sweep), str(staging))
+    keep_last_save(str(sweep), sign_tree(str(sweep), str(staging)))  # as SweepSigner does at each save
     (sweep / "tuner.pkl").write_bytes(pickle.dumps({"tuner": 1}))
     sign_files(str(sweep), {"tuner.pkl": (sweep / "tuner.pkl").read_bytes()})
     return sweep
@@ -114,25 +115,56 @@ def test_a_missing_forged_or_foreign_manifest_is_refused(home, tmp_path, monkeyp
         verify_sweep_dir(str(theirs))
 
 
-def test_an_empty_trial_file_the_sweep_signed_passes_an_unsigned_one_or_an_empty_state_file_is_refused(home, tmp_path):
+def test_an_empty_trial_file_the_sweep_signed_passes_an_unsigned_one_is_refused(home, tmp_path):
     """Tune copies its state into the directory file by file; a driver ended mid-copy leaves a trial's files
     made and not yet written (seen after a ``scancel``): nothing to unpickle, and the resume goes on."""
     sweep = signed_sweep(tmp_path)
     (sweep / "trial_1" / "params.pkl").write_bytes(b"")
     verify_sweep_dir(str(sweep))
-    assert cut_copies(str(sweep)) == ["trial_1/params.pkl"]
+    cut = cut_copies(str(sweep))
+    assert cut.emptied == ["trial_1/params.pkl"] and cut.restored == {}
+    assert cut.said() == ["removed 1 empty file(s) its driver's last copy left: trial_1/params.pkl"]
     (sweep / "trial_2").mkdir()
     (sweep / "trial_2" / "params.pkl").write_bytes(b"")
     with pytest.raises(UserError, match="trial_2/params.pkl was not written by this sweep"):
         cut_copies(str(sweep))
-    (sweep / "trial_2" / "params.pkl").unlink()
-    (sweep / "searcher-state-1.pkl").write_bytes(b"")  # the searcher's state: Tune cannot go on without it
-    with pytest.raises(UserError) as refused:
-        verify_sweep_dir(str(sweep))
-    assert str(refused.value) == (
+
+
+def test_an_empty_state_file_at_the_top_is_put_back_with_its_save_from_the_last_whole_save(home, tmp_path):
+    """The experiment's or the searcher's state left empty by a driver ended mid-copy: Tune cannot go
+    on without it, so the resume writes back the last whole save, which was kept before the copy began.
+    That save may be newer than the files beside it (the copy had not reached them): all of it comes back."""
+    sweep = signed_sweep(tmp_path)
+    staging = tmp_path / "staging"
+    newer = {"searcher-state-1.pkl": pickle.dumps({"a": 2}), "experiment_state-1.json": b'{"trial_data": [1]}'}
+    for rel, content in newer.items():
+        (staging / rel).write_bytes(content)
+    keep_last_save(str(sweep), sign_tree(str(sweep), str(staging)))  # a save whose copy ...
+    (sweep / "searcher-state-1.pkl").write_bytes(b"")  # ... stopped here: the experiment's state is the old one
+    cut = cut_copies(str(sweep))
+    assert cut.emptied == [] and cut.restored == newer
+    assert cut.said() == ["put back 2 state file(s) from its last whole save: experiment_state-1.json, searcher-state-1.pkl"]
+    verify_sweep_dir(str(sweep))  # mendable: passes
+
+
+def test_an_empty_state_file_is_refused_without_a_whole_save_that_this_sweep_signed(home, tmp_path):
+    sweep = signed_sweep(tmp_path)
+    (sweep / "searcher-state-1.pkl").write_bytes(b"")
+    refusal = (
         f"refusing to resume {sweep}: Tune's state file searcher-state-1.pkl is empty (its driver ended while Tune copied it in), "
         "and Tune cannot continue the sweep without it; start the sweep again with `mjp sweep run`"
     )
+    for kept in ("", "{not json", json.dumps({"files": {"searcher-state-1.pkl": "%%%"}})):  # none (an older sweep), unreadable
+        (sweep / LAST_SAVE).write_text(kept) if kept else (sweep / LAST_SAVE).unlink()
+        with pytest.raises(UserError) as refused:
+            verify_sweep_dir(str(sweep))
+        assert str(refused.value) == refusal
+    # a save planted beside the files: what it would put back is checked against the signatures, and nothing runs
+    marker = tmp_path / "marker"
+    keep_last_save(str(sweep), {"searcher-state-1.pkl": pickle.dumps(MakesMarker(marker))})
+    with pytest.raises(UserError, match=f"its last whole save \\({LAST_SAVE}\\) holds a searcher-state-1.pkl this sweep did not sign"):
+        cut_copies(str(sweep))
+    assert not marker.exists()
 
 
 def test_an_older_signed_version_still_verifies(home, tmp_path):

@@ -73,15 +73,19 @@ def test_interrupted_sweep_resumes_every_trial_once(tmp_path, local_ray, monkeyp
     optuna_db.write_bytes(kept)
 
     # a driver ended while Tune copied its state in (its Ray gone under it at a `scancel`) left the
-    # trials' files made and empty: the resume removes them, and Tune writes them again
+    # trials' files and the experiment's state made and empty: the resume removes the trials' (Tune
+    # writes them again) and puts the experiment's back from the sweep's last whole save
     emptied = sorted(p for p in directory.glob("*/*") if p.name in ("params.pkl", "params.json", "result.json"))
-    for path in emptied:
+    (experiment_state,) = directory.glob("experiment_state-*.json")
+    for path in [*emptied, experiment_state]:
         path.write_bytes(b"")
 
     monkeypatch.chdir(tmp_path)  # a relative path, as a user types it
     resumed_console = io.StringIO()
     second = resume_sweep(os.path.relpath(first.experiment_dir), stream=resumed_console)
-    assert "removed 2 empty file(s) its driver's last copy left: " in resumed_console.getvalue(), resumed_console.getvalue()
+    said = resumed_console.getvalue()
+    assert f"put back 1 state file(s) from its last whole save: {experiment_state.name}" in said, said
+    assert "removed 2 empty file(s) its driver's last copy left: " in said, said
     assert all(path.stat().st_size > 0 for path in emptied if path.name == "params.pkl")
     # Tune restored the experiment's one callback by the sweep's name: this driver's live view shows the trial
     assert any("finished" in line for line in resumed_console.getvalue().splitlines()), resumed_console.getvalue()
