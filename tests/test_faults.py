@@ -59,6 +59,7 @@ def mjp(tmp: Path, *args: str, cwd: Path = ROOT, **env_vars: str) -> subprocess.
         **os.environ,
         "MLFLOW_TRACKING_URI": f"sqlite:///{tmp}/mlflow.db",
         "MJP_SWEEP_STORAGE": str(tmp / "ray"),
+        "MJP_REPORTS_DIR": str(tmp / "reports"),  # not the checkout's reports/
         "PYTHONUNBUFFERED": "1",
         "PYTHONPATH": str(ROOT),
         **env_vars,

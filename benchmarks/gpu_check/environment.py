@@ -82,4 +82,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from trainables.process_end import run_and_exit
+
+    run_and_exit(main)  # without finalization: the next step starts about 2 s sooner

@@ -5,8 +5,17 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from sweep.cli.parser import build_parser
+
+
+def command() -> NoReturn:
+    """The ``mjp`` console script and ``python -m sweep.cli``: ``main`` as the process's whole work,
+    ended without Python's finalization (``trainables/process_end.py``: about 2 s less in each command)."""
+    from trainables.process_end import run_and_exit
+
+    run_and_exit(main)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
