@@ -77,16 +77,16 @@ def cmd_sweep_resume(args: argparse.Namespace) -> int:
     read_state(args.experiment_dir)  # a sweep directory at all (plain JSON)? then it is this driver's, or refused naming its driver
     claim(args.experiment_dir)  # never through a link, never another user's file (sweep.tuner.owner)
     try:
-        state, study = load_resumable(args.experiment_dir)  # refused in one line before Ray is imported
+        loaded = load_resumable(args.experiment_dir)  # refused in one line before Ray is imported
         from sweep.tuner.run import resume_sweep
 
-        outcome = resume_sweep(args.experiment_dir, (state, study), address=args.address, verbose=args.verbose, uri=args.uri)
+        outcome = resume_sweep(args.experiment_dir, loaded, address=args.address, verbose=args.verbose, uri=args.uri)
     except SweepFinished as finished:
         print(finished)
         return 0
     finally:
         release(args.experiment_dir)
-    return after_sweep(outcome, study)
+    return after_sweep(outcome, loaded.study)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -223,19 +223,17 @@ def cut_copies(experiment_dir: str) -> CutCopies:
                 f"Tune would unpickle it, which can run code. Remove it if you trust nothing in it"
             )
         content = read_file(experiment_dir, rel)
+        if "/" not in rel:
+            top[rel] = content
         if not content and rel != STATE_FILE:
             if "/" in rel:
                 cut.emptied.append(rel)  # a trial's file, which Tune writes again
-            else:
-                top[rel] = content
             continue
         if _file_mac(key, rel, content) not in known:
             hint = "put back the original or start the sweep again" if rel == STATE_FILE else "Tune would unpickle it, which can run code"
             raise UserError(
                 f"refusing to resume {experiment_dir}: {rel} was changed after this sweep wrote it (its signature does not match); {hint}"
             )
-        if "/" not in rel:
-            top[rel] = content
     empty = sorted(rel for rel, content in top.items() if not content)
     if empty:
         cut.restored.update(_from_last_save(experiment_dir, key, files, empty, top))

@@ -22,7 +22,7 @@ from typing import TextIO
 
 from ray import tune
 
-from sweep.security.signatures import cut_copies, signing_key
+from sweep.security.signatures import signing_key
 from sweep.security.signing_callback import sign_tuner_file
 from sweep.security.sweep_files import remove_file, write_file
 from sweep.study.load import Study, check_study
@@ -30,7 +30,7 @@ from sweep.tuner.callbacks import attached, store_guard, sweep_callbacks
 from sweep.tuner.outcome import SweepOutcome, finish_sweep
 from sweep.tuner.owner import claim, release
 from sweep.tuner.recorder import SweepRecorder, reopen_children, run_closed_on_error
-from sweep.tuner.state import SweepFinished, SweepState, in_project, in_store, load_resumable, write_state
+from sweep.tuner.state import Resumable, SweepFinished, SweepState, in_project, in_store, load_resumable, write_state
 from sweep.tuner.storage import (
     SweepPaths,
     announce,
@@ -225,7 +225,7 @@ def _fit(sweep: _Sweep, *, restore: bool) -> SweepOutcome:
 
 def resume_sweep(
     experiment_dir: str,
-    loaded: tuple[SweepState, Study] | None = None,
+    loaded: Resumable | None = None,
     *,
     address: str | None = None,
     verbose: bool = False,
@@ -259,15 +259,15 @@ def _refuse_finished(experiment_dir: str, state: SweepState, study: Study) -> No
 
 
 def _resume(
-    paths: SweepPaths, loaded: tuple[SweepState, Study] | None, address: str | None, verbose: bool, stream: TextIO | None, uri: str | None
+    paths: SweepPaths, loaded: Resumable | None, address: str | None, verbose: bool, stream: TextIO | None, uri: str | None
 ) -> SweepOutcome:
     experiment_dir = paths.experiment_dir
-    state, study = loaded or load_resumable(experiment_dir)  # before Ray opens (and unpickles) anything in it
+    state, study, cut = loaded or load_resumable(experiment_dir)  # before Ray opens (and unpickles) anything in it
     check_study(study)
     moved = in_store(state, uri, experiment_dir)  # the store holds the sweep's parent run, before any write
     check_launchable(study, address)  # as a run checks it: no GPU or CPUs a local Ray would wait for forever
     check_store_writable(moved.uri)
-    cut = cut_copies(experiment_dir)  # empty where Tune's copy stopped with its driver: Tune would fail reading them
+    # what a driver ended in the middle of Tune's copy left empty (Tune would fail reading it), as loaded
     for relpath, content in cut.restored.items():
         write_file(experiment_dir, relpath, content)  # the state files of the last whole save, before Tune reads any
     for relpath in cut.emptied:

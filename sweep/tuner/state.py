@@ -9,9 +9,9 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from sweep.security.signatures import STATE_FILE, sign_files, verify_sweep_dir
+from sweep.security.signatures import STATE_FILE, CutCopies, cut_copies, sign_files
 from sweep.security.sweep_files import write_file
 from sweep.study.load import Study, check_study, load_study
 from sweep.study.names import PROJECT_DIR
@@ -136,14 +136,24 @@ def study_of_state(state: SweepState, *, check: bool = True) -> Study:
     return study
 
 
-def load_resumable(experiment_dir: str) -> tuple[SweepState, Study]:
+class Resumable(NamedTuple):
+    """A sweep directory as a resume found it: its state, its study, and what a driver ended in
+    the middle of Tune's copy left for the resume to mend (``cut_copies``)."""
+
+    state: SweepState
+    study: Study
+    cut: CutCopies
+
+
+def load_resumable(experiment_dir: str) -> Resumable:
     """A sweep directory's state and study, each refused in one line before anything of the
     directory is unpickled: not a sweep, signatures that do not match, another layout of the
-    code, changed study files. The study's pre-flight is the resume's to run."""
+    code, changed study files. The study's pre-flight is the resume's to run. The directory's
+    signed files are read once, here: the resume mends from ``cut`` what they showed."""
     state = read_state(experiment_dir)  # plain JSON: is this a sweep directory at all?
-    verify_sweep_dir(experiment_dir)
+    cut = cut_copies(experiment_dir)  # every signed file verified (``verify_sweep_dir``'s checks)
     state.check_resumable()
-    return state, study_of_state(state, check=False)
+    return Resumable(state, study_of_state(state, check=False), cut)
 
 
 def in_store(state: SweepState, uri: str | None, experiment_dir: str) -> SweepState:

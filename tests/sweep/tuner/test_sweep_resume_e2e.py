@@ -81,8 +81,19 @@ def test_interrupted_sweep_resumes_every_trial_once(tmp_path, local_ray, monkeyp
         path.write_bytes(b"")
 
     monkeypatch.chdir(tmp_path)  # a relative path, as a user types it
+    from sweep.security import signatures
+
+    mended = []  # each verification of the directory that found an empty state file at its top
+
+    def counted(*args):
+        mended.append(args[0])
+        return from_last_save(*args)
+
+    from_last_save = signatures._from_last_save
+    monkeypatch.setattr(signatures, "_from_last_save", counted)
     resumed_console = io.StringIO()
     second = resume_sweep(os.path.relpath(first.experiment_dir), stream=resumed_console)
+    assert len(mended) == 1, mended  # the resume read and verified the directory's files once, not twice
     said = resumed_console.getvalue()
     assert f"put back 1 state file(s) from its last whole save: {experiment_state.name}" in said, said
     assert "removed 2 empty file(s) its driver's last copy left: " in said, said
