@@ -14,7 +14,8 @@ import functools
 import time
 
 import torch
-from common import append, environment
+from common import environment
+from published import publish
 
 from mjp import MJPConfig, create_model
 from mjp.privacy import april_reconstruct, invert_gradients, sample_gradients
@@ -59,7 +60,7 @@ def main() -> None:
         t_april = timed(functools.partial(april_reconstruct, model, grads), device)
         t_step = timed(functools.partial(invert_gradients, model, grads, y, tuple(x.shape), steps=2), device, repeat=2) / 2
         rows.append(f"| {label} | {t_grads:.0f} | {t_april:.0f} | {t_step:.0f} | {t_step * args.steps / 1e3:.1f} |")
-    append(
+    publish(
         args.out,
         "\n".join(
             [

@@ -35,11 +35,12 @@ from typing import Any
 
 import ray
 import torch
-from common import append, environment
+from common import environment
 from data_bench.folder import BATCH, config, make_folder
 from data_bench.host_budget import host_budget
 from data_bench.loaders import loader_rounds, ray_conversion_cost
 from PIL import Image
+from published import publish
 
 from trainables.data.gpu.augment import DeviceRecipe, augment_batch
 from trainables.data.gpu.decode import decode_on_device
@@ -194,7 +195,7 @@ def main() -> None:
             f"Ray Data's block -> torch conversion alone (a materialized dataset, no streaming execution): {conversion:.3f} CPU ms per "
             "image in the consumer.",
         ]
-    append(args.out, "\n".join(lines + [""]))
+    publish(args.out, "\n".join(lines + [""]))
 
 
 if __name__ == "__main__":

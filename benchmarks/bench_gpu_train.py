@@ -24,7 +24,8 @@ from typing import Any
 
 import ray
 import torch
-from common import append, environment
+from common import environment
+from published import publish
 
 from trainables.launch.ray_runtime import console_logs_to, ensure_ray
 
@@ -119,7 +120,7 @@ def main() -> None:
         m = json.loads(result_file.read_text())
     ray.shutdown()
     where = environment(args.device)
-    append(
+    publish(
         args.out,
         "\n".join(
             [

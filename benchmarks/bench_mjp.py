@@ -25,6 +25,7 @@ import timm
 import torch
 
 import mjp
+from benchmarks.published import publish
 from mjp import MJPConfig, MJPOutput, create_model
 from mjp.algorithm import MJPAlgorithm
 from trainables.train.engine import JIGSAW_DRAWS_AHEAD
@@ -148,10 +149,7 @@ def main() -> None:
             f"| {r['mask']:.2f} | {100 * r['mask'] / r['mjp']:.2f}% |"
         )
     table = "\n".join(lines) + "\n"
-    print(table)
-    if args.out:
-        with open(args.out, "a") as fh:
-            fh.write("\n" + table)
+    publish(args.out, table)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.published import publish
+
 ROOT = Path(__file__).resolve().parents[1]
 COMMANDS = (("sweep", "plan", "quickstart"), ("sweep", "status"))
 WAYS = {
@@ -71,10 +73,7 @@ def main() -> None:
             cpu = statistics.median(c for _, c in times[(text, name)])
             lines.append(f"| `mjp {text}` | {name} | {wall:.2f} | {cpu:.2f} | {wall / usual:.2f}x |")
     table = "\n".join(lines) + "\n"
-    print(table)
-    if args.out:
-        with open(args.out, "a") as out:
-            out.write("\n" + table)
+    publish(args.out, table)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,8 @@ import time
 
 import numpy as np
 import torch
-from common import append, environment
+from common import environment
+from published import publish
 
 from mjp.keys import CORRUPTIONS
 from mjp.robustness import corrupt
@@ -93,7 +94,7 @@ def main() -> None:
         "(eval.robustness.imagenet_c_root) costs only the reading and the classifying.",
         "",
     ]
-    append(args.out, "\n".join(lines))
+    publish(args.out, "\n".join(lines))
 
 
 if __name__ == "__main__":

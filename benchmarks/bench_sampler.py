@@ -29,6 +29,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.published import publish  # noqa: E402
 from mjp.jigsaw import jigsaw_permutation, sample_shuffle  # noqa: E402
 from mjp.masking import rectangle_share  # noqa: E402
 
@@ -124,10 +125,7 @@ def main() -> None:
             + f" | {top_up:.1%} |"
         )
     text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        with open(args.out, "a") as fh:
-            fh.write("\n" + text)
+    publish(args.out, text)
 
 
 if __name__ == "__main__":

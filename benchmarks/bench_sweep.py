@@ -21,7 +21,8 @@ from pathlib import Path
 import ray
 import torch
 import yaml
-from common import append, environment
+from common import environment
+from published import publish
 from torch.utils.data import DataLoader
 
 from sweep.study.load import load_study
@@ -143,7 +144,7 @@ def main() -> None:
             f"| the Tune trial's process (after) | {after:.0f} |",
             "",
         ]
-    append(args.out, "\n".join(lines))
+    publish(args.out, "\n".join(lines))
 
 
 if __name__ == "__main__":

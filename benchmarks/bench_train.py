@@ -19,7 +19,8 @@ from pathlib import Path
 
 import ray
 import torch
-from common import append, environment
+from common import environment
+from published import publish
 from torch.utils.data import DataLoader
 
 from sweep.tuner.training import run_training
@@ -97,7 +98,7 @@ def main() -> None:
             "",
         ]
     )
-    append(args.out, table)
+    publish(args.out, table)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Shared by the benchmarks: the process environment, and the line every result table starts with."""
+"""Shared by the benchmarks: the process environment, and the line every result table starts with
+(a table's way to BENCHMARKS.md is ``published.py``'s)."""
 
 from __future__ import annotations
 
@@ -26,10 +27,3 @@ def ray_version() -> str:
 def environment(device: str = "cpu") -> str:
     where = torch.cuda.get_device_name(0) if device == "cuda" else f"{platform.machine()} CPU, {os.cpu_count()} cores"
     return f"{where}; torch {torch.__version__}, timm {timm.__version__}, ray {ray_version()}"
-
-
-def append(path: str | None, text: str) -> None:
-    print(text)
-    if path:
-        with open(path, "a") as fh:
-            fh.write("\n" + text)

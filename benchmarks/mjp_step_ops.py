@@ -27,6 +27,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
+from benchmarks.published import publish
 from mjp import MJPConfig, create_model
 from mjp.algorithm import MJPAlgorithm
 from mjp.jigsaw import jigsaw_permutation, sample_shuffle, shuffle_tokens
@@ -186,10 +187,7 @@ def main() -> None:
     parser.add_argument("--out", help="append the table to this Markdown file")
     args = parser.parse_args()
     text = f"torch {torch.__version__}, timm {timm.__version__}\n\n" + table(args.model, args.batch)
-    print(text)
-    if args.out:
-        with open(args.out, "a") as fh:
-            fh.write("\n" + text)
+    publish(args.out, text)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Every file the platform writes for people or for a later command (the report's tables, CSVs and
 figures, README.md and docs' results blocks, results/*.json; a data folder's manifest and shards,
 a sweep's state and signatures, a Slurm job's and the twin's files, their Ray tokens (0600), the
-MLflow store's copy kept in a bucket folder) is replaced in one step: a
+MLflow store's copy kept in a bucket folder; the GPU check's report and the benchmarks' tables
+added to BENCHMARKS.md) is replaced in one step: a
 command killed while writing, or one that hits a full disk, leaves the old file or the new one,
 never a torn or empty one that the next run then cannot read. The file is written in its folder without a name (Linux's
 ``O_TMPFILE``, so a kill while writing leaves no part behind either), then named and renamed over
@@ -92,6 +93,27 @@ def write_atomically(path: str | Path, content: str | bytes, mode: int | None = 
     ``mode``: the new file's, else the old one's)."""
     with atomic_file(path, binary=isinstance(content, bytes), mode=mode) as out:
         out.write(content)
+
+
+def append_atomically(path: str | Path, text: str) -> None:
+    """``text`` added at the end of the text file ``path`` (made when absent), the whole file
+    replaced in one step (``atomic_file``): a command killed while it appends, or one that meets a
+    full disk, leaves the file as it was, never a torn last line. A link at ``path`` is neither
+    read nor written through: it is replaced by a file holding ``text`` alone (reading its target
+    would copy another file, perhaps a private one, into this one)."""
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        old = ""
+    except OSError:
+        if not path.is_symlink():  # ELOOP is a link's; any other error is the caller's to see
+            raise
+        old = ""
+    else:
+        with os.fdopen(fd, encoding="utf-8", newline="") as existing:
+            old = existing.read()
+    write_atomically(path, old + text)
 
 
 def save_figure(figure: Any, path: str | Path, **savefig: Any) -> None:

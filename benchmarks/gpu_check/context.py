@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trainables.written import write_atomically
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # timm never reaches for the network
 
 
@@ -136,5 +138,5 @@ def best_seconds(fn: Callable[[], Any], device: Any, repeat: int = 3) -> float:
 def write_result(path: Path, result: dict[str, Any], s: Sizes) -> None:
     """The step's numbers, with the sizes they were measured at."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"sizes": asdict(s), **result}, indent=1, default=str))
+    write_atomically(path, json.dumps({"sizes": asdict(s), **result}, indent=1, default=str))  # a step cut off mid-write: no torn JSON
     print(json.dumps(result, indent=1, default=str))

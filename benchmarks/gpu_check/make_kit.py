@@ -16,6 +16,8 @@ import tomllib
 import urllib.request
 from pathlib import Path
 
+from trainables.written import write_atomically
+
 #: package (as uv.lock names it) -> why the check needs it
 KIT = {
     "pydantic": "trainables.config and mjp.config validate every config with it (the engine rows and the gpu tests build configs)",
@@ -68,7 +70,7 @@ def fetch(url: str, sha256: str, dest: Path) -> None:
         data = response.read()
     if hashlib.sha256(data).hexdigest() != sha256:
         raise SystemExit(f"gpu-kit: {url} does not match uv.lock's sha256 {sha256}")
-    dest.write_bytes(data)
+    write_atomically(dest, data)  # a kill mid-write leaves no torn wheel
 
 
 def tree_commit() -> str:
@@ -98,9 +100,10 @@ def main() -> None:
     for stale in args.out.iterdir():
         if stale.name not in keep:
             stale.unlink()
-    (args.out / "COMMIT").write_text(tree_commit() + "\n")
+    write_atomically(args.out / "COMMIT", tree_commit() + "\n")
     total = sum(f.stat().st_size for f in args.out.glob("*.whl")) / 2**20
-    (args.out / "MANIFEST.md").write_text(
+    write_atomically(
+        args.out / "MANIFEST.md",
         "\n".join(
             [
                 "# .gpu-kit: what `benchmarks/gpu_check.sh` unpacks on a stock PyTorch image (made by `make gpu-kit` from uv.lock)",
@@ -112,7 +115,7 @@ def main() -> None:
                 f"Total: {total:.1f} MiB (at most {LIMIT_MIB}).",
                 "",
             ]
-        )
+        ),
     )
     if total > LIMIT_MIB:
         raise SystemExit(f"gpu-kit: {total:.1f} MiB of wheels, over the {LIMIT_MIB} MiB the GPU machine's folder leaves for them")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.gpu_check.rows import ROWS, Row
+from trainables.written import write_atomically
 
 REPORT_MD, REPORT_JSON = "gpu-check.md", "gpu-check.json"
 
@@ -131,8 +132,10 @@ def write_report(out: Path) -> tuple[str, dict[str, Any]]:
         "not_reached": not_reached,
         "deadline_s": deadline,
     }
-    (out / REPORT_MD).write_text("\n".join(md))
-    (out / REPORT_JSON).write_text(json.dumps(record, indent=1, default=str))
+    # whole or as before: the check can be cut off at any moment (the machine's time ends), and the
+    # last report is what comes back
+    write_atomically(out / REPORT_MD, "\n".join(md))
+    write_atomically(out / REPORT_JSON, json.dumps(record, indent=1, default=str))
     return "\n".join(md), record
 
 

@@ -237,6 +237,34 @@ def test_a_step_past_its_limit_reads_timed_out_and_its_rows_not_measured(tmp_pat
     assert eager["value"] == "not measured (step `model_eager` not run (step `model_eager` did not start))"
 
 
+def test_the_report_is_whole_or_the_last_one_and_replaces_a_link_at_its_name(tmp_path, monkeypatch):
+    """The machine's time can end at any moment, and the report then is what comes back: it is
+    replaced whole after each step, never cut, and never written through a link at its name."""
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "steps").mkdir()
+    (tmp_path / "steps.tsv").write_text("environment\t0\t12\t60\n")
+    first, _ = report.write_report(tmp_path)
+    (tmp_path / "steps.tsv").write_text("environment\t0\t12\t60\ninput\t1\t30\t200\n")
+
+    def cut_off(fd: int) -> None:  # the check killed between writing the new report and naming it
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "fsync", cut_off)
+    with pytest.raises(KeyboardInterrupt):
+        report.write_report(tmp_path)
+    monkeypatch.undo()
+    assert (tmp_path / report.REPORT_MD).read_text() == first
+    assert json.loads((tmp_path / report.REPORT_JSON).read_text())["steps"]
+
+    target = tmp_path / "elsewhere.md"
+    target.write_text("not the check's\n")
+    (tmp_path / report.REPORT_MD).unlink()
+    (tmp_path / report.REPORT_MD).symlink_to(target)
+    md, _ = report.write_report(tmp_path)
+    assert not (tmp_path / report.REPORT_MD).is_symlink() and (tmp_path / report.REPORT_MD).read_text() == md
+    assert target.read_text() == "not the check's\n"
+
+
 def test_the_benchmarks_that_need_no_ray_load_without_it(tmp_path):
     """bench_attack and bench_mjp (and common's environment line) on an image without Ray."""
     (tmp_path / "ray.py").write_text("raise ImportError('ray is not on this image')\n")

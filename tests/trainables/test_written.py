@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from trainables.written import write_atomically
+from trainables.written import append_atomically, write_atomically
 
 
 def test_a_write_killed_half_way_leaves_the_old_file_whole_and_no_part_behind(tmp_path, monkeypatch):
@@ -26,6 +26,36 @@ def test_a_write_killed_half_way_leaves_the_old_file_whole_and_no_part_behind(tm
     assert readme.stat().st_mode & 0o777 == 0o644  # its mode kept
     write_atomically(tmp_path / "new.json", "{}\n")
     assert (tmp_path / "new.json").read_text() == "{}\n"
+
+
+def test_an_append_is_whole_or_not_at_all_and_never_reads_or_writes_through_a_link(tmp_path, monkeypatch):
+    """BENCHMARKS.md gets each benchmark's table at its end: once with ``open(path, "a")``, which a
+    kill cut in the middle of a table and which wrote through a link at the name."""
+    tables = tmp_path / "BENCHMARKS.md"
+    append_atomically(tables, "# one\n")  # made when absent
+    tables.chmod(0o640)
+    append_atomically(tables, "\n# two\n")
+    assert tables.read_text() == "# one\n\n# two\n" and tables.stat().st_mode & 0o777 == 0o640
+
+    def killed(fd: int) -> None:  # between writing the longer file and renaming it
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "fsync", killed)
+    with pytest.raises(KeyboardInterrupt):
+        append_atomically(tables, "\n# three, half written")
+    monkeypatch.undo()
+    assert tables.read_text() == "# one\n\n# two\n" and os.listdir(tmp_path) == ["BENCHMARKS.md"]
+
+    private = tmp_path / "private"
+    private.write_text("someone else's secret\n")
+    private.chmod(0o400)
+    linked = tmp_path / "linked.md"
+    linked.symlink_to(private)
+    append_atomically(linked, "# a table\n")
+    assert not linked.is_symlink() and linked.read_text() == "# a table\n"  # the target neither copied in nor written
+    assert private.read_text() == "someone else's secret\n"
+    with pytest.raises(IsADirectoryError):  # any other error is the caller's to see
+        append_atomically(tmp_path, "x")
 
 
 def test_a_link_at_a_name_the_report_writes_is_replaced_and_its_target_left_as_it_was(tmp_path):
