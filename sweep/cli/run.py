@@ -12,7 +12,7 @@ from sweep.cli.parser import build_parser
 
 def command() -> NoReturn:
     """The ``mjp`` console script and ``python -m sweep.cli``: ``main`` as the process's whole work,
-    ended without Python's finalization (``trainables/process_end.py``: about 2 s less in each command)."""
+    ended without Python's finalization (``trainables/process_end.py``: 1 to 3 s less in each command)."""
     from trainables.process_end import run_and_exit
 
     run_and_exit(main)
