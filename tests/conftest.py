@@ -17,7 +17,7 @@ import torch
 
 from tests.isolation import local_ray, process_state_restored, shared_ray_left_empty  # noqa: F401 - fixtures
 from tests.spread import longest_first, mark_group
-from tests.twin_session import twin_session  # noqa: F401 - fixture
+from tests.twin_session import pytest_runtest_teardown, twin_session  # noqa: F401 - fixture, and the hook that ends it
 
 # torch's threads in this process: one share of the cores per test process (pytest-xdist sets the
 # count before this file loads). With torch's default of every core in each of `make test`'s two
