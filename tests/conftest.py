@@ -12,6 +12,10 @@ if "MJP_HOME" not in os.environ:  # the sweep signing key of the tests, never th
 
     os.environ["MJP_HOME"] = tempfile.mkdtemp(prefix="mjp-home-")
 
+from trainables.process_start import fewer_full_collections
+
+fewer_full_collections()  # as in every process of the platform: no full collection while the tests import torch, timm, MLflow, Ray
+
 import pytest
 import torch
 

@@ -46,9 +46,17 @@ def importers(library: str) -> set[str]:
 
 #: each package's rooms, lowest floor first: a room imports its own modules and rooms on lower
 #: floors only (rooms on one floor do not import each other); a module outside every room is the
-#: package's top floor (``sweep.cli``) or, as ``trainables.errors``, ``trainables.written`` and ``trainables.process_end``, its ground floor
+#: package's top floor (``sweep.cli``) or, as ``trainables.errors``, ``trainables.written``,
+#: ``trainables.process_start`` and ``trainables.process_end``, its ground floor
 FLOORS = {
-    "trainables": [{"errors", "written", "process_end"}, {"config"}, {"data", "tracking"}, {"evaluation"}, {"train"}, {"launch"}],
+    "trainables": [
+        {"errors", "written", "process_start", "process_end"},
+        {"config"},
+        {"data", "tracking"},
+        {"evaluation"},
+        {"train"},
+        {"launch"},
+    ],
     "sweep": [{"study", "security", "console"}, {"cluster", "tuner"}, {"commands"}, {"cli"}],
 }
 #: rooms with sub-rooms: their floors, the room's own top-level modules ("") last

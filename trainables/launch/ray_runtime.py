@@ -65,6 +65,14 @@ _ENVIRONMENT = {
     },
 }
 
+
+def _worker_start() -> dict[str, Any]:
+    """The job's runtime env: what every Ray worker of this driver runs first, before it imports a
+    trial or a task, is ``fewer_full_collections`` (``trainables/process_start.py``). Tune adds each
+    trial's ``env_vars``, which Ray merges into it. A new dict each time: ``ray.init`` edits it."""
+    return {"worker_process_setup_hook": "trainables.process_start.fewer_full_collections"}
+
+
 _LOGGERS = ("ray", "py.warnings", "filelock", "urllib3", "alembic", "mlflow", "optuna", "torch", "timm")
 
 
@@ -166,7 +174,7 @@ def ensure_ray(address: str | None = None, *, num_cpus: int | None = None, verbo
     address = address or os.environ.get("RAY_ADDRESS")
     if address:
         require_gcs(address)
-        ray.init(address=address, log_to_driver=verbose, configure_logging=False)
+        ray.init(address=address, log_to_driver=verbose, configure_logging=False, runtime_env=_worker_start())
         sigterm_as_ctrl_c()  # ray.init's own SIGTERM handler exits at once, leaving MLflow runs RUNNING
         if not verbose:
             raylet_messages_to_log()
@@ -181,6 +189,7 @@ def ensure_ray(address: str | None = None, *, num_cpus: int | None = None, verbo
         dashboard_host="127.0.0.1",
         log_to_driver=verbose,
         configure_logging=False,
+        runtime_env=_worker_start(),
     )
     sigterm_as_ctrl_c()
     if not verbose:
