@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trainables.process_start import fewer_full_collections
 from trainables.written import write_atomically
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # timm never reaches for the network
@@ -92,7 +93,10 @@ SIZES = {
 
 
 def step_args(description: str, extra: dict[str, dict[str, Any]] | None = None) -> argparse.Namespace:
-    """``--mode cuda|cpu --out FILE`` and a step's own flags."""
+    """``--mode cuda|cpu --out FILE`` and a step's own flags; the first call of every step, so it
+    also sets the step's process up as the platform's (``trainables/process_start.py``: no full
+    garbage collection while it imports torch and timm, about 1 CPU-s a step)."""
+    fewer_full_collections()
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--mode", choices=sorted(SIZES), required=True)
     parser.add_argument("--out", type=Path, required=True, help="the step's JSON result")
