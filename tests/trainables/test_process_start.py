@@ -5,10 +5,13 @@ and every Ray worker of a driver's job, Tune's trials with their own ``env_vars`
 from __future__ import annotations
 
 import gc
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from trainables.process_start import OLDEST_THRESHOLD
 
@@ -66,3 +69,31 @@ def test_every_ray_worker_of_the_job_starts_with_it_a_trial_with_its_own_env_var
     assert ray.get(task.remote()) == OLDEST_THRESHOLD
     assert ray.get(trial.seen.remote()) == (OLDEST_THRESHOLD, "kept")
     ray.kill(trial)
+
+
+JOBS = """
+import gc, json, os, ray
+from trainables.launch.ray_runtime import ensure_ray
+
+@ray.remote(num_cpus=0)
+def seen():
+    return gc.isenabled(), gc.get_threshold()[2], os.environ.get("JOB_VARIABLE")
+
+for job_env in ({"env_vars": {"JOB_VARIABLE": "kept"}}, {"worker_process_setup_hook": "gc.disable"}):
+    os.environ["RAY_JOB_CONFIG_JSON_ENV_VAR"] = json.dumps({"runtime_env": job_env})  # as Ray's job manager sets it
+    ensure_ray(num_cpus=1)
+    print(json.dumps(ray.get(seen.remote())))
+    ray.shutdown()
+"""
+
+
+@pytest.mark.slow
+def test_a_submitted_job_s_runtime_env_is_merged_and_its_own_setup_hook_kept(tmp_path):
+    """`ray job submit --working-dir .` (a runtime env of the job's own) keeps the platform's hook;
+    a job submitted with a hook of its own runs that one, where Ray would refuse two with a traceback."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", JOBS], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    merged, own_hook = (json.loads(line) for line in done.stdout.splitlines()[-2:])
+    assert merged == [True, OLDEST_THRESHOLD, "kept"]
+    assert own_hook[:2] == [False, 10]

@@ -68,8 +68,15 @@ _ENVIRONMENT = {
 
 def _worker_start() -> dict[str, Any]:
     """The job's runtime env: what every Ray worker of this driver runs first, before it imports a
-    trial or a task, is ``fewer_full_collections`` (``trainables/process_start.py``). Tune adds each
-    trial's ``env_vars``, which Ray merges into it. A new dict each time: ``ray.init`` edits it."""
+    trial or a task, is ``fewer_full_collections`` (``trainables/process_start.py``). Ray merges
+    into it a submitted job's runtime env (``ray job submit --working-dir .``) and each Tune trial's
+    ``env_vars``; a job submitted with a setup hook of its own keeps that one (Ray refuses two).
+    A new dict each time: ``ray.init`` edits it."""
+    import json
+
+    job = json.loads(os.environ.get("RAY_JOB_CONFIG_JSON_ENV_VAR") or "{}")  # set by Ray's job manager
+    if "worker_process_setup_hook" in (job.get("runtime_env") or {}):
+        return {}
     return {"worker_process_setup_hook": "trainables.process_start.fewer_full_collections"}
 
 
