@@ -9,45 +9,32 @@ interleaved runs each. Commands that load the heavy libraries show the differenc
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
-from pathlib import Path
 
 from benchmarks.published import publish
+from benchmarks.whole_process import bench_args, command_env, timed
 
-ROOT = Path(__file__).resolve().parents[1]
 COMMANDS = (("sweep", "plan", "quickstart"), ("sweep", "status"))
+#: the command as ``mjp`` runs it (its collector set first, ``trainables/process_start.py``), ended the usual way
+USUAL_EXIT = (
+    "import sys; from trainables.process_start import fewer_full_collections; fewer_full_collections(); "
+    "from sweep.cli.run import main; sys.exit(main())"
+)
 WAYS = {
     "as shipped (process_end)": [sys.executable, "-m", "sweep.cli"],
-    "usual exit (sys.exit(main()))": [sys.executable, "-c", "import sys; from sweep.cli.run import main; sys.exit(main())"],
+    "usual exit (sys.exit(main()))": [sys.executable, "-c", USUAL_EXIT],
 }
 
 
-def timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """Wall and CPU seconds (user + system) of one process run to its end."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(command)} exited {proc.returncode}")
-    return wall, usage.ru_utime + usage.ru_stime
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--out", help="append the table to this Markdown file")
-    args = parser.parse_args()
+    args = bench_args(__doc__)
     with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp}/mlflow.db", "MJP_HOME": tmp, "PYTHONPATH": str(ROOT)}
+        env = command_env(tmp)
         make_store = "import mlflow, os; mlflow.MlflowClient(os.environ['MLFLOW_TRACKING_URI']).search_experiments()"
         subprocess.run([sys.executable, "-c", make_store], env=env, check=True, capture_output=True)
         for way in WAYS.values():  # warm the page cache before timing

@@ -8,19 +8,15 @@ runs each, full collections counted in the imports' case.
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import statistics
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
 
-from benchmarks.bench_process_end import timed
 from benchmarks.published import publish
-
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks.whole_process import ROOT, bench_args, command_env, timed
 
 #: what a trial's process imports before it trains (``trainables.launch.trial`` and the loop)
 TRIAL_IMPORTS = "import trainables.launch.trial, trainables.train.loop"
@@ -52,12 +48,9 @@ def full_collections(code: str, env: dict[str, str]) -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--out", help="append the table to this Markdown file")
-    args = parser.parse_args()
+    args = bench_args(__doc__)
     with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp}/mlflow.db", "MJP_HOME": tmp, "PYTHONPATH": str(ROOT)}
+        env = command_env(tmp)
         for ways in CASES.values():  # warm the page cache before timing
             for command in ways.values():
                 timed(command, env)
