@@ -17,14 +17,11 @@ import sys
 import tempfile
 
 from benchmarks.published import publish
-from benchmarks.whole_process import bench_args, command_env, timed
+from benchmarks.whole_process import SET_COLLECTOR, bench_args, command_env, timed
 
 COMMANDS = (("sweep", "plan", "quickstart"), ("sweep", "status"))
 #: the command as ``mjp`` runs it (its collector set first, ``trainables/process_start.py``), ended the usual way
-USUAL_EXIT = (
-    "import sys; from trainables.process_start import fewer_full_collections; fewer_full_collections(); "
-    "from sweep.cli.run import main; sys.exit(main())"
-)
+USUAL_EXIT = "import sys; " + SET_COLLECTOR + "from sweep.cli.run import main; sys.exit(main())"
 WAYS = {
     "as shipped (process_end)": [sys.executable, "-m", "sweep.cli"],
     "usual exit (sys.exit(main()))": [sys.executable, "-c", USUAL_EXIT],

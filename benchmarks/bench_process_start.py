@@ -16,11 +16,10 @@ import sys
 import tempfile
 
 from benchmarks.published import publish
-from benchmarks.whole_process import ROOT, bench_args, command_env, timed
+from benchmarks.whole_process import ROOT, SET_COLLECTOR, bench_args, command_env, timed
 
 #: what a trial's process imports before it trains (``trainables.launch.trial`` and the loop)
 TRIAL_IMPORTS = "import trainables.launch.trial, trainables.train.loop"
-SET = "from trainables.process_start import fewer_full_collections; fewer_full_collections(); "
 #: the command as ``mjp`` runs it, except the collector: ``command()`` is ``fewer_full_collections`` + this
 USUAL_COMMAND = "from trainables.process_end import run_and_exit; from sweep.cli.run import main; run_and_exit(main)"
 CASES = {
@@ -29,7 +28,7 @@ CASES = {
         "Python's thresholds": [sys.executable, "-c", USUAL_COMMAND, "sweep", "plan", "quickstart"],
     },
     "a trial's imports": {
-        "as shipped": [sys.executable, "-c", SET + TRIAL_IMPORTS],
+        "as shipped": [sys.executable, "-c", SET_COLLECTOR + TRIAL_IMPORTS],
         "Python's thresholds": [sys.executable, "-c", TRIAL_IMPORTS],
     },
 }
@@ -59,7 +58,7 @@ def main() -> None:
             for case, ways in CASES.items():
                 for way, command in ways.items():
                     times.setdefault((case, way), []).append(timed(command, env))
-        shipped, usual = full_collections(SET + TRIAL_IMPORTS, env), full_collections(TRIAL_IMPORTS, env)
+        shipped, usual = full_collections(SET_COLLECTOR + TRIAL_IMPORTS, env), full_collections(TRIAL_IMPORTS, env)
     lines = [
         f"### bench_process_start: a process from start to exit ({platform.machine()}, {os.cpu_count()} cores), "
         f"median of {args.repeats} interleaved runs",

@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+#: what the ``mjp`` command does first (``trainables/process_start.py``), for a ``python -c`` way of running it
+SET_COLLECTOR = "from trainables.process_start import fewer_full_collections; fewer_full_collections(); "
 
 
 def bench_args(doc: str) -> argparse.Namespace:

@@ -1,18 +1,22 @@
 """How a platform process starts: Python's cyclic garbage collector set for a process that loads
-torch, timm, MLflow and Ray (the ``mjp`` command, and through Ray's ``worker_process_setup_hook``
-every Ray worker of a sweep: trials, Ray Train's workers, Ray Data's tasks).
+torch, timm, MLflow and Ray (the ``mjp`` command, the GPU check's steps, and through Ray's
+``worker_process_setup_hook`` every Ray worker of a driver's job: trials, Ray Train's workers,
+Ray Data's tasks), and set back once a trial's process has started.
 
-Python collects its oldest generation each time ten collections of the middle one have passed and
-the objects that survived them have grown by a quarter. Imports make about a million objects that
-live as long as the process, so each full collection walks everything loaded so far, and a trial's
-imports (``trainables.launch.trial`` and the training loop: torch, timm, MLflow, Ray Tune) ran 8 of
-them: 4.5 CPU-s with them, 3.8 without (process time, this machine). Starting a training then
-costs about 1 CPU-s less in each of its processes, the driver and every trial.
+Python (3.11, the project's interpreter) collects its oldest generation once more than 10
+collections of the middle one have passed and the objects that survived them have grown by a
+quarter. Imports make about a million objects that live as long as the process, so each full
+collection walks everything loaded so far: a trial's imports (``trainables.launch.trial`` and the
+training loop: torch, timm, MLflow, Ray Tune) ran 8 of them. Measured on this machine: 4.5 CPU-s
+of imports with them and 3.8 without, in the process; 6.29 and 5.25 CPU-s for such a process from
+start to exit (``benchmarks/bench_process_start.py``, BENCHMARKS.md).
 
-Only the oldest generation's threshold changes, from 10 to ``OLDEST_THRESHOLD``: the young and
-middle generations are collected as before, so cycles made and dropped in a training step are
-freed within a few thousand allocations; an old cycle waits for the next full collection, which
-Python still runs, after about ``OLDEST_THRESHOLD`` middle collections instead of 10.
+``fewer_full_collections`` changes only the oldest generation's threshold, from 10 to
+``OLDEST_THRESHOLD``: young and middle collections run as before. ``start_up_done``, called where
+a trial's process begins to train, moves what the start-up made into the permanent generation,
+which no collection walks, and sets Python's thresholds back: a cycle dropped in training is
+found as soon as Python would find it. The ``mjp`` command (a sweep's driver, which holds no
+tensors) keeps the raised threshold to its end.
 """
 
 from __future__ import annotations
@@ -22,9 +26,22 @@ import gc
 #: middle-generation collections between two full ones (Python's default: 10)
 OLDEST_THRESHOLD = 1000
 
+#: the thresholds ``fewer_full_collections`` replaced, for ``start_up_done``
+_REPLACED: list[tuple[int, int, int]] = []
+
 
 def fewer_full_collections() -> None:
-    """Collect the oldest generation after ``OLDEST_THRESHOLD`` middle collections, not 10; called
-    first thing in a process, before its imports (Ray runs it by this name in each worker)."""
-    young, middle, _ = gc.get_threshold()
+    """Collect the oldest generation after more than ``OLDEST_THRESHOLD`` middle collections, not
+    10; called first in a process, before its imports (Ray runs it by this name in each worker)."""
+    young, middle, oldest = gc.get_threshold()
+    if not _REPLACED:
+        _REPLACED.append((young, middle, oldest))
     gc.set_threshold(young, middle, OLDEST_THRESHOLD)
+
+
+def start_up_done() -> None:
+    """The process has imported what it needs: freeze what exists now (``gc.freeze``: never
+    walked again, never freed, as modules and classes are not) and collect as Python does."""
+    gc.freeze()
+    if _REPLACED:
+        gc.set_threshold(*_REPLACED.pop())

@@ -1,6 +1,7 @@
 """How a platform process starts (``trainables/process_start.py``): its imports run no full garbage
-collection, while the young and middle generations are collected as before; the ``mjp`` command
-and every Ray worker of a driver's job, Tune's trials with their own ``env_vars`` included, start so."""
+collection, while the young and middle generations are collected as before, and once it has
+started it collects as Python does; the ``mjp`` command and every Ray worker of a driver's job
+(Tune's trials with their own ``env_vars``, and the tasks they start) start so."""
 
 from __future__ import annotations
 
@@ -19,24 +20,31 @@ ROOT = Path(__file__).resolve().parents[2]
 
 IMPORTS = """
 import gc, sys
+from trainables.process_start import fewer_full_collections, start_up_done
 if sys.argv[1] == "set":
-    from trainables.process_start import fewer_full_collections
     fewer_full_collections()
 import torch
 print(gc.get_stats()[2]["collections"], *gc.get_threshold())
+start_up_done()
+print(gc.get_freeze_count(), *gc.get_threshold())
 """
 
 
-def full_collections_and_threshold(how: str) -> list[int]:
+def imported_then_started(how: str) -> tuple[list[int], list[int]]:
+    """After ``import torch``: full collections so far and the thresholds; after ``start_up_done``:
+    the frozen objects and the thresholds."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", IMPORTS, how], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
-    return [int(x) for x in done.stdout.split()]
+    imported, started = ([int(x) for x in line.split()] for line in done.stdout.splitlines())
+    return imported, started
 
 
-def test_importing_torch_runs_no_full_collection_and_the_younger_generations_keep_python_s_thresholds():
-    usual = full_collections_and_threshold("usual")
-    assert usual[0] >= 1, "importing torch ran no full collection at Python's thresholds: nothing to compare"
-    assert full_collections_and_threshold("set") == [0, usual[1], usual[2], OLDEST_THRESHOLD]
+def test_importing_torch_runs_no_full_collection_and_once_started_python_s_thresholds_are_back():
+    (collections, *python_s), _ = imported_then_started("usual")
+    assert collections >= 1, "importing torch ran no full collection at Python's thresholds: nothing to compare"
+    imported, (frozen, *after) = imported_then_started("set")
+    assert imported == [0, python_s[0], python_s[1], OLDEST_THRESHOLD]
+    assert after == python_s and frozen > 100_000  # torch's objects out of every later collection
 
 
 def test_the_mjp_command_sets_it_before_it_runs_anything(monkeypatch):
@@ -62,13 +70,23 @@ def test_every_ray_worker_of_the_job_starts_with_it_a_trial_with_its_own_env_var
 
     @ray.remote(num_cpus=0)
     class Trial:  # as Tune starts a trial: an actor with a runtime env of its own env_vars (class_cache)
-        def seen(self) -> tuple[int, str]:
-            return gc.get_threshold()[2], os.environ["TRIAL_VARIABLE"]
+        def seen(self) -> tuple[int, str, int]:
+            # and what it starts in turn, as Ray Train's workers and Ray Data's tasks are
+            return gc.get_threshold()[2], os.environ["TRIAL_VARIABLE"], ray.get(task.remote())
 
     trial = Trial.options(runtime_env={"env_vars": {"TRIAL_VARIABLE": "kept"}}).remote()
     assert ray.get(task.remote()) == OLDEST_THRESHOLD
-    assert ray.get(trial.seen.remote()) == (OLDEST_THRESHOLD, "kept")
+    assert ray.get(trial.seen.remote()) == (OLDEST_THRESHOLD, "kept", OLDEST_THRESHOLD)
     ray.kill(trial)
+
+
+def test_through_ray_client_the_job_keeps_its_own_runtime_env():
+    """Ray Client (``ray://``) does not pass a setup hook on, and a runtime env given to it would
+    replace the one in ``$RAY_RUNTIME_ENV``: none is given."""
+    from trainables.launch.ray_runtime import _job_runtime_env
+
+    assert _job_runtime_env("ray://head:10001") is None
+    assert _job_runtime_env("10.0.0.1:6379") == _job_runtime_env(None) is not None
 
 
 JOBS = """

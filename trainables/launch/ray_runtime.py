@@ -66,17 +66,18 @@ _ENVIRONMENT = {
 }
 
 
-def _worker_start() -> dict[str, Any]:
-    """The job's runtime env: what every Ray worker of this driver runs first, before it imports a
-    trial or a task, is ``fewer_full_collections`` (``trainables/process_start.py``). Ray merges
-    into it a submitted job's runtime env (``ray job submit --working-dir .``) and each Tune trial's
-    ``env_vars``; a job submitted with a setup hook of its own keeps that one (Ray refuses two).
-    A new dict each time: ``ray.init`` edits it."""
+def _job_runtime_env(address: str | None) -> dict[str, Any] | None:
+    """The runtime env of this driver's Ray job: every Ray worker of the job runs
+    ``fewer_full_collections`` first, before it imports a trial or a task
+    (``trainables/process_start.py``). Ray merges into it a submitted job's runtime env
+    (``ray job submit --working-dir .``) and each Tune trial's ``env_vars``. None for a job
+    submitted with a setup hook of its own, which keeps it (Ray refuses two), and through Ray Client
+    (``ray://``), which does not pass the hook on; a new dict each time (``ray.init`` edits it)."""
     import json
 
     job = json.loads(os.environ.get("RAY_JOB_CONFIG_JSON_ENV_VAR") or "{}")  # set by Ray's job manager
-    if "worker_process_setup_hook" in (job.get("runtime_env") or {}):
-        return {}
+    if "worker_process_setup_hook" in (job.get("runtime_env") or {}) or (address or "").startswith("ray://"):
+        return None
     return {"worker_process_setup_hook": "trainables.process_start.fewer_full_collections"}
 
 
@@ -181,7 +182,7 @@ def ensure_ray(address: str | None = None, *, num_cpus: int | None = None, verbo
     address = address or os.environ.get("RAY_ADDRESS")
     if address:
         require_gcs(address)
-        ray.init(address=address, log_to_driver=verbose, configure_logging=False, runtime_env=_worker_start())
+        ray.init(address=address, log_to_driver=verbose, configure_logging=False, runtime_env=_job_runtime_env(address))
         sigterm_as_ctrl_c()  # ray.init's own SIGTERM handler exits at once, leaving MLflow runs RUNNING
         if not verbose:
             raylet_messages_to_log()
@@ -196,7 +197,7 @@ def ensure_ray(address: str | None = None, *, num_cpus: int | None = None, verbo
         dashboard_host="127.0.0.1",
         log_to_driver=verbose,
         configure_logging=False,
-        runtime_env=_worker_start(),
+        runtime_env=_job_runtime_env(None),
     )
     sigterm_as_ctrl_c()
     if not verbose:

@@ -230,9 +230,11 @@ def tune_trial(params: dict[str, Any], spec: TrialSpec) -> None:
         if cfg.scaling.in_process:
             import torch
 
+            from trainables.process_start import start_up_done
             from trainables.train.loop import train_loop
             from trainables.train.session import TuneSession
 
+            start_up_done()  # imported: the start-up's objects frozen, Python's collector back for the training
             torch.set_num_threads(max(1, int(cfg.scaling.cpus_per_worker)))
             train_loop(worker, TuneSession(cfg.scaling.use_gpu))
         else:

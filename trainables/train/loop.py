@@ -131,6 +131,8 @@ def record_node(tracker: RunTracker, rank: int, node_id: str) -> None:
 def train_worker(worker: WorkerInput) -> None:
     """Ray Train's entry point on each worker of a ``TorchTrainer`` (bound to ``worker`` by
     ``trainables.launch.trial.make_trainer``)."""
+    from trainables.process_start import start_up_done
     from trainables.train.session import RayTrainSession
 
+    start_up_done()  # imported: the start-up's objects frozen, Python's collector back for the training
     train_loop(worker, RayTrainSession())
