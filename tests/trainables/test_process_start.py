@@ -89,7 +89,7 @@ def test_through_ray_client_the_job_keeps_its_own_runtime_env():
     assert _job_runtime_env("10.0.0.1:6379") == _job_runtime_env(None) is not None
 
 
-JOBS = """
+JOB = """
 import gc, json, os, ray
 from trainables.launch.ray_runtime import ensure_ray
 
@@ -97,21 +97,28 @@ from trainables.launch.ray_runtime import ensure_ray
 def seen():
     return gc.isenabled(), gc.get_threshold()[2], os.environ.get("JOB_VARIABLE")
 
-for job_env in ({"env_vars": {"JOB_VARIABLE": "kept"}}, {"worker_process_setup_hook": "gc.disable"}):
-    os.environ["RAY_JOB_CONFIG_JSON_ENV_VAR"] = json.dumps({"runtime_env": job_env})  # as Ray's job manager sets it
-    ensure_ray(num_cpus=1)
-    print(json.dumps(ray.get(seen.remote())))
-    ray.shutdown()
+job_env = {"env_vars": {"JOB_VARIABLE": "kept"}, "worker_process_setup_hook": "gc.disable"}
+os.environ["RAY_JOB_CONFIG_JSON_ENV_VAR"] = json.dumps({"runtime_env": job_env})  # as Ray's job manager sets it
+ensure_ray(num_cpus=1)
+print(json.dumps(ray.get(seen.remote())))
 """
 
 
 @pytest.mark.slow
-def test_a_submitted_job_s_runtime_env_is_merged_and_its_own_setup_hook_kept(tmp_path):
-    """`ray job submit --working-dir .` (a runtime env of the job's own) keeps the platform's hook;
-    a job submitted with a hook of its own runs that one, where Ray would refuse two with a traceback."""
+def test_a_job_submitted_with_a_setup_hook_of_its_own_runs_that_one(tmp_path):
+    """Ray refuses to merge two setup hooks (a ValueError and its traceback): the job's is kept."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", JOBS], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", JOB], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    merged, own_hook = (json.loads(line) for line in done.stdout.splitlines()[-2:])
-    assert merged == [True, OLDEST_THRESHOLD, "kept"]
-    assert own_hook[:2] == [False, 10]
+    assert json.loads(done.stdout.splitlines()[-1]) == [False, 10, "kept"]
+
+
+def test_a_job_submitted_with_a_working_dir_or_env_vars_gets_the_platform_s_hook_beside_them(monkeypatch):
+    """`ray job submit --working-dir .`: Ray merges runtime envs key by key, and refuses one key twice."""
+    from trainables.launch.ray_runtime import _job_runtime_env
+
+    job_env = {"working_dir": "gcs://_ray_pkg_abc.zip", "env_vars": {"A": "1"}}
+    monkeypatch.setenv("RAY_JOB_CONFIG_JSON_ENV_VAR", json.dumps({"runtime_env": job_env}))
+    ours = _job_runtime_env(None)
+    assert ours == {"worker_process_setup_hook": "trainables.process_start.fewer_full_collections"}
+    assert not set(ours) & set(job_env)
