@@ -6,7 +6,7 @@ the garbage collector over them several times. With torch, timm (which pulls tor
 sympy through torchvision), Ray and MLflow loaded, that takes 1 to 3 s of CPU, long after the
 command's last line was printed: 1.5 s after importing torch and timm alone, 3 s in a sweep's
 driver, and 0.8 to 1.1 s less in the whole of ``mjp sweep status`` and ``mjp sweep plan``
-(``benchmarks/bench_process_end.py``, BENCHMARKS.md). Nothing the commands
+(``benchmarks/process/bench_process_end.py``, BENCHMARKS.md). Nothing the commands
 write depends on it: files are written whole and closed (``trainables/written.py``), MLflow and
 Optuna commit as they go, and what must happen at exit is an exit handler (``atexit``), which
 still runs: Ray's shutdown, the removal of the AWS key folder, MLflow's end of an open run,

@@ -9,7 +9,7 @@ quarter. Imports make about a million objects that live as long as the process, 
 collection walks everything loaded so far: a trial's imports (``trainables.launch.trial`` and the
 training loop: torch, timm, MLflow, Ray Tune) ran 8 of them. Measured on this machine: 4.5 CPU-s
 of imports with them and 3.8 without, in the process; 6.29 and 5.25 CPU-s for such a process from
-start to exit (``benchmarks/bench_process_start.py``, BENCHMARKS.md).
+start to exit (``benchmarks/process/bench_process_start.py``, BENCHMARKS.md).
 
 ``fewer_full_collections`` changes only the oldest generation's threshold, from 10 to
 ``OLDEST_THRESHOLD``: young and middle collections run as before. ``start_up_done``, called where
@@ -22,6 +22,9 @@ tensors) keeps the raised threshold to its end.
 from __future__ import annotations
 
 import gc
+import json
+import os
+from typing import Any
 
 #: middle-generation collections between two full ones (Python's default: 10)
 OLDEST_THRESHOLD = 1000
@@ -45,3 +48,16 @@ def start_up_done() -> None:
     gc.freeze()
     if _REPLACED:
         gc.set_threshold(*_REPLACED.pop())
+
+
+def ray_job_runtime_env(address: str | None) -> dict[str, Any] | None:
+    """The runtime env of a driver's Ray job (``ray.init``'s): every Ray worker of the job runs
+    ``fewer_full_collections`` first, before it imports a trial or a task. Ray merges into it a
+    submitted job's runtime env (``ray job submit --working-dir .``) and each Tune trial's
+    ``env_vars``. None for a job submitted with a setup hook of its own, which keeps it (Ray
+    refuses two), and through Ray Client (``ray://``), which does not pass the hook on; a new dict
+    each time (``ray.init`` edits it)."""
+    job = json.loads(os.environ.get("RAY_JOB_CONFIG_JSON_ENV_VAR") or "{}")  # set by Ray's job manager
+    if "worker_process_setup_hook" in (job.get("runtime_env") or {}) or (address or "").startswith("ray://"):
+        return None
+    return {"worker_process_setup_hook": f"{__name__}.{fewer_full_collections.__name__}"}

@@ -83,10 +83,10 @@ def test_every_ray_worker_of_the_job_starts_with_it_a_trial_with_its_own_env_var
 def test_through_ray_client_the_job_keeps_its_own_runtime_env():
     """Ray Client (``ray://``) does not pass a setup hook on, and a runtime env given to it would
     replace the one in ``$RAY_RUNTIME_ENV``: none is given."""
-    from trainables.launch.ray_runtime import _job_runtime_env
+    from trainables.process_start import ray_job_runtime_env
 
-    assert _job_runtime_env("ray://head:10001") is None
-    assert _job_runtime_env("10.0.0.1:6379") == _job_runtime_env(None) is not None
+    assert ray_job_runtime_env("ray://head:10001") is None
+    assert ray_job_runtime_env("10.0.0.1:6379") == ray_job_runtime_env(None) is not None
 
 
 JOB = """
@@ -115,10 +115,10 @@ def test_a_job_submitted_with_a_setup_hook_of_its_own_runs_that_one(tmp_path):
 
 def test_a_job_submitted_with_a_working_dir_or_env_vars_gets_the_platform_s_hook_beside_them(monkeypatch):
     """`ray job submit --working-dir .`: Ray merges runtime envs key by key, and refuses one key twice."""
-    from trainables.launch.ray_runtime import _job_runtime_env
+    from trainables.process_start import ray_job_runtime_env
 
     job_env = {"working_dir": "gcs://_ray_pkg_abc.zip", "env_vars": {"A": "1"}}
     monkeypatch.setenv("RAY_JOB_CONFIG_JSON_ENV_VAR", json.dumps({"runtime_env": job_env}))
-    ours = _job_runtime_env(None)
+    ours = ray_job_runtime_env(None)
     assert ours == {"worker_process_setup_hook": "trainables.process_start.fewer_full_collections"}
     assert not set(ours) & set(job_env)

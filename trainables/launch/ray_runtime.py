@@ -65,22 +65,6 @@ _ENVIRONMENT = {
     },
 }
 
-
-def _job_runtime_env(address: str | None) -> dict[str, Any] | None:
-    """The runtime env of this driver's Ray job: every Ray worker of the job runs
-    ``fewer_full_collections`` first, before it imports a trial or a task
-    (``trainables/process_start.py``). Ray merges into it a submitted job's runtime env
-    (``ray job submit --working-dir .``) and each Tune trial's ``env_vars``. None for a job
-    submitted with a setup hook of its own, which keeps it (Ray refuses two), and through Ray Client
-    (``ray://``), which does not pass the hook on; a new dict each time (``ray.init`` edits it)."""
-    import json
-
-    job = json.loads(os.environ.get("RAY_JOB_CONFIG_JSON_ENV_VAR") or "{}")  # set by Ray's job manager
-    if "worker_process_setup_hook" in (job.get("runtime_env") or {}) or (address or "").startswith("ray://"):
-        return None
-    return {"worker_process_setup_hook": "trainables.process_start.fewer_full_collections"}
-
-
 _LOGGERS = ("ray", "py.warnings", "filelock", "urllib3", "alembic", "mlflow", "optuna", "torch", "timm")
 
 
@@ -175,14 +159,17 @@ def ensure_ray(address: str | None = None, *, num_cpus: int | None = None, verbo
     prepare_environment()
     import ray
 
+    from trainables.launch.ray_cleanup import watch_local_ray
     from trainables.launch.signals import sigterm_as_ctrl_c
+    from trainables.process_start import ray_job_runtime_env
 
     if ray.is_initialized():
         return
     address = address or os.environ.get("RAY_ADDRESS")
+    job: dict[str, Any] = dict(log_to_driver=verbose, configure_logging=False, runtime_env=ray_job_runtime_env(address))
     if address:
         require_gcs(address)
-        ray.init(address=address, log_to_driver=verbose, configure_logging=False, runtime_env=_job_runtime_env(address))
+        ray.init(address=address, **job)
         sigterm_as_ctrl_c()  # ray.init's own SIGTERM handler exits at once, leaving MLflow runs RUNNING
         if not verbose:
             raylet_messages_to_log()
@@ -195,15 +182,11 @@ def ensure_ray(address: str | None = None, *, num_cpus: int | None = None, verbo
         _node_ip_address="127.0.0.1",
         include_dashboard=dashboard or verbose,
         dashboard_host="127.0.0.1",
-        log_to_driver=verbose,
-        configure_logging=False,
-        runtime_env=_job_runtime_env(None),
+        **job,
     )
     sigterm_as_ctrl_c()
     if not verbose:
         raylet_messages_to_log()
-    from trainables.launch.ray_cleanup import watch_local_ray
-
     watch_local_ray()
 
 

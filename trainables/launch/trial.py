@@ -228,15 +228,9 @@ def tune_trial(params: dict[str, Any], spec: TrialSpec) -> None:
     worker = WorkerInput(cfg, spec.uri, tracker.run_id, spec.checkpoint_epochs)
     try:
         if cfg.scaling.in_process:
-            import torch
+            from trainables.train.loop import train_in_trial_process
 
-            from trainables.process_start import start_up_done
-            from trainables.train.loop import train_loop
-            from trainables.train.session import TuneSession
-
-            start_up_done()  # imported: the start-up's objects frozen, Python's collector back for the training
-            torch.set_num_threads(max(1, int(cfg.scaling.cpus_per_worker)))
-            train_loop(worker, TuneSession(cfg.scaling.use_gpu))
+            train_in_trial_process(worker)
         else:
             from ray.tune.integration.ray_train import TuneReportCallback
 

@@ -136,3 +136,14 @@ def train_worker(worker: WorkerInput) -> None:
 
     start_up_done()  # imported: the start-up's objects frozen, Python's collector back for the training
     train_loop(worker, RayTrainSession())
+
+
+def train_in_trial_process(worker: WorkerInput) -> None:
+    """A 1-worker trial's training in the Tune trial's own process (``TuneSession``), on
+    ``scaling.cpus_per_worker`` threads."""
+    from trainables.process_start import start_up_done
+    from trainables.train.session import TuneSession
+
+    start_up_done()  # imported: the start-up's objects frozen, Python's collector back for the training
+    torch.set_num_threads(max(1, int(worker.config.scaling.cpus_per_worker)))
+    train_loop(worker, TuneSession(worker.config.scaling.use_gpu))

@@ -3,7 +3,7 @@ of an ``mjp`` command and of a trial's imports, each run as shipped (fewer full 
 collections) and with Python's own thresholds, in one run: median of ``--repeats`` interleaved
 runs each, full collections counted in the imports' case.
 
-    python benchmarks/bench_process_start.py [--repeats 5] [--out BENCHMARKS.md]
+    python benchmarks/process/bench_process_start.py [--repeats 5] [--out BENCHMARKS.md]
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import subprocess
 import sys
 import tempfile
 
+from benchmarks.process.timing import ROOT, SET_COLLECTOR, bench_args, command_env, timed
 from benchmarks.published import publish
-from benchmarks.whole_process import ROOT, SET_COLLECTOR, bench_args, command_env, timed
 
 #: what a trial's process imports before it trains (``trainables.launch.trial`` and the loop)
 TRIAL_IMPORTS = "import trainables.launch.trial, trainables.train.loop"

@@ -10,7 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: what the ``mjp`` command does first (``trainables/process_start.py``), for a ``python -c`` way of running it
 SET_COLLECTOR = "from trainables.process_start import fewer_full_collections; fewer_full_collections(); "
 

@@ -4,7 +4,7 @@ run: wall and CPU seconds of the whole process (its children included), median o
 interleaved runs each. Commands that load the heavy libraries show the difference: ``sweep plan``
 (torch, timm, Optuna, the pre-flight) and ``sweep status`` (MLflow) on an empty store.
 
-    python benchmarks/bench_process_end.py [--repeats 5] [--out BENCHMARKS.md]
+    python benchmarks/process/bench_process_end.py [--repeats 5] [--out BENCHMARKS.md]
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import subprocess
 import sys
 import tempfile
 
+from benchmarks.process.timing import SET_COLLECTOR, bench_args, command_env, timed
 from benchmarks.published import publish
-from benchmarks.whole_process import SET_COLLECTOR, bench_args, command_env, timed
 
 COMMANDS = (("sweep", "plan", "quickstart"), ("sweep", "status"))
 #: the command as ``mjp`` runs it (its collector set first, ``trainables/process_start.py``), ended the usual way
