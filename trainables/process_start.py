@@ -29,25 +29,21 @@ from typing import Any
 #: middle-generation collections between two full ones (Python's default: 10)
 OLDEST_THRESHOLD = 1000
 
-#: the thresholds ``fewer_full_collections`` replaced, for ``start_up_done``
-_REPLACED: list[tuple[int, int, int]] = []
+#: the thresholds the process started with (this module is imported before anything sets them)
+_PYTHON_S = gc.get_threshold()
 
 
 def fewer_full_collections() -> None:
     """Collect the oldest generation after more than ``OLDEST_THRESHOLD`` middle collections, not
     10; called first in a process, before its imports (Ray runs it by this name in each worker)."""
-    young, middle, oldest = gc.get_threshold()
-    if not _REPLACED:
-        _REPLACED.append((young, middle, oldest))
-    gc.set_threshold(young, middle, OLDEST_THRESHOLD)
+    gc.set_threshold(_PYTHON_S[0], _PYTHON_S[1], OLDEST_THRESHOLD)
 
 
 def start_up_done() -> None:
     """The process has imported what it needs: freeze what exists now (``gc.freeze``: never
     walked again, never freed, as modules and classes are not) and collect as Python does."""
     gc.freeze()
-    if _REPLACED:
-        gc.set_threshold(*_REPLACED.pop())
+    gc.set_threshold(*_PYTHON_S)
 
 
 def ray_job_runtime_env(address: str | None) -> dict[str, Any] | None:

@@ -95,7 +95,7 @@ SIZES = {
 def step_args(description: str, extra: dict[str, dict[str, Any]] | None = None) -> argparse.Namespace:
     """``--mode cuda|cpu --out FILE`` and a step's own flags; the first call of every step, so it
     also sets the step's process up as the platform's (``trainables/process_start.py``: no full
-    garbage collection while it imports torch and timm, about 1 CPU-s a step)."""
+    garbage collection while it imports torch and timm; 0.7 to 1 CPU-s in a trial's imports, not measured for a step)."""
     fewer_full_collections()
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--mode", choices=sorted(SIZES), required=True)
