@@ -26,10 +26,11 @@ format: setup
 	@$(RUN) ruff check --fix .
 	@$(RUN) ruff format .
 
-# Two test processes (pytest-xdist): the end-to-end tests wait on Ray, the twin and subprocesses
-# about half their time, which the other process fills; tests/spread.py says which tests share a
-# process and hands the longest out first. PYTEST_PROCESSES=0 runs everything in this process.
-PYTEST_PROCESSES ?= 2
+# Three test processes (pytest-xdist) on two cores: the end-to-end tests wait on Ray, the twin,
+# Slurm and subprocesses part of their time, which the other processes fill (docs/usage.md, Tests:
+# with two, 13 % of the cores' time stayed idle); tests/spread.py says which tests share a process
+# and hands the longest out first. PYTEST_PROCESSES=0 runs everything in this process.
+PYTEST_PROCESSES ?= 3
 SPREAD := $(if $(filter 0,$(PYTEST_PROCESSES)),,-n $(PYTEST_PROCESSES) --dist loadgroup --no-loadscope-reorder)
 
 test: setup

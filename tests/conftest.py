@@ -24,7 +24,7 @@ from tests.spread import longest_first, mark_group
 from tests.twin_session import pytest_runtest_teardown, twin_session  # noqa: F401 - fixture, and the hook that ends it
 
 # torch's threads in this process: one share of the cores per test process (pytest-xdist sets the
-# count before this file loads). With torch's default of every core in each of `make test`'s two
+# count before this file loads). With torch's default of every core in each of two test
 # processes, four threads ran on two cores and waited on each other: `pytest -n 2 -m "not slow"`
 # took 287 and 298 CPU-s, against 235 and 217 with one thread each. Commands the tests start keep theirs.
 THREADS = max(1, len(os.sched_getaffinity(0)) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))

@@ -2,7 +2,7 @@
 
 The suite shares what is expensive to start: one local Ray per test process (``local_ray``), one
 twin for the cluster tests (``tests/twin_session.py``), one sweep per module where its checks only
-read it. ``make test`` runs the tests in two processes (pytest-xdist), each test going wherever a
+read it. ``make test`` runs the tests in three processes (pytest-xdist), each test going wherever a
 process is free, so no test may rely on what an earlier one left behind, nor leave anything for a
 later one. After every test, ``process_state_restored`` puts back what a command run in this
 process changes: the environment (``prepare_environment`` sets Ray's variables, a credentials URI
