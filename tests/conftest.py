@@ -4,7 +4,15 @@ keeps them apart (``tests/isolation.py``); how ``make test`` spreads them over i
 import os
 import signal
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+from trainables.launch.ray_runtime import NO_PHONE_HOME
+
+# Nothing phones home from the test processes either, as from every process of the platform, and
+# set before a test module is collected: one that imports MLflow at its top started MLflow's
+# telemetry in this process (it turns it off by itself only inside a test, PYTEST_CURRENT_TEST), and
+# its thread, failing to reach the internet, removed _MLFLOW_TELEMETRY_SESSION_ID from the
+# environment while a test's request read it (a KeyError in `requests`, beside two CPU hogs).
+for _name, _value in NO_PHONE_HOME.items():
+    os.environ.setdefault(_name, _value)
 os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")  # `make test` runs under `uv run`
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 if "MJP_HOME" not in os.environ:  # the sweep signing key of the tests, never the user's own

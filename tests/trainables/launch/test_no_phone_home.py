@@ -70,3 +70,23 @@ def test_cluster_yaml_nodes_export_every_switch():
     exported = " ".join(c for c in tree["setup_commands"] if "bashrc" in c)
     for name, value in NO_PHONE_HOME.items():
         assert f" {name}={value}" in exported, name
+
+
+def test_the_test_processes_start_with_mlflows_telemetry_off_before_a_module_imports_mlflow():
+    """As pytest collects a test module that imports MLflow at its top: outside a test, where MLflow
+    does not see PYTEST_CURRENT_TEST, in an environment without the switches."""
+    probe = (
+        "import os, tests.conftest, mlflow; from mlflow.telemetry import get_telemetry_client; "
+        "print(get_telemetry_client(), '_MLFLOW_TELEMETRY_SESSION_ID' in os.environ)"
+    )
+    env = {name: value for name, value in os.environ.items() if name not in NO_PHONE_HOME and name != "PYTEST_CURRENT_TEST"}
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=PROJECT_DIR,
+        env={**env, "PYTHONPATH": str(PROJECT_DIR)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-2:] == ["None", "False"], out.stdout[-500:]
