@@ -12,13 +12,24 @@ is the exit status of an interrupted command: 143 after SIGTERM, 129 after SIGHU
 ``ctrl_c_restored_after()`` wraps ``Tuner.fit``: Tune leaves its handler installed when no signal
 ended the run, which would swallow a Ctrl-C or SIGTERM during the final analysis. It also lets
 ``signal_received()`` see a Ctrl-C that Tune's handler took.
+
+A stop is never lost in a finalizer. Python runs a signal's handler in the main thread between two
+bytecodes; when those are a finalizer's (a ``__del__``, a weak reference's callback such as
+SQLAlchemy's during a garbage collection) the ``KeyboardInterrupt`` cannot reach the code the
+finalizer interrupted: Python prints it as "Exception ignored in ..." and drops it, and the
+command went on to exit 0. ``sigterm_as_ctrl_c()`` also installs an unraisable hook that takes
+such a dropped stop silently and has a thread of this module send the signal again to the main
+thread, whose handler raises once the finalizer has returned (or, in another finalizer, is
+dropped and sent again).
 """
 
 from __future__ import annotations
 
+import queue
 import signal
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 
@@ -35,12 +46,38 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
 
+_dropped_stops: queue.SimpleQueue[None] = queue.SimpleQueue()
+_hook_before: list[Callable[[sys.UnraisableHookArgs], object]] = []  # the unraisable hook before this module's
+
+
+def _drop_hook(unraisable: sys.UnraisableHookArgs) -> None:
+    """``sys.unraisablehook``: a stop raised in a finalizer is queued for ``_send_dropped_stops``,
+    which cannot run before this returns (it needs the GIL, which the main thread gives up only
+    after handling its pending signals); anything else goes to the hook that was there before."""
+    if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
+        _dropped_stops.put(None)
+    else:
+        _hook_before[0](unraisable)
+
+
+def _send_dropped_stops() -> None:
+    """Send each dropped stop to the main thread again, as a signal (so that one blocked in a
+    system call wakes): the SIGTERM or SIGHUP it was, else SIGINT."""
+    while True:
+        _dropped_stops.get()
+        signal.pthread_kill(threading.main_thread().ident or 0, _received[-1] if _received else signal.SIGINT)
+
+
 def sigterm_as_ctrl_c() -> None:
-    """Route SIGTERM and SIGHUP to SIGINT's handler (only the main thread may set handlers;
-    elsewhere nothing changes)."""
+    """Route SIGTERM and SIGHUP to SIGINT's handler, and have a stop raised in a finalizer sent
+    again instead of dropped (only the main thread may set handlers; elsewhere nothing changes)."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _on_sigterm)
         signal.signal(signal.SIGHUP, _on_sigterm)
+        if not _hook_before:  # once a process
+            _hook_before.append(sys.unraisablehook)
+            sys.unraisablehook = _drop_hook
+            threading.Thread(target=_send_dropped_stops, name="mjp-dropped-stops", daemon=True).start()
 
 
 def signal_received() -> bool:

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -84,6 +86,41 @@ except KeyboardInterrupt:
 """
     out = _python(code, tmp_path)
     assert out.stdout.split() == ["130", "True", "143", "stopped"], out.stderr
+
+
+@pytest.mark.parametrize("finalizer", ["__del__", "weakref_callback_in_a_collection"])
+@pytest.mark.parametrize(("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_stop_that_lands_in_a_finalizer_still_stops_the_command(tmp_path, finalizer, sig, status):
+    """Python drops an exception raised in a finalizer ("Exception ignored in ..."): a Ctrl-C
+    that came while SQLAlchemy's weak-reference callback ran in a garbage collection let
+    `mjp sweep run` finish its report and exit 0. The stop is sent again instead; nothing is
+    printed. Without it this spins until its time limit."""
+    code = f"""
+import gc, signal, weakref
+from trainables.launch.signals import interrupted_status, sigterm_as_ctrl_c
+sigterm_as_ctrl_c()
+class Finalized:
+    def __del__(self):
+        signal.raise_signal({int(sig)})
+def stop_in_a_finalizer():
+    if {finalizer!r} == "__del__":
+        Finalized()  # its last reference gone at once
+    else:
+        cycle = type("Cycle", (), {{}})()
+        cycle.itself = cycle
+        found = weakref.ref(cycle, lambda ref: signal.raise_signal({int(sig)}))
+        del cycle
+        gc.collect()
+try:
+    stop_in_a_finalizer()
+    while True:  # only the stop ends it (a wait in a system call could miss a signal sent just before it)
+        pass
+except KeyboardInterrupt:
+    print("stopped", interrupted_status())
+"""
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False, timeout=120)
+    assert out.stdout.split() == ["stopped", str(status)], out.stderr
+    assert out.stderr == ""
 
 
 def test_the_ray_a_command_starts_leaves_sigterm_routed_to_ctrl_c(local_ray):
