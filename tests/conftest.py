@@ -11,8 +11,8 @@ from trainables.launch.ray_runtime import NO_PHONE_HOME
 # telemetry in this process (it turns it off by itself only inside a test, PYTEST_CURRENT_TEST), and
 # its thread, failing to reach the internet, removed _MLFLOW_TELEMETRY_SESSION_ID from the
 # environment while a test's request read it (a KeyError in `requests`, beside two CPU hogs).
-for _name, _value in NO_PHONE_HOME.items():
-    os.environ.setdefault(_name, _value)
+# Set whatever the developer's environment says (DO_NOT_TRACK=false included), as the platform does.
+os.environ.update(NO_PHONE_HOME)
 os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")  # `make test` runs under `uv run`
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 if "MJP_HOME" not in os.environ:  # the sweep signing key of the tests, never the user's own

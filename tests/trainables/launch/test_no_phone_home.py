@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from sweep.study.names import PROJECT_DIR
@@ -72,9 +73,10 @@ def test_cluster_yaml_nodes_export_every_switch():
         assert f" {name}={value}" in exported, name
 
 
-def test_the_test_processes_start_with_mlflows_telemetry_off_before_a_module_imports_mlflow():
+@pytest.mark.parametrize("switches", [{}, {"MLFLOW_DISABLE_TELEMETRY": "false", "DO_NOT_TRACK": "false"}], ids=["unset", "turned-on"])
+def test_the_test_processes_start_with_mlflows_telemetry_off_before_a_module_imports_mlflow(switches):
     """As pytest collects a test module that imports MLflow at its top: outside a test, where MLflow
-    does not see PYTEST_CURRENT_TEST, in an environment without the switches."""
+    does not see PYTEST_CURRENT_TEST, in an environment without the switches or with them turned on."""
     probe = (
         "import os, tests.conftest, mlflow; from mlflow.telemetry import get_telemetry_client; "
         "print(get_telemetry_client(), '_MLFLOW_TELEMETRY_SESSION_ID' in os.environ)"
@@ -83,7 +85,7 @@ def test_the_test_processes_start_with_mlflows_telemetry_off_before_a_module_imp
     out = subprocess.run(
         [sys.executable, "-c", probe],
         cwd=PROJECT_DIR,
-        env={**env, "PYTHONPATH": str(PROJECT_DIR)},
+        env={**env, **switches, "PYTHONPATH": str(PROJECT_DIR)},
         capture_output=True,
         text=True,
         timeout=300,
