@@ -50,10 +50,10 @@ _dropped_stops: queue.SimpleQueue[None] = queue.SimpleQueue()
 _hook_before: list[Callable[[sys.UnraisableHookArgs], object]] = []  # the unraisable hook before this module's
 
 
-def _drop_hook(unraisable: sys.UnraisableHookArgs) -> None:
-    """``sys.unraisablehook``: a stop raised in a finalizer is queued for ``_send_dropped_stops``,
-    which cannot run before this returns (it needs the GIL, which the main thread gives up only
-    after handling its pending signals); anything else goes to the hook that was there before."""
+def _queue_dropped_stops(unraisable: sys.UnraisableHookArgs) -> None:
+    """``sys.unraisablehook``: a stop raised in a finalizer is queued for ``_send_dropped_stops``;
+    anything else goes to the hook that was there before. The hook itself sends nothing: a signal
+    handled while it runs would be raised inside it, and Python drops that one for good."""
     if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
         _dropped_stops.put(None)
     else:
@@ -76,7 +76,7 @@ def sigterm_as_ctrl_c() -> None:
         signal.signal(signal.SIGHUP, _on_sigterm)
         if not _hook_before:  # once a process
             _hook_before.append(sys.unraisablehook)
-            sys.unraisablehook = _drop_hook
+            sys.unraisablehook = _queue_dropped_stops
             threading.Thread(target=_send_dropped_stops, name="mjp-dropped-stops", daemon=True).start()
 
 

@@ -90,7 +90,7 @@ except KeyboardInterrupt:
 
 @pytest.mark.parametrize("finalizer", ["__del__", "weakref_callback_in_a_collection"])
 @pytest.mark.parametrize(("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_a_stop_that_lands_in_a_finalizer_still_stops_the_command(tmp_path, finalizer, sig, status):
+def test_a_stop_that_lands_in_a_finalizer_still_stops_the_command(finalizer, sig, status):
     """Python drops an exception raised in a finalizer ("Exception ignored in ..."): a Ctrl-C
     that came while SQLAlchemy's weak-reference callback ran in a garbage collection let
     `mjp sweep run` finish its report and exit 0. The stop is sent again instead; nothing is
