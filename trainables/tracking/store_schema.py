@@ -67,8 +67,11 @@ def engine_disposed(uri: str) -> None:
 
 
 @contextlib.contextmanager
-def _quiet(logger: logging.Logger) -> Iterator[None]:
-    """``logger``'s INFO lines left out inside the block."""
+def schema_work_unlogged() -> Iterator[None]:
+    """MLflow's INFO lines about making or migrating a schema ("Creating initial MLflow database
+    tables...", "Updating database tables") left out inside the block: MLflow prints them to the
+    console through a handler of its own, whatever the command's logging says."""
+    logger = logging.getLogger("mlflow.store.db.utils")
     level = logger.level
     logger.setLevel(max(level, logging.WARNING))
     try:
@@ -90,7 +93,7 @@ def open_schema(uri: str, path: Path) -> None:
             f"{revision} is unknown here; {holds}): open it with that MLflow, or give --uri / tracking.uri another store"
         )
     try:
-        with _quiet(logging.getLogger("mlflow.store.db.utils")):  # "Creating initial MLflow database tables...", before a failure too
+        with schema_work_unlogged():  # before a failure too
             MlflowClient(uri).search_experiments(max_results=1)
     except MlflowException as err:
         if "out-of-date database schema" not in str(err):

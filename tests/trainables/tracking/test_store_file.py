@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.killed_writer import die_inside_a_transaction, killed_while_making
-from trainables.tracking.store import check_store_readable, check_store_writable, ready_store
+from trainables.tracking.store import check_store_readable, check_store_writable, create_store_whole, ready_store
 from trainables.tracking.store_file import TrackingError
 
 
@@ -92,3 +92,32 @@ def test_a_command_killed_while_it_creates_the_store_leaves_none_and_the_next_cr
     check_store_readable(uri)
     assert "after the kill" in experiments(tmp_path / "mlflow.db")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mlflow.db"], "the killed creator's aside file is gone"
+
+
+@pytest.mark.parametrize("served", [False, True], ids=["a command's", "the tracking server's"])
+def test_a_new_store_is_made_without_mlflow_s_log_lines_on_the_console(tmp_path, capfd, served):
+    """MLflow logs "Creating initial MLflow database tables..." and "Updating database tables" to the
+    console with a handler of its own (``mjp cluster up --local`` printed both on a new store); the
+    logger is left at the level it had, so that its warnings still show."""
+    import logging
+
+    class Lines(logging.Handler):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lines: list[str] = []
+
+        def emit(self, record: logging.LogRecord) -> None:
+            self.lines.append(record.getMessage())
+
+    logger, seen = logging.getLogger("mlflow.store.db.utils"), Lines()
+    level = logger.level
+    logger.setLevel(logging.INFO)  # as MLflow sets it up, whatever an earlier test of this process did
+    logger.addHandler(seen)
+    try:
+        create_store_whole(tmp_path / "mlflow.db", served=served)
+        assert logger.level == logging.INFO
+    finally:
+        logger.removeHandler(seen)
+        logger.setLevel(level)
+    assert experiments(tmp_path / "mlflow.db") == {"Default"}
+    assert seen.lines == [] and capfd.readouterr().err == ""
