@@ -100,16 +100,9 @@ def test_a_new_store_is_made_without_mlflow_s_log_lines_on_the_console(tmp_path,
     console with a handler of its own (``mjp cluster up --local`` printed both on a new store); the
     logger is left at the level it had, so that its warnings still show."""
     import logging
+    import logging.handlers
 
-    class Lines(logging.Handler):
-        def __init__(self) -> None:
-            super().__init__()
-            self.lines: list[str] = []
-
-        def emit(self, record: logging.LogRecord) -> None:
-            self.lines.append(record.getMessage())
-
-    logger, seen = logging.getLogger("mlflow.store.db.utils"), Lines()
+    logger, seen = logging.getLogger("mlflow.store.db.utils"), logging.handlers.BufferingHandler(capacity=1000)
     level = logger.level
     logger.setLevel(logging.INFO)  # as MLflow sets it up, whatever an earlier test of this process did
     logger.addHandler(seen)
@@ -120,4 +113,4 @@ def test_a_new_store_is_made_without_mlflow_s_log_lines_on_the_console(tmp_path,
         logger.removeHandler(seen)
         logger.setLevel(level)
     assert experiments(tmp_path / "mlflow.db") == {"Default"}
-    assert seen.lines == [] and capfd.readouterr().err == ""
+    assert [r.getMessage() for r in seen.buffer] == [] and capfd.readouterr().err == ""
