@@ -11,9 +11,16 @@ per event.
   oldest one that has not shown the token yet (a half-sent request, an idle stranger); a client
   that has shown it keeps its connection. When every open connection is such a client, the new
   one gets 503 and is closed.
-- **One line per event**: every log record is one line, an exception as ``Type: message``, so an
-  accept that fails for lack of descriptors (asyncio retries it after a second) is one line, not a
-  traceback.
+- **Accept burst**: asyncio accepts up to the listen backlog (``ACCEPT_BURST``) connections each
+  time the loop wakes, and the stranger a new connection displaces is closed three wake-ups after
+  the accept (the accept, aiohttp's transport, ``connection_made``; the close runs before the
+  next burst is accepted). A flood therefore holds up to ``ACCEPT_TICKS * ACCEPT_BURST``
+  descriptors beyond the cap; ``RESERVED_FILES`` keeps them free. (With asyncio's default backlog
+  of 100 that was 300: 400 half-sent requests once ran a 300-file gate out of descriptors.)
+- **One line per event**: every log record is one line, an exception as ``Type: message``; an
+  accept that fails for lack of descriptors anyway (asyncio logs each failed accept of a burst,
+  then retries after a second) is counted, and logged as the other events are: the 1st, 10th,
+  100th, then every 1,000th (``count_accept_failures``).
 """
 
 from __future__ import annotations
@@ -31,11 +38,15 @@ from aiohttp import web
 TRUSTED: web.AppKey[weakref.WeakSet[Any]] = web.AppKey("trusted", weakref.WeakSet)
 #: seconds a connection may take to send a request head (and may stay idle between requests)
 HEADER_TIMEOUT_S = 15.0
-#: descriptors kept apart from client connections: the listening socket's accept burst, the
-#: upstream connections (``UPSTREAM_CONNECTIONS``), spooled bodies, logs and Python's own
-RESERVED_FILES = 256
+#: connections accepted at most each time the loop wakes (the listen backlog, asyncio's accept loop)
+ACCEPT_BURST = 32
+#: accept bursts whose descriptors are open beyond the cap at once (see the module)
+ACCEPT_TICKS = 3
 #: upstream connections the gate opens at most (aiohttp's pool; further requests wait for one)
 UPSTREAM_CONNECTIONS = 100
+#: descriptors kept apart from client connections: the accept bursts in flight (96), the upstream
+#: connections (100), and the process's own (the listening socket, logs, Python's, spooled bodies)
+RESERVED_FILES = 256
 #: the most client connections, whatever the file limit
 MAX_CONNECTIONS = 10_000
 
@@ -154,6 +165,25 @@ class _Cap:
         return True
 
 
+def count_accept_failures(loop: asyncio.AbstractEventLoop) -> None:
+    """Log asyncio's "socket.accept() out of system resource" on ``loop`` as the cap's events are
+    logged (one line for the 1st, 10th, 100th, then every 1,000th, with the count so far) instead of
+    once per failed accept; every other error goes to the loop's default handler as before."""
+    log, failed = logging.getLogger("mjp.gate"), 0
+
+    def handle(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        nonlocal failed
+        if context.get("message") != "socket.accept() out of system resource":
+            loop.default_exception_handler(context)
+            return
+        failed += 1
+        if _worth_a_line(failed):
+            exc = context.get("exception")
+            log.warning("no descriptor free to accept a connection (%s): %d failed accepts so far, retried after a second", exc, failed)
+
+    loop.set_exception_handler(handle)
+
+
 def _worth_a_line(count: int) -> bool:
     """Whether the ``count``-th event of a kind is logged: the 1st, 10th, 100th, then every 1,000th."""
     return count in (1, 10, 100) or count % 1000 == 0
@@ -180,5 +210,5 @@ async def open_gate(
     runner = web.AppRunner(app, keepalive_timeout=header_timeout, access_log=None, handle_signals=False)
     await runner.setup()
     factory = _Cap(runner.server, max_connections or connection_cap(), app[TRUSTED])
-    listener = await asyncio.get_running_loop().create_server(factory, host, port, reuse_address=True)
+    listener = await asyncio.get_running_loop().create_server(factory, host, port, reuse_address=True, backlog=ACCEPT_BURST)
     return OpenGate(listener.sockets[0].getsockname()[1], runner, listener)

@@ -30,7 +30,14 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from sweep.cluster.gate.listener import TRUSTED, UPSTREAM_CONNECTIONS, log_in_one_line, open_gate, raise_file_limit
+from sweep.cluster.gate.listener import (
+    TRUSTED,
+    UPSTREAM_CONNECTIONS,
+    count_accept_failures,
+    log_in_one_line,
+    open_gate,
+    raise_file_limit,
+)
 from trainables.errors import ConfigError
 
 #: the largest chunked request body passed on (spooled to disk first: MLflow's server needs a
@@ -186,6 +193,7 @@ def serve(host: str, port: int, upstream: str, token_file: str) -> None:
     log_in_one_line()
 
     async def run() -> None:
+        count_accept_failures(asyncio.get_running_loop())
         gate = await open_gate(app, host, port)
         stop = asyncio.Event()
         for signum in (signal.SIGTERM, signal.SIGINT):
