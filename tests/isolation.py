@@ -1,22 +1,28 @@
 """What tests share, and what keeps them apart (loaded by ``tests/conftest.py``).
 
 The suite shares what is expensive to start: one local Ray per test process (``local_ray``), one
-twin for the cluster tests (``tests/twin_session.py``), one sweep per module where its checks only
-read it. ``make test`` runs the tests in three processes (pytest-xdist), each test going wherever a
-process is free, so no test may rely on what an earlier one left behind, nor leave anything for a
-later one. After every test, ``process_state_restored`` puts back what a command run in this
-process changes: the environment (``prepare_environment`` sets Ray's variables, a credentials URI
-moves into MLflow's own), the working directory, MLflow's process-wide tracking URI and active
-runs, torch's thread count; ``shared_ray_left_empty`` removes the actors and placement groups a
-test left in this process' Ray. tests/test_isolation.py shows both hold.
+twin for the cluster tests (``tests/twin_session.py``), one sweep per module where its checks
+only read it. ``make test`` runs the tests in three processes (pytest-xdist), each test going
+wherever a process is free, so no test may rely on what an earlier one left behind, nor leave
+anything for a later one. After every test, ``process_state_restored`` puts back what a command
+run in this process changes: the environment (``prepare_environment`` sets Ray's variables, a
+credentials URI moves into MLflow's own), the working directory, MLflow's process-wide tracking
+URI and active runs, torch's thread count, the handlers of the stop signals (Tune leaves its own
+for SIGINT and SIGUSR1 after a ``Tuner.fit`` that no signal ended, ``ray.init`` one for
+SIGTERM); ``shared_ray_left_empty`` removes the actors and placement groups a test left in this
+process' Ray. tests/test_isolation.py shows both hold.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 import pytest
+
+#: the signals whose handlers a command or Tune sets in this process
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1)
 
 
 @pytest.fixture(scope="session")
@@ -72,7 +78,11 @@ def process_state_restored():
     """Whatever a test changes of this process' shared state is put back after it."""
     cwd, environment, threads = os.getcwd(), dict(os.environ), _torch_threads()
     tracking_uri = _mlflow_tracking_uri()
+    handlers = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
     yield
+    for signum, handler in handlers.items():
+        if handler is not None:  # None: set outside Python, which Python cannot put back
+            signal.signal(signum, handler)
     os.chdir(cwd)
     if "mlflow" in sys.modules:  # before the environment: MLflow mirrors its URI into $MLFLOW_TRACKING_URI
         import mlflow

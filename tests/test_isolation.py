@@ -2,8 +2,9 @@
 (tests/isolation.py): an inner pytest session whose first test leaves behind what tests of this
 suite could (a detached named actor, an unnamed actor, a placement group in the shared Ray, a
 variable in the environment, MLflow's process-wide URI and an active run, another working
-directory, torch's threads), and whose second test, in the same process, finds none of it. The
-same two tests without the suite's fixtures show the leaks are real."""
+directory, torch's threads, a SIGINT and a SIGUSR1 handler as Tune leaves them), and whose
+second test, in the same process, finds none of it. The same two tests without the suite's
+fixtures show the leaks are real."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 LEAKS = textwrap.dedent("""
     import os
+    import signal
 
     import mlflow
     import ray
@@ -44,6 +46,8 @@ LEAKS = textwrap.dedent("""
         mlflow.start_run()
         os.chdir(tmp_path)
         torch.set_num_threads(1)
+        signal.signal(signal.SIGINT, lambda signum, frame: None)  # Tune's, left after a run no signal ended
+        signal.signal(signal.SIGUSR1, lambda signum, frame: None)
 
 
     def test_two_finds_nothing(local_ray):
@@ -57,6 +61,8 @@ LEAKS = textwrap.dedent("""
         assert mlflow.active_run() is None and "leak.db" not in mlflow.get_tracking_uri()
         assert os.getcwd() == os.environ["INNER_START_DIR"]
         assert torch.get_num_threads() == 2
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        assert signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL
 """)
 
 
