@@ -57,6 +57,11 @@ class Session(Protocol):
         """One epoch's metrics, with the directory of its checkpoint when one was saved."""
         ...
 
+    def wait_until_reports_taken(self) -> None:
+        """Block until what this run's workers reported so far (checkpoints included) is the
+        driver's: a failure raised after it resumes from the last reported checkpoint."""
+        ...
+
     def train_iterator(self, cfg: TrainConfig) -> Any:
         """This worker's Ray Data training split (``data.loader: ray_data``)."""
         ...

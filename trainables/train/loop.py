@@ -114,6 +114,7 @@ def train_loop(worker: WorkerInput, session: Session) -> None:
                 last_save = time.monotonic()
             session.report({**metrics, "epoch": state.epoch}, Path(d) if save else None)
         if cfg.runtime.fail_after_epoch == state.epoch and not resumed:
+            session.wait_until_reports_taken()  # the failure comes after the checkpoint the restart resumes from
             raise InjectedFailure(f"runtime.fail_after_epoch={state.epoch}: injected failure after the checkpoint")
 
 

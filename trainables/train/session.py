@@ -61,6 +61,25 @@ class RayTrainSession:
         ckpt = self._train.Checkpoint.from_directory(str(checkpoint_dir)) if checkpoint_dir else None
         self._train.report(metrics, checkpoint=ckpt)
 
+    def wait_until_reports_taken(self) -> None:
+        """Block until Ray Train's controller has taken every worker's reports so far.
+
+        The controller polls each worker (every 2 s; a poll takes at most one report) and
+        registers a checkpoint once it holds that report from every worker; an error it sees
+        first restarts the workers from the checkpoint before, losing this one (rank 0 still
+        uploading it while rank 1, with nothing to upload, has already failed). A report is
+        taken when the poll that read it marks its queue's task done (``Queue.join``); the
+        barrier holds each worker until every worker's has been. An error raised after can only
+        be seen in the poll that took the last report or a later one, and the controller
+        registers a poll's reports before it looks at its errors. The queue is Ray Train V2's
+        own (no public handle in Ray 2.60)."""
+        import torch.distributed as dist
+        from ray.train.v2._internal.execution.context import get_train_context
+
+        get_train_context().get_result_queue().join()
+        if self.world > 1:
+            dist.barrier()
+
     def train_iterator(self, cfg: Any) -> Any:
         """This worker's shard of the Ray Data training split (the TorchTrainer split it)."""
         return self._train.get_dataset_shard("train")
@@ -99,6 +118,10 @@ class TuneSession:
         from ray.tune import Checkpoint
 
         self._tune.report(metrics, checkpoint=Checkpoint.from_directory(str(checkpoint_dir)) if checkpoint_dir else None)
+
+    def wait_until_reports_taken(self) -> None:
+        """Nothing to wait for: ``tune.report`` returns only once the trial's driver has taken the
+        report (checkpoint included) and asked for the next."""
 
     def train_iterator(self, cfg: Any) -> Any:
         """The whole Ray Data training split (one worker), executed across the cluster."""
