@@ -56,7 +56,7 @@ def jigsaw_permutation(mask: torch.Tensor, *, generator: torch.Generator | None 
         raise ValueError(f"mask must be a bool tensor [B, N], got {mask.dtype} of shape {tuple(mask.shape)}")
     b, n = mask.shape
     gen_device = generator.device if generator is not None else mask.device
-    keys = torch.rand(b, n, generator=generator, device=gen_device).to(mask.device)
+    keys = torch.rand(b, n, generator=generator, device=gen_device, dtype=torch.float32).to(mask.device)
     position, after = _positions(n, mask.device)
     # Selected positions first (in index order / in random order), then the rest in index order:
     # pairing the two orders maps selected -> selected at random and the rest to themselves.
@@ -87,7 +87,7 @@ def sample_shuffle(
     mask = sample_block_masks(rows, grid, ratio, generator=generator, min_block=min_block, aspect_ratio=aspect_ratio)
     if apply_prob < 1.0:
         gen_device = generator.device if generator is not None else torch.device("cpu")
-        keep = torch.rand(rows, 1, generator=generator, device=gen_device) < apply_prob
+        keep = torch.rand(rows, 1, generator=generator, device=gen_device, dtype=torch.float32) < apply_prob
         mask = mask & keep
     perm = jigsaw_permutation(mask, generator=generator)
     if per_batch:
@@ -162,7 +162,8 @@ def pixel_orders(
     ph, pw = _pair(patch)
     b, n = mask.shape
     gen_device = generator.device if generator is not None else mask.device
-    keys = torch.rand(1 if shared else b, 1 if shared else n, ph * pw, generator=generator, device=gen_device).to(mask.device)
+    shape = (1, 1, ph * pw) if shared else (b, n, ph * pw)
+    keys = torch.rand(shape, generator=generator, device=gen_device, dtype=torch.float32).to(mask.device)
     return torch.where(mask.unsqueeze(-1), keys.argsort(-1), torch.arange(ph * pw, device=mask.device))
 
 

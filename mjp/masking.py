@@ -68,6 +68,9 @@ from functools import lru_cache
 import torch
 import torch.nn.functional as F
 
+#: every draw and constant of the sampler: the same masks for a seed whatever torch's default dtype
+F32 = torch.float32
+
 #: BEiT's aspect-ratio bounds for a block: [0.3, 1/0.3].
 DEFAULT_ASPECT_RATIO: tuple[float, float] = (0.3, 1 / 0.3)
 #: Algorithm 1's (BEiT's) smallest block, in patches; the paper's reference code uses 8
@@ -129,26 +132,26 @@ def _constants(
 ) -> dict[str, torch.Tensor]:
     """Made once per grid, shape and device (each a few hundred numbers at most)."""
     lo, hi = math.log(aspect_ratio[0]), math.log(aspect_ratio[1])
-    half = torch.tensor([[0.5], [-0.5]])  # sqrt(aspect) for the height, 1 / sqrt(aspect) for the width
+    half = torch.tensor([[0.5], [-0.5]], dtype=F32)  # sqrt(aspect) for the height, 1 / sqrt(aspect) for the width
     group = min(AREA_GROUP, tries)
     try_of = torch.arange(tries).repeat(slots, 1)
     try_of[1:] = try_of[1:] // group * group  # slot 0: an area per try; later slots: per group
-    rows, cols = torch.meshgrid(torch.arange(h, dtype=torch.float32), torch.arange(w, dtype=torch.float32), indexing="ij")
+    rows, cols = torch.meshgrid(torch.arange(h, dtype=F32), torch.arange(w, dtype=F32), indexing="ij")
     rows, cols = rows.flatten(), cols.flatten()
     made = {
         "slot_of": torch.arange(slots).view(slots, 1).expand(slots, tries),  # [R, T]
         "try_of": try_of,  # [R, T]
-        "min_block": torch.tensor(float(min_block)),
+        "min_block": torch.tensor(float(min_block), dtype=F32),
         "log_aspect_lo": half * lo,  # [2, 1]
         "log_aspect_span": half * (hi - lo),  # [2, 1]
-        "too_big": torch.tensor(float("inf")),
-        "limits": torch.tensor([[float(h)], [float(w)]]),  # [2, 1]: h < H, w < W
-        "places": torch.tensor([[h + 1.0], [w + 1.0]]),  # [2, 1]
-        "grid": torch.tensor([[float(h), float(w)]]),  # [1, 2]: the top-up point's range (step 4)
-        "half_grid": torch.tensor([[h / 2, w / 2]]),  # [1, 2]
-        "coords": torch.arange(max(h, w), dtype=torch.float32),  # [L]
+        "too_big": torch.tensor(float("inf"), dtype=F32),
+        "limits": torch.tensor([[float(h)], [float(w)]], dtype=F32),  # [2, 1]: h < H, w < W
+        "places": torch.tensor([[h + 1.0], [w + 1.0]], dtype=F32),  # [2, 1]
+        "grid": torch.tensor([[float(h), float(w)]], dtype=F32),  # [1, 2]: the top-up point's range (step 4)
+        "half_grid": torch.tensor([[h / 2, w / 2]], dtype=F32),  # [1, 2]
+        "coords": torch.arange(max(h, w), dtype=F32),  # [L]
         # Earlier slots keep their patches first if the union overshoots k.
-        "priority": (_BLOCK * (2.0 - torch.arange(slots, dtype=torch.float32) / slots)).view(slots, 1, 1),
+        "priority": (_BLOCK * (2.0 - torch.arange(slots, dtype=F32) / slots)).view(slots, 1, 1),
         # -|p' - c|^2 + |c|^2 = -|p'|^2 + 2 p'.c for patch centres p' = p + 1/2: addmm(const, c, lin).
         "distance_const": -((rows + 0.5) ** 2 + (cols + 0.5) ** 2).unsqueeze(0),  # [1, N]
         "distance_lin": torch.stack([2.0 * (rows + 0.5), 2.0 * (cols + 0.5)]),  # [2, N]
@@ -222,9 +225,9 @@ def _top_up_point(
     centre is its index + 1/2), uniform in the grid shrunk by ``INSET * sqrt(deficit)`` on every side,
     ``deficit = k - patches the rectangles cover`` (>= 1). BEiT places a remainder rectangle of ``d``
     patches uniformly where it fits, so its centre keeps about ``sqrt(d) / 2`` from the edge."""
-    deficit = torch.rsub((blocks > 0).sum((1, 2, 3)), k).clamp(min=1).unsqueeze(1)  # [B, 1]
+    deficit = torch.rsub((blocks > 0).sum((1, 2, 3)), k).clamp(min=1).unsqueeze(1).to(F32)  # [B, 1]
     inset = torch.minimum(deficit.sqrt() * INSET, c["half_grid"])  # [B, 2]: inside even a thin grid
-    u = torch.rand(blocks.shape[0], 2, generator=generator, device=gen_device)
+    u = torch.rand(blocks.shape[0], 2, generator=generator, device=gen_device, dtype=F32)
     return torch.addcmul(inset, u, c["grid"] - 2 * inset)
 
 
@@ -241,20 +244,20 @@ def _rectangles(
     h, w = grid
     r, t = c["slot_of"].shape
     # 1. Areas: U(min, remaining) for every slot at once. q ~ U[0, 1): area = lerp(before, min, q).
-    q = torch.rand(b, r, t, 1, 1, generator=generator, device=gen_device)[:, c["slot_of"], c["try_of"]]  # [B, R, T, 1, 1]
+    q = torch.rand(b, r, t, 1, 1, generator=generator, device=gen_device, dtype=F32)[:, c["slot_of"], c["try_of"]]  # [B, R, T, 1, 1]
     q_slot = q[:, :, :1]  # the slot's own draw drives the nominal remainder
     before = q_slot.cumprod(1) / q_slot  # product of the earlier slots' q; [B, R, 1, 1, 1]
     remaining = torch.addcmul(c["min_block"], before, torch.rsub(before.reciprocal().cumsum(1), k, alpha=min_block))
     area = torch.lerp(remaining, c["min_block"], q)  # U(min, remaining), or U(remaining, min) below min
     # 2. Shapes rounded on both sides (BEiT's); each slot keeps its first try that fits.
-    u_aspect = torch.rand(b, r, t, 1, 1, generator=generator, device=gen_device)
+    u_aspect = torch.rand(b, r, t, 1, 1, generator=generator, device=gen_device, dtype=F32)
     size = (torch.exp(torch.addcmul(c["log_aspect_lo"], c["log_aspect_span"], u_aspect)) * area.sqrt()).round()  # [B, R, T, 2, 1]
     fits = torch.where(size < c["limits"], size, c["too_big"]).prod(3, keepdim=True) <= remaining  # [B, R, T, 1, 1]
     first = fits & (fits.cumsum(2) == 1)
     # An area below 0 (a slot after the remainder ran out) gives NaN sizes: they never fit.
     size = (size * first).sum(2)  # [B, R, 2, 1]; 0 x 0 when no try fits
     # 3. Rectangles placed uniformly, rasterised at once; every tensor keeps a trailing axis of 1.
-    start = torch.floor(torch.rand(b, r, 2, 1, generator=generator, device=gen_device) * (c["places"] - size))
+    start = torch.floor(torch.rand(b, r, 2, 1, generator=generator, device=gen_device, dtype=F32) * (c["places"] - size))
     offset = c["coords"] - start  # [B, R, 2, L]
     inside = (offset >= 0) & (offset < size)
     in_rows, in_cols = inside.unbind(2)

@@ -3,7 +3,7 @@ import torch
 from torch import nn
 
 from mjp import jigsaw_permutation, sample_block_masks, sample_shuffle, shuffle_image_patches, shuffle_tokens
-from mjp.jigsaw import shuffle_pixels_within_patches
+from mjp.jigsaw import pixel_orders, shuffle_pixels_within_patches
 
 
 def test_only_selected_positions_move(gen):
@@ -92,3 +92,25 @@ def test_reference_spp_shares_one_pixel_order_across_all_patches(gen):
         for p in range(4):
             assert torch.equal(after[b, p], before[b, p][order])  # the same order in every patch and image
     assert not torch.equal(order, torch.arange(16))
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16])
+def test_a_seed_draws_the_same_shuffle_whatever_torchs_default_dtype(dtype):
+    """Masks, permutations, pixel orders and the apply draw are made in float32 whatever the
+    default dtype: a float64 run (tests/trainables/train/test_ddp_equivalence.py) gets the
+    masks a float32 run gets from the same seed (before: a dtype error in the top-up)."""
+
+    def draw():
+        g = torch.Generator().manual_seed(3)
+        s = sample_shuffle(8, (7, 9), 0.4, generator=g, apply_prob=0.75, min_block=4)
+        return s.mask, s.perm, pixel_orders(s.mask, 2, generator=g)
+
+    want = draw()
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        got = draw()
+    finally:
+        torch.set_default_dtype(before)
+    for a, b in zip(want, got, strict=True):
+        assert torch.equal(a, b)
