@@ -225,7 +225,7 @@ def _top_up_point(
     centre is its index + 1/2), uniform in the grid shrunk by ``INSET * sqrt(deficit)`` on every side,
     ``deficit = k - patches the rectangles cover`` (>= 1). BEiT places a remainder rectangle of ``d``
     patches uniformly where it fits, so its centre keeps about ``sqrt(d) / 2`` from the edge."""
-    deficit = torch.rsub((blocks > 0).sum((1, 2, 3)), k).clamp(min=1).unsqueeze(1).to(F32)  # [B, 1]
+    deficit = torch.rsub((blocks > 0).sum((1, 2, 3), dtype=F32), k).clamp(min=1).unsqueeze(1)  # [B, 1]: counts, exact in float32
     inset = torch.minimum(deficit.sqrt() * INSET, c["half_grid"])  # [B, 2]: inside even a thin grid
     u = torch.rand(blocks.shape[0], 2, generator=generator, device=gen_device, dtype=F32)
     return torch.addcmul(inset, u, c["grid"] - 2 * inset)
