@@ -4,6 +4,7 @@ from torch import nn
 
 from mjp import jigsaw_permutation, sample_block_masks, sample_shuffle, shuffle_image_patches, shuffle_tokens
 from mjp.jigsaw import pixel_orders, shuffle_pixels_within_patches
+from tests.default_dtype import default_dtype
 
 
 def test_only_selected_positions_move(gen):
@@ -106,11 +107,7 @@ def test_a_seed_draws_the_same_shuffle_whatever_torchs_default_dtype(dtype):
         return s.mask, s.perm, pixel_orders(s.mask, 2, generator=g)
 
     want = draw()
-    before = torch.get_default_dtype()
-    torch.set_default_dtype(dtype)
-    try:
+    with default_dtype(dtype):
         got = draw()
-    finally:
-        torch.set_default_dtype(before)
     for a, b in zip(want, got, strict=True):
         assert torch.equal(a, b)

@@ -24,6 +24,7 @@ import torch.multiprocessing as mp
 
 from mjp import sample_shuffle
 from mjp.algorithm import MJPAlgorithm
+from tests.default_dtype import default_dtype
 from trainables.config.build import build_config
 from trainables.data.info import DataShape
 from trainables.train.engine import build_algorithm, build_model, build_state, seed_everything, train_one_epoch
@@ -78,11 +79,8 @@ def worker(rank: int, variant: str, store: str, out: str) -> None:
 def test_two_workers_train_the_model_one_worker_trains_on_the_doubled_batch(variant, tmp_path):
     mp.start_processes(worker, args=(variant, str(tmp_path / "store"), str(tmp_path / "ddp")), nprocs=WORLD, start_method="spawn")
     ranks = [torch.load(tmp_path / f"ddp.{r}", weights_only=True) for r in range(WORLD)]
-    torch.set_default_dtype(torch.float64)
-    try:
+    with default_dtype(torch.float64):
         single = train(variant, 0, 1).state_dict()
-    finally:
-        torch.set_default_dtype(torch.float32)
     for name, value in single.items():
         assert value.dtype == ranks[0][name].dtype == torch.float64, name
         assert torch.equal(ranks[0][name], ranks[1][name]), f"{name} differs between ranks"
