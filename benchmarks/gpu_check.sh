@@ -36,12 +36,15 @@ case "${OUT:-}" in ""|/*) ;; *) OUT="$PWD/$OUT" ;; esac  # a relative OUT is the
 cd "$(dirname "$0")/.." || exit 2
 PY=${PYTHON:-python3}
 command -v "$PY" >/dev/null 2>&1 || { echo "gpu_check.sh: no '$PY' on PATH (set PYTHON to the image's interpreter)" >&2; exit 2; }
-# every step needs torch, timm and numpy from the interpreter itself (the kit carries the rest): one line, before any step
-"$PY" -c "import torch, timm, numpy" 2>/dev/null || { echo "gpu_check.sh: $PY cannot import torch, timm and numpy; set PYTHON to the image's interpreter (here: PYTHON=.venv/bin/python)" >&2; exit 2; }
-if [ "$MODE" = cuda ]; then
-    "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null \
-        || { echo "gpu_check.sh: torch.cuda.is_available() is False with $PY (no GPU? run with --cpu to check the check)" >&2; exit 2; }
-fi
+# every step needs torch, timm and numpy from the interpreter itself (the kit carries the rest), and
+# the GPU visit a CUDA device: one line, before any step, from one interpreter start (a torch import
+# costs seconds of the visit); exit 3 is "imported, no CUDA", anything else a failed import
+"$PY" -c "import sys, numpy, timm, torch; sys.exit(3 if sys.argv[1] == 'cuda' and not torch.cuda.is_available() else 0)" "$MODE" 2>/dev/null
+case $? in
+    0) ;;
+    3) echo "gpu_check.sh: torch.cuda.is_available() is False with $PY (no GPU? run with --cpu to check the check)" >&2; exit 2 ;;
+    *) echo "gpu_check.sh: $PY cannot import torch, timm and numpy; set PYTHON to the image's interpreter (here: PYTHON=.venv/bin/python)" >&2; exit 2 ;;
+esac
 KIT=${GPU_KIT:-.gpu-kit}
 TARGET=$(mktemp -d "${TMPDIR:-/tmp}/gpu-kit.XXXXXX")
 trap 'rm -rf "$TARGET"' EXIT
