@@ -21,7 +21,7 @@ if "MJP_HOME" not in os.environ:  # the sweep signing key of the tests, never th
 
     os.environ["MJP_HOME"] = tempfile.mkdtemp(prefix="mjp-home-")
 
-from trainables.process_start import fewer_full_collections
+from trainables.process_start import fewer_full_collections, frozen_until_exit
 
 fewer_full_collections()  # as in every process of the platform: no full collection while the tests import torch, timm, MLflow, Ray
 
@@ -70,6 +70,7 @@ def pytest_unconfigure(config):
     every object again: 2 to 3 s each, 10 to 16 s at each process's end. pytest-xdist sends a
     process still busy 5 s after the end a SIGINT, which Tune's handler, left by a test, printed as
     "Stop signal received ... ending Ray Tune run". This collection finds the same exceptions
-    (pytest's hook is still installed); pytest's then walk only what was made after it."""
+    (pytest's hook is still installed); pytest's then walk only what was made after it. The heap is
+    unfrozen as the process exits (``frozen_until_exit``), after pytest-xdist's wait."""
     gc.collect()
-    gc.freeze()
+    frozen_until_exit()
