@@ -27,8 +27,8 @@ format: setup
 	@$(RUN) ruff format .
 
 # Three test processes (pytest-xdist) on two cores: the end-to-end tests wait on Ray, the twin,
-# Slurm and subprocesses part of their time, which the other processes fill (docs/usage.md, Tests:
-# with two, 13 % of the cores' time stayed idle); tests/spread.py says which tests share a process
+# Slurm and subprocesses part of their time, which the other processes fill (docs/test-suite-runs.md:
+# with two, 216 of the cores' 1,780 CPU-s stayed idle); tests/spread.py says which tests share a process
 # and hands the longest out first. PYTEST_PROCESSES=0 runs everything in this process.
 PYTEST_PROCESSES ?= 3
 SPREAD := $(if $(filter 0,$(PYTEST_PROCESSES)),,-n $(PYTEST_PROCESSES) --dist loadgroup --no-loadscope-reorder)
