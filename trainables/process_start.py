@@ -15,8 +15,8 @@ start to exit (``benchmarks/process/bench_process_start.py``, BENCHMARKS.md).
 ``OLDEST_THRESHOLD``: young and middle collections run as before. ``start_up_done``, called where
 a trial's process begins to train, moves what the start-up made into the permanent generation,
 which no collection walks until the process exits, and sets Python's thresholds back: a cycle
-dropped in training is found as soon as Python would find it. The ``mjp`` command (a sweep's driver, which holds no
-tensors) keeps the raised threshold to its end.
+dropped in training is found as soon as Python would find it. The ``mjp`` command (a sweep's
+driver, which holds no tensors) keeps the raised threshold to its end.
 """
 
 from __future__ import annotations
