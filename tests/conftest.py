@@ -28,9 +28,10 @@ fewer_full_collections()  # as in every process of the platform: no full collect
 import pytest
 import torch
 
-from tests.isolation import local_ray, process_state_restored, shared_ray_left_empty  # noqa: F401 - fixtures
 from tests.spread import longest_first, mark_group
-from tests.twin_session import pytest_runtest_teardown, twin_session  # noqa: F401 - fixture, and the hook that ends it
+
+#: what tests share and what keeps them apart (the local Ray, the twin), with the hooks that end each after its last test
+pytest_plugins = ("tests.isolation", "tests.twin_session")
 
 # torch's threads in this process: one share of the cores per test process (pytest-xdist sets the
 # count before this file loads). With torch's default of every core in each of two test

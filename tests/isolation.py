@@ -1,15 +1,16 @@
-"""What tests share, and what keeps them apart (loaded by ``tests/conftest.py``).
+"""What tests share, and what keeps them apart (a plugin of ``tests/conftest.py``).
 
-The suite shares what is expensive to start: one local Ray per test process (``local_ray``), one
-twin for the cluster tests (``tests/twin_session.py``), one sweep per module where its checks
-only read it. ``make test`` runs the tests in three processes (pytest-xdist), each test going
-wherever a process is free, so no test may rely on what an earlier one left behind, nor leave
-anything for a later one. After every test, ``process_state_restored`` puts back what a command
-run in this process changes: the environment (``prepare_environment`` sets Ray's variables, a
-credentials URI moves into MLflow's own), the working directory, MLflow's process-wide tracking
-URI and active runs, torch's thread count, the handlers of the stop signals (Tune leaves its own
-for SIGINT and SIGUSR1 after a ``Tuner.fit`` that no signal ended, ``ray.init`` one for
-SIGTERM); ``shared_ray_left_empty`` removes the actors and placement groups a test left in this
+The suite shares what is expensive to start: one private local Ray for the tests that name
+``local_ray`` (they run in one process, in a row: ``tests/spread.py``), one twin for the
+cluster tests (``tests/twin_session.py``), one sweep per module where its checks only read it.
+``make test`` runs the tests in three processes (pytest-xdist), each test going wherever a
+process is free, so no test may rely on what an earlier one left behind, nor leave anything for
+a later one. After every test, ``process_state_restored`` puts back what a command run in this
+process changes: the environment (``prepare_environment`` sets Ray's variables, a credentials
+URI moves into MLflow's own), the working directory, MLflow's process-wide tracking URI and
+active runs, torch's thread count, the handlers of the stop signals (Tune leaves its own for
+SIGINT and SIGUSR1 after a ``Tuner.fit`` that no signal ended, ``ray.init`` one for SIGTERM);
+``shared_ray_left_empty`` removes the actors and placement groups a test left in this
 process' Ray. tests/test_isolation.py shows both hold.
 """
 
@@ -27,14 +28,46 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1)
 
 @pytest.fixture(scope="session")
 def local_ray():
-    """One private local Ray for every test of this process that needs it (4 logical CPUs)."""
-    import ray
+    """One private local Ray (4 logical CPUs) for the tests of this process that name this fixture,
+    directly or through one of theirs: started before the first of a run of them (ahead of their
+    fixtures), ended after the last (the two hooks below). Left up, an idle Ray (its
+    raylet, GCS, log monitor, dashboard agent and idle workers) kept 3.4 to 4.2 CPU-s a minute busy
+    for the rest of the suite in each of the three test processes."""
+    _ray_up()
+    yield
+    _ray_down()
 
+
+def uses_local_ray(item: pytest.Item | None) -> bool:
+    return item is not None and "local_ray" in getattr(item, "fixturenames", ())
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Before the fixtures of a test that needs ``local_ray``: the Ray up (again, where the last run
+    of such tests ended it: the session-scoped fixture itself runs once)."""
+    if uses_local_ray(item):
+        _ray_up()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
+    """After a test and its fixtures: this process' Ray ended unless the next test needs
+    ``local_ray``; a Ray that a command of the test started in this process ends here too."""
+    yield
+    if not uses_local_ray(nextitem):
+        _ray_down()
+
+
+def _ray_up() -> None:
     from trainables.launch.ray_runtime import ensure_ray
 
-    ensure_ray(num_cpus=4)
-    yield
-    ray.shutdown()
+    ensure_ray(num_cpus=4)  # nothing where a Ray is up
+
+
+def _ray_down() -> None:
+    if "ray" in sys.modules and sys.modules["ray"].is_initialized():
+        sys.modules["ray"].shutdown()
 
 
 @pytest.fixture(autouse=True)

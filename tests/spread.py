@@ -2,10 +2,12 @@
 
 Each test goes to whichever process is free, except where tests share something expensive that
 lives in one process: the cluster tests share one twin (group ``twin``), the Slurm tests one
-test Slurm (group ``slurm``), and the tests of a module
-that share a module- or class-scoped fixture (one sweep read by many checks) stay together. The
-longest work is handed out first, so neither process is left with a long tail: the twin's and
-the Slurm tests, then the other end-to-end (``slow``) tests, then the rest, each in the order they were collected.
+test Slurm (group ``slurm``), the tests that need a local Ray one Ray (group ``ray``: one Ray
+started instead of one in each process, and ended once they are done, ``tests/isolation.py``),
+and the tests of a module that share a module- or class-scoped fixture (one sweep read by many
+checks) stay together. The longest work is handed out first, so neither process is left with a
+long tail: the twin's, the Slurm and the local Ray's tests, then the other end-to-end (``slow``)
+tests, then the rest, each in the order they were collected.
 A run in one process (plain ``pytest``) is left as collected.
 """
 
@@ -17,6 +19,7 @@ import pytest
 SHARED = {"package", "module", "class"}
 TWIN = "twin"
 SLURM = "slurm"
+RAY = "ray"
 
 
 def spread(config: pytest.Config) -> bool:
@@ -43,6 +46,8 @@ def group_of(item: pytest.Item) -> str | None:
         return TWIN
     if item.get_closest_marker("slurm"):
         return SLURM
+    if "local_ray" in getattr(item, "fixturenames", ()):
+        return RAY  # before the module's group: a module-scoped fixture that needs the Ray names it too
     info = getattr(item, "_fixtureinfo", None)
     definitions = info.name2fixturedefs.values() if info is not None else ()
     if any(d.scope in SHARED for defs in definitions for d in defs):
@@ -51,6 +56,6 @@ def group_of(item: pytest.Item) -> str | None:
 
 
 def _rank(item: pytest.Item) -> int:
-    if item.get_closest_marker("cluster") or item.get_closest_marker("slurm"):
+    if group_of(item) in (TWIN, SLURM, RAY):
         return 0
     return 1 if item.get_closest_marker("slow") else 2

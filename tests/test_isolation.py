@@ -3,8 +3,9 @@
 suite could (a detached named actor, an unnamed actor, a placement group in the shared Ray, a
 variable in the environment, MLflow's process-wide URI and an active run, another working
 directory, torch's threads, a SIGINT and a SIGUSR1 handler as Tune leaves them), and whose
-second test, in the same process, finds none of it. The same two tests without the suite's
-fixtures show the leaks are real."""
+second test, in the same process, finds none of it; a third, which needs no Ray, finds the
+shared one ended, and a fourth gets one again. The same tests without the suite's fixtures and
+hooks show the leaks are real."""
 
 from __future__ import annotations
 
@@ -34,9 +35,11 @@ LEAKS = textwrap.dedent("""
 
 
     HANDLES = []  # keeps the unnamed actor alive past the first test
+    RAY_PIDS = []  # the processes of the Ray the first two tests share
 
 
     def test_one_leaves_everything_behind(local_ray, tmp_path):
+        RAY_PIDS.extend(process.pid for _, process in ray._private.worker._global_node.live_processes())
         named = Holder.options(name="left-behind", lifetime="detached").remote()
         HANDLES.append(Holder.remote())
         ray.get([named.ping.remote(), HANDLES[0].ping.remote()])
@@ -63,6 +66,18 @@ LEAKS = textwrap.dedent("""
         assert torch.get_num_threads() == 2
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
         assert signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL
+
+
+    def test_three_after_the_last_that_needs_the_ray_finds_it_ended():
+        assert RAY_PIDS, "test one saw the Ray's processes"
+        assert not ray.is_initialized(), "the Ray outlived the last test that needs it"
+        left = [pid for pid in RAY_PIDS if os.path.exists(f"/proc/{pid}")]
+        assert left == [], f"processes of the ended Ray still run: {left}"
+
+
+    def test_four_gets_a_ray_again(local_ray):
+        assert ray.is_initialized() and ray.cluster_resources()["CPU"] == 4
+        assert not {process.pid for _, process in ray._private.worker._global_node.live_processes()} & set(RAY_PIDS)
 """)
 
 
@@ -106,7 +121,7 @@ def inner_session(tmp_path: Path, *plugin: str) -> subprocess.CompletedProcess:
 @pytest.mark.slow
 def test_what_one_test_leaves_in_the_shared_ray_and_the_process_is_gone_for_the_next(tmp_path):
     isolated = inner_session(tmp_path, "-p", "tests.isolation")
-    assert isolated.returncode == 0 and "2 passed" in isolated.stdout, isolated.stdout[-3000:] + isolated.stderr[-3000:]
+    assert isolated.returncode == 0 and "4 passed" in isolated.stdout, isolated.stdout[-3000:] + isolated.stderr[-3000:]
 
 
 @pytest.mark.slow
@@ -124,8 +139,10 @@ def test_without_the_suite_s_fixtures_the_same_tests_do_leak(tmp_path):
     """)
     )
     leaky = inner_session(tmp_path)
-    assert leaky.returncode == 1 and "1 failed, 1 passed" in leaky.stdout, leaky.stdout[-3000:] + leaky.stderr[-3000:]
+    assert leaky.returncode == 1 and "3 failed, 1 passed" in leaky.stdout, leaky.stdout[-3000:] + leaky.stderr[-3000:]
     assert (
         "FAILED test_leaks.py::test_two_finds_nothing" in leaky.stdout
         and "left in Ray: ['left-behind', 'unnamed'] actors, 1 placement groups" in leaky.stdout
     ), leaky.stdout[-3000:]
+    assert "FAILED test_leaks.py::test_three_after_the_last_that_needs_the_ray_finds_it_ended" in leaky.stdout, leaky.stdout[-3000:]
+    assert "the Ray outlived the last test that needs it" in leaky.stdout, leaky.stdout[-3000:]
