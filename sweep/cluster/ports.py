@@ -7,8 +7,10 @@ again meanwhile: the kernel gives those to every outgoing connection and every `
 Ray's own included. That happened here: a Ray process took the MLflow server's port while the
 server was still importing. And Ray ends a node whose dashboard agent cannot bind its port (Ray PR
 51705): ``ray start --block`` exits 1. So ports are drawn from a band that the kernel never hands
-out and Ray gives none of its workers (``band``). Only another process that chose the same port
-the same way, in the same moment, could still take it.
+out and Ray gives none of its workers (``band``). Nor is a port handed out twice by one process:
+the twin chooses its GCS port, then starts its MLflow server and gate, then Ray, and the gate was
+once given the GCS port, still free then (``ray start`` failed). Only another process that chose
+the same port the same way, in the same moment, could still take it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from trainables.errors import ConfigError
 RAY_WORKER_PORTS = range(10002, 20000)
 #: where Linux keeps its ephemeral range ("32768 60999" by default)
 EPHEMERAL_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+#: every port ``free_port`` has returned in this process, bound by now or not
+_HANDED_OUT: set[int] = set()
 
 
 def ephemeral_ports(source: Path = EPHEMERAL_RANGE_FILE) -> range:
@@ -43,16 +47,20 @@ def band(ephemeral: range) -> range:
 
 
 def free_port(host: str = "127.0.0.1", ports: range | None = None, tries: int = 200) -> int:
-    """A TCP port free on ``host`` now, drawn from ``ports`` (default: ``band`` of this kernel's
-    ephemeral range), where no other process is handed one by the kernel."""
+    """A TCP port free on ``host`` now and not returned before in this process, drawn from
+    ``ports`` (default: ``band`` of this kernel's ephemeral range), where no other process is
+    handed one by the kernel."""
     ports = ports or band(ephemeral_ports())
     draw = random.SystemRandom()
     for _ in range(tries):
         port = draw.choice(ports)
+        if port in _HANDED_OUT:  # chosen for a server that may not have bound it yet
+            continue
         with socket.socket() as s:
             try:
                 s.bind((host, port))
             except OSError:  # in use, or held in TIME_WAIT
                 continue
+        _HANDED_OUT.add(port)
         return port
     raise ConfigError(f"no free TCP port on {host} among {tries} tried in {ports.start}-{ports.stop - 1}")

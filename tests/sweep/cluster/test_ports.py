@@ -33,10 +33,16 @@ def test_the_band_lies_below_the_ephemeral_range_or_above_it_on_a_kernel_tuned_l
     assert ephemeral_ports(tmp_path / "missing") == range(32768, 61000)
 
 
+def a_free_port() -> int:
+    """A port free now, not chosen by ``free_port`` (the kernel's)."""
+    with listening(0) as s:
+        return s.getsockname()[1]
+
+
 def test_a_port_in_use_is_passed_over_and_a_band_with_none_free_is_one_error(monkeypatch):
-    held = listening(free_port())
+    held = listening(a_free_port())
     port = held.getsockname()[1]
-    other = free_port()
+    other = a_free_port()
     draws = iter([port, port, other])  # the held port is drawn twice before a free one
     monkeypatch.setattr("random.SystemRandom.choice", lambda self, ports: next(draws))
     try:
@@ -46,3 +52,17 @@ def test_a_port_in_use_is_passed_over_and_a_band_with_none_free_is_one_error(mon
             free_port(ports=range(port, port + 1), tries=5)
     finally:
         held.close()
+
+
+def test_a_port_once_chosen_is_not_chosen_again_though_nothing_has_bound_it_yet(monkeypatch):
+    # the twin chose its GCS port, then its MLflow gate's, both before Ray or the gate bound theirs:
+    # the gate was given the GCS port and `ray start` failed
+    chosen, other = free_port(), a_free_port()
+    draws = iter([chosen, chosen, other])
+    monkeypatch.setattr("random.SystemRandom.choice", lambda self, ports: next(draws))
+    assert free_port() == other
+    monkeypatch.undo()
+    start = free_port()
+    few = range(start, start + 1)  # one port, handed out already
+    with pytest.raises(ConfigError, match=rf"no free TCP port on 127.0.0.1 among 3 tried in {start}-{start}"):
+        free_port(ports=few, tries=3)
