@@ -18,7 +18,7 @@ from trainables.tracking import schema
 from trainables.tracking.credentials import without_credentials
 from trainables.tracking.sqlite_sweeps import absolute_sqlite, configured_uri
 from trainables.tracking.store_file import TrackingError, check_store_file, store_lock
-from trainables.tracking.store_schema import engine_disposed, open_schema, schema_work_unlogged
+from trainables.tracking.store_schema import engine_disposed, open_schema, schema_work_unlogged, scratch_writes
 
 
 def tracking_uri(configured: str | None = None, base_dir: str | Path | None = None) -> str:
@@ -223,7 +223,7 @@ def create_store_whole(path: Path, *, served: bool = False) -> None:
 
     if path.exists():
         return
-    with made_aside(path) as aside, schema_work_unlogged():
+    with made_aside(path) as aside, schema_work_unlogged(), scratch_writes(aside):
         aside_uri = f"sqlite:///{aside}"
         try:
             if served:

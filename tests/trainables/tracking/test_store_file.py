@@ -114,3 +114,52 @@ def test_a_new_store_is_made_without_mlflow_s_log_lines_on_the_console(tmp_path,
         logger.setLevel(level)
     assert experiments(tmp_path / "mlflow.db") == {"Default"}
     assert [r.getMessage() for r in seen.buffer] == [] and capfd.readouterr().err == ""
+
+
+def test_a_store_made_aside_skips_the_disk_syncs_and_is_published_as_mlflow_makes_it(tmp_path):
+    """The aside file's connections journal in memory and do not sync (``scratch_writes``); a database
+    opened meanwhile keeps SQLite's defaults, and the store published is MLflow's own: the schema and
+    revision of one MLflow makes by itself, with SQLite's default journal when next opened."""
+    from mlflow.tracking import MlflowClient
+    from sqlalchemy import create_engine, event
+    from sqlalchemy.engine import Engine
+
+    seen: dict[str, tuple[str, int]] = {}
+
+    def modes(connection, _record, _proxy):  # at each checkout: after every "connect" listener
+        name = connection.execute("PRAGMA database_list").fetchone()[2]
+        journal, sync = (connection.execute(f"PRAGMA {pragma}").fetchone()[0] for pragma in ("journal_mode", "synchronous"))
+        seen[Path(name).name] = (journal, sync)
+
+    def meanwhile(connection, _record):  # another database, opened while the store is made
+        if "other.db" not in seen:
+            seen["other.db"] = ("not opened", -1)
+            with create_engine(f"sqlite:///{tmp_path}/other.db").connect():
+                pass
+
+    (tmp_path / "made").mkdir()
+    event.listen(Engine, "checkout", modes)
+    event.listen(Engine, "connect", meanwhile)
+    try:
+        create_store_whole(tmp_path / "made" / "mlflow.db")
+    finally:
+        event.remove(Engine, "connect", meanwhile)
+        event.remove(Engine, "checkout", modes)
+    aside = [name for name in seen if name.endswith(".creating")]
+    assert aside and {seen[name] for name in aside} == {("memory", 0)}, seen
+    assert seen["other.db"] == ("delete", 2), "a database other than the one made aside keeps SQLite's journal and syncs"
+
+    (tmp_path / "mlflow").mkdir()
+    MlflowClient(f"sqlite:///{tmp_path}/mlflow/mlflow.db").search_experiments(max_results=1)  # MLflow alone
+
+    def schema(db: Path) -> tuple[list, list, str]:
+        """Each table and index with its definition's clauses, in an order of their own: MLflow's
+        migrations write a table's constraints in an order that varies with PYTHONHASHSEED."""
+        with sqlite3.connect(db) as con:
+            rows = con.execute("SELECT type, name, sql FROM sqlite_master")
+            tables = sorted((kind, name, sorted(part.strip() for part in (sql or "").split(","))) for kind, name, sql in rows)
+            revision = con.execute("SELECT version_num FROM alembic_version").fetchall()
+            return tables, revision, con.execute("PRAGMA journal_mode").fetchone()[0]
+
+    made, alone = schema(tmp_path / "made" / "mlflow.db"), schema(tmp_path / "mlflow" / "mlflow.db")
+    assert made == alone and made[2] == "delete"
