@@ -134,8 +134,10 @@ def test_a_store_made_aside_skips_the_disk_syncs_and_is_published_as_mlflow_make
     def meanwhile(connection, _record):  # another database, opened while the store is made
         if "other.db" not in seen:
             seen["other.db"] = ("not opened", -1)
-            with create_engine(f"sqlite:///{tmp_path}/other.db").connect():
+            other = create_engine(f"sqlite:///{tmp_path}/other.db")
+            with other.connect():
                 pass
+            other.dispose()
 
     (tmp_path / "made").mkdir()
     event.listen(Engine, "checkout", modes)
