@@ -86,8 +86,8 @@ def schema_work_unlogged() -> Iterator[None]:
 def scratch_writes(path: Path) -> Iterator[None]:
     """Inside the block, SQLite connections to ``path``, a store being made aside, keep their rollback
     journal in memory and never wait for the disk (``synchronous=OFF``): MLflow commits its schema
-    statements one by one, each else a journal file written, synced and deleted (measured here, the
-    median of 8 new stores: 0.84 s and 0.84 CPU-s each, against 1.37 s and 1.07 CPU-s). Safe for a
+    statements one by one, each else a journal file written, synced and deleted (``benchmarks/bench_store.py``:
+    0.82 s and 0.81 CPU-s a store here, against 1.52 s and 1.25 CPU-s as MLflow makes one). Safe for a
     file no one else opens that is synced whole before it is published (``made_aside``): a creator
     stopped part-way leaves an aside file, which is removed, never a store."""
     from sqlalchemy import event
