@@ -65,6 +65,14 @@ def resume_command(tags: dict[str, str], uri: str | None = None) -> str:
     return command if server_silence(recorded, 3.0) is None else f"{command} --uri {uri}"
 
 
+def driver_gone(status: str, tags: dict[str, str]) -> bool:
+    """Whether a sweep's parent run (``status``, ``tags``) says RUNNING while its driver process is
+    gone: killed with SIGKILL, or its machine lost. Its trials' runs still say RUNNING, for the resume
+    to take them up, but their processes ended with the driver's job (a local Ray's watcher, a
+    cluster's Ray, end a lost driver's actors)."""
+    return status == "RUNNING" and driver_alive(tags.get(schema.TAG_DRIVER)) is False
+
+
 def sweep_state(status: str, tags: dict[str, str], uri: str | None = None) -> tuple[str, str | None]:
     """The sweep's state in words (finished, failed, interrupted, running or dead) and, where it
     should be resumed, the command that does it (``resume_command``: with ``--uri`` where the
@@ -72,13 +80,14 @@ def sweep_state(status: str, tags: dict[str, str], uri: str | None = None) -> tu
     resume = resume_command(tags, uri)
     if status == "KILLED":
         return (f"interrupted ({tags[schema.TAG_INTERRUPTED]})", None) if schema.TAG_INTERRUPTED in tags else ("killed", resume)
-    if status == "RUNNING" and driver_alive(tags.get(schema.TAG_DRIVER)) is False:
+    if driver_gone(status, tags):
         return "driver gone (killed?), trials stopped", resume
     return status.lower(), None
 
 
-def trial_state(trial: TrialSummary) -> str:
-    """A trial's state in words (a finished run the scheduler stopped says so)."""
+def trial_state(trial: TrialSummary, sweep_driver_gone: bool = False) -> str:
+    """A trial's state in words (a finished run the scheduler stopped says so; a run still RUNNING
+    in a sweep whose driver is gone, ``sweep_driver_gone``, is not running)."""
     status = trial.status.lower()
     if status == "finished" and schema.TAG_STOPPED in trial.tags:
         return "stopped early"
@@ -86,6 +95,8 @@ def trial_state(trial: TrialSummary) -> str:
         return "lost with a driver"
     if status == "killed" and schema.TAG_INTERRUPTED in trial.tags:
         return "interrupted"
+    if status == "running" and sweep_driver_gone:
+        return "stopped with its driver"
     return status
 
 
@@ -103,8 +114,9 @@ def trials_table(sweep: SweepSummary, indent: str = "    ", width: int = 10_000)
     reasons of failed trials below. Where a row would not fit ``width`` columns, each run id goes
     on a line of its own below its trial, whole (a terminal would break it where a user copies it)."""
     columns = _metric_columns(sweep)
+    gone = driver_gone(sweep.status, sweep.tags)
     rows = [["trial", "state", *columns, "MLflow run id"]]
-    rows += [[t.name, trial_state(t), *(format_value(c, t.metrics.get(c)) for c in columns), t.run_id] for t in sweep.trials]
+    rows += [[t.name, trial_state(t, gone), *(format_value(c, t.metrics.get(c)) for c in columns), t.run_id] for t in sweep.trials]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     split = len(indent) + sum(widths) + 2 * (len(widths) - 1) > width
     if split:
@@ -191,7 +203,10 @@ def cmd_sweep_status(args: argparse.Namespace) -> int:
     header = f"sweeps in {uri} (newest first):"
     print(header if len(header) <= terminal_columns() else f"sweeps (newest first) in\n  {uri}")
     for s in sweeps:
-        shown = ", ".join(f"{n} {k}" for k, n in sorted(s.trial_states.items())) or "no trials yet"
+        states = s.trial_states
+        if driver_gone(s.status, s.tags) and "running" in states:
+            states["stopped with its driver"] = states.pop("running")
+        shown = ", ".join(f"{n} {k}" for k, n in sorted(states.items())) or "no trials yet"
         label, resume = ("deleted in MLflow: restore its run to resume it", None) if s.deleted else sweep_state(s.status, s.tags, uri)
         print(for_terminal(f"  {s.run_name}  [{label}]  {shown} of {s.params.trials or '?'} trials"))
         print(for_terminal(f"    parent run {s.run_id}" + (f"\n    resume: {resume}" if resume else "")))

@@ -101,16 +101,25 @@ def test_status_names_a_sweep_whose_driver_is_gone(tmp_path, capsys):
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    RunTracker.create(
+    parent = RunTracker.create(
         uri,
         "e",
         run_name="s-1",
         tags={schema.TAG_KIND: "sweep", "mjp.driver": f"{os.uname().nodename}:{dead.pid}", "mjp.experiment_dir": "/x/s-1"},
     )
+    # its trials' runs as the SIGKILL left them: one finished, two still RUNNING for the resume to take up
+    for name in ("t-1", "t-2", "t-3"):
+        trial = RunTracker.create(uri, "e", run_name=name, tags={schema.TAG_KIND: "trial"}, parent_run_id=parent.run_id)
+        if name == "t-1":
+            trial.set_status("FINISHED")
     capsys.readouterr()
     assert main(["sweep", "status", "--uri", uri]) == 0
     out = capsys.readouterr().out
-    assert "s-1  [driver gone (killed?), trials stopped]" in out and "\n    resume: mjp sweep resume /x/s-1\n" in out
+    assert "s-1  [driver gone (killed?), trials stopped]  1 finished, 2 stopped with its driver of ? trials" in out, out
+    assert "\n    resume: mjp sweep resume /x/s-1\n" in out
+    states = {line.split()[0]: line.split()[1:-1] for line in out.splitlines() if line.strip().startswith("t-")}
+    assert states == {"t-1": ["finished"], "t-2": ["stopped", "with", "its", "driver"], "t-3": ["stopped", "with", "its", "driver"]}, out
+    assert " running" not in out, out
 
 
 def _parsers(parser, path=("mjp",)):
