@@ -109,14 +109,16 @@ def _metric_columns(sweep: SweepSummary) -> list[str]:
     return columns
 
 
-def trials_table(sweep: SweepSummary, indent: str = "    ", width: int = 10_000) -> str:
+def trials_table(sweep: SweepSummary, indent: str = "    ", width: int = 10_000, sweep_driver_gone: bool = False) -> str:
     """Each trial of ``sweep``: name, state, key metrics, MLflow run id (for ``--run``); the
     reasons of failed trials below. Where a row would not fit ``width`` columns, each run id goes
-    on a line of its own below its trial, whole (a terminal would break it where a user copies it)."""
+    on a line of its own below its trial, whole (a terminal would break it where a user copies it).
+    ``sweep_driver_gone``: the sweep's ``driver_gone``, asked once by the caller."""
     columns = _metric_columns(sweep)
-    gone = driver_gone(sweep.status, sweep.tags)
     rows = [["trial", "state", *columns, "MLflow run id"]]
-    rows += [[t.name, trial_state(t, gone), *(format_value(c, t.metrics.get(c)) for c in columns), t.run_id] for t in sweep.trials]
+    rows += [
+        [t.name, trial_state(t, sweep_driver_gone), *(format_value(c, t.metrics.get(c)) for c in columns), t.run_id] for t in sweep.trials
+    ]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     split = len(indent) + sum(widths) + 2 * (len(widths) - 1) > width
     if split:
@@ -203,13 +205,14 @@ def cmd_sweep_status(args: argparse.Namespace) -> int:
     header = f"sweeps in {uri} (newest first):"
     print(header if len(header) <= terminal_columns() else f"sweeps (newest first) in\n  {uri}")
     for s in sweeps:
+        gone = driver_gone(s.status, s.tags)
         states = s.trial_states
-        if driver_gone(s.status, s.tags) and "running" in states:
+        if gone and "running" in states:
             states["stopped with its driver"] = states.pop("running")
         shown = ", ".join(f"{n} {k}" for k, n in sorted(states.items())) or "no trials yet"
         label, resume = ("deleted in MLflow: restore its run to resume it", None) if s.deleted else sweep_state(s.status, s.tags, uri)
         print(for_terminal(f"  {s.run_name}  [{label}]  {shown} of {s.params.trials or '?'} trials"))
         print(for_terminal(f"    parent run {s.run_id}" + (f"\n    resume: {resume}" if resume else "")))
         if s.trials:
-            print(trials_table(s, width=terminal_columns()))
+            print(trials_table(s, width=terminal_columns(), sweep_driver_gone=gone))
     return 0
