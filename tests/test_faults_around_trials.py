@@ -37,7 +37,7 @@ def test_one_line_reason_finds_the_cause_in_ray_s_wrapping():
 def test_a_zombie_counts_as_ended():
     """A killed driver's orphans are ended, then wait for a new parent to read their status: as
     zombies they still have a /proc entry, but they no longer run."""
-    from trainables.launch.ray_cleanup import is_running
+    from trainables.process_identity import is_running
 
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # it has exited; not reaped, it stays a zombie

@@ -47,10 +47,12 @@ def importers(library: str) -> set[str]:
 #: each package's rooms, lowest floor first: a room imports its own modules and rooms on lower
 #: floors only (rooms on one floor do not import each other); a module outside every room is the
 #: package's top floor (``sweep.cli``) or, as ``trainables.errors``, ``trainables.written``,
-#: ``trainables.process_start`` and ``trainables.process_end``, its ground floor
+#: ``trainables.process_start``, ``trainables.process_end`` and ``trainables.process_identity``, its
+#: ground floor (``trainables.scratch`` the floor above)
 FLOORS = {
     "trainables": [
-        {"errors", "written", "process_start", "process_end"},
+        {"errors", "written", "process_start", "process_end", "process_identity"},
+        {"scratch"},
         {"config"},
         {"data", "tracking"},
         {"evaluation"},

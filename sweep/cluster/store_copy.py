@@ -14,16 +14,14 @@ over the old copy on a path; as one object on S3, which appears only once comple
 from __future__ import annotations
 
 import contextlib
-import glob
 import os
 import shutil
 import sqlite3
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from trainables.errors import ConfigError
-from trainables.launch.ray_cleanup import is_running
+from trainables.scratch import scratch_folder
 from trainables.tracking.store_file import open_store
 from trainables.written import atomic_file
 
@@ -60,8 +58,8 @@ def save_store(db: str | Path, dest: str) -> int:
     if not db.is_file():
         raise ConfigError(f"{db}: no MLflow store there to save (the server makes it on its first request)")
     filesystem, path = filesystem_of(dest)
-    with tempfile.TemporaryDirectory() as tmp:
-        copy = Path(tmp) / "mlflow.db"
+    with scratch_folder() as tmp:  # a copy as large as the store: gone after, also after a kill, once the next is made
+        copy = tmp / "mlflow.db"
         try:
             snapshot(db, copy)
         except sqlite3.DatabaseError as err:
@@ -75,19 +73,9 @@ def save_store(db: str | Path, dest: str) -> int:
         return copy.stat().st_size
 
 
-#: the folder a restore downloads into, beside the store: ``.NAME.restore-PID-RANDOM``
+#: the folder a restore downloads into, beside the store (``trainables/scratch.py``): one a
+#: killed restore left, a partial copy as large as the store, goes when the next restore begins
 _COPY_PREFIX = ".{}.restore-"
-
-
-def abandoned_copies_removed(db: Path) -> None:
-    """Remove the download folders beside ``db`` whose restore was killed mid-copy (its process is
-    gone): each holds a partial copy of the store, as large as the store. A folder of a restore
-    still running, or not named as ``restore_store`` names its folders, is left alone."""
-    prefix = _COPY_PREFIX.format(db.name)
-    for folder in db.parent.glob(f"{glob.escape(prefix)}*-*"):
-        pid = folder.name[len(prefix) :].split("-", 1)[0]
-        if pid.isdigit() and not is_running(int(pid)) and folder.is_dir() and not folder.is_symlink():
-            shutil.rmtree(folder, ignore_errors=True)
 
 
 def restore_store(src: str, db: str | Path) -> str:
@@ -108,10 +96,9 @@ def restore_store(src: str, db: str | Path) -> str:
 
         create_store_whole(db, served=True)  # made whole here: the server would make it in place, cut short if the head stopped meanwhile
         return f"no saved store at {src}: a new store at {db}"
-    abandoned_copies_removed(db)
     # its own folder, named for this process: no name to collide or link, and a later restore knows it for abandoned once we are gone
-    with tempfile.TemporaryDirectory(prefix=f"{_COPY_PREFIX.format(db.name)}{os.getpid()}-", dir=db.parent) as tmp:
-        copy = Path(tmp) / db.name
+    with scratch_folder(_COPY_PREFIX.format(db.name), db.parent) as tmp:
+        copy = tmp / db.name
         with filesystem.open_input_stream(path) as inp, open(copy, "xb") as out:
             shutil.copyfileobj(inp, out, 1 << 22)
             out.flush()

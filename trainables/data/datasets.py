@@ -120,9 +120,9 @@ def _imagefolder(cfg: DataSection) -> DatasetBundle:
         train = ImageFolder(str(root / "train"), transform=image_transforms(cfg, size, True), loader=readable_loader)
     log = None
     if cfg.on_bad_image == "skip":
-        import tempfile
+        from trainables.scratch import folder_for_this_process
 
-        log = Path(tempfile.mkdtemp(prefix="mjp-skipped-")) / "skipped.txt"
+        log = folder_for_this_process() / "skipped.txt"
         val = SkippingImages(val, log)
         if cfg.decode == "cpu":
             train = SkippingImages(train, log)

@@ -10,9 +10,7 @@ seconds on a GPU; sharding it across ranks would save little and need a gather o
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -24,6 +22,7 @@ from trainables.evaluation.accuracy import SHUFFLE_FIGURE, evaluate_shuffles
 from trainables.evaluation.registry import at_end
 from trainables.evaluation.result import log_evaluation, run_title
 from trainables.evaluation.suite import run_evaluations
+from trainables.scratch import scratch_folder
 from trainables.tracking import schema
 from trainables.tracking.runs import RunTracker
 
@@ -60,8 +59,8 @@ def final_evaluation(
             tracker.log_text("\n".join(skipped) + "\n", "data/skipped_images.txt")  # the paths of rank 0's shard
         tracker.log_figure(shuffle_accuracy_figure(metrics, cfg.eval.shuffle_ratios, run_title(cfg)), SHUFFLE_FIGURE)
         if cfg.tracking.log_checkpoint:
-            with tempfile.TemporaryDirectory() as d:
-                path = Path(d) / schema.ARTIFACT_CHECKPOINT_FILE
+            with scratch_folder() as d:
+                path = d / schema.ARTIFACT_CHECKPOINT_FILE
                 torch.save(model.state_dict(), path)
                 tracker.log_artifact(path, schema.ARTIFACT_CHECKPOINT_DIR)
     return metrics

@@ -4,7 +4,7 @@ Ray's head processes end with the driver that started them, but its dashboard an
 agents do not: after a ``kill -9`` of ``mjp sweep run`` they stayed, listening, for minutes.
 ``watch_local_ray()`` starts a small detached watcher (``python -m trainables.launch.ray_cleanup PID``)
 that records the driver's process tree once a second while the driver lives; when the driver
-is gone it ends exactly those processes (matched by start time, so a reused pid is never hit):
+is gone it ends exactly those processes (matched by start time, ``trainables/process_identity.py``, so a reused pid is never hit):
 SIGTERM, then SIGKILL after a grace period. Linux only (it reads ``/proc``); elsewhere it does
 nothing.
 """
@@ -19,27 +19,11 @@ import sys
 import time
 from pathlib import Path
 
-PROC = Path("/proc")
+from trainables.process_identity import PROC, is_running, start_time
+
 #: where ``python -m`` finds this module: the folder that holds the ``trainables`` package
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 _watching: set[int] = set()
-
-
-def _start_time(pid: int) -> int | None:
-    """Clock ticks since boot at which ``pid`` started (``/proc/<pid>/stat`` field 22); None when
-    it is gone or a zombie (ended, waiting only for a parent to read its exit status: when the
-    driver was killed, its orphans' new parent may take a while)."""
-    try:
-        stat = (PROC / str(pid) / "stat").read_text()
-    except OSError:
-        return None
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return None if fields[0] in ("Z", "X") else int(fields[19])
-
-
-def is_running(pid: int) -> bool:
-    """Whether ``pid`` is a process that still runs (not gone, not a zombie)."""
-    return _start_time(pid) is not None
 
 
 def _children() -> dict[int, list[int]]:
@@ -61,29 +45,24 @@ def descendants(pid: int) -> dict[int, int]:
     tree, out, todo = _children(), {}, [pid]
     while todo:
         for child in tree.get(todo.pop(), []):
-            start = _start_time(child)
+            start = start_time(child)
             if start is not None:
                 out[child] = start
                 todo.append(child)
     return out
 
 
-def _alive(pid: int, start: int | None = None) -> bool:
-    now = _start_time(pid)
-    return now is not None and (start is None or now == start)
-
-
 def end_processes(processes: dict[int, int], grace_s: float = 5.0) -> list[int]:
     """SIGTERM the still-living ``processes`` (same start time), SIGKILL what remains; their pids."""
-    living = [p for p, s in processes.items() if _alive(p, s)]
+    living = [p for p, s in processes.items() if is_running(p, s)]
     for pid in living:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline and any(_alive(p, processes[p]) for p in living):
+    while time.monotonic() < deadline and any(is_running(p, processes[p]) for p in living):
         time.sleep(0.1)
     for pid in living:
-        if _alive(pid, processes[pid]):
+        if is_running(pid, processes[pid]):
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
     return living
@@ -91,14 +70,14 @@ def end_processes(processes: dict[int, int], grace_s: float = 5.0) -> list[int]:
 
 def watch(driver: int, interval_s: float = 1.0) -> None:
     """Follow ``driver``'s process tree until it dies, then end what it left behind."""
-    me, driver_start = os.getpid(), _start_time(driver)
+    me, driver_start = os.getpid(), start_time(driver)
     last: dict[int, int] = {}
-    while _alive(driver, driver_start):
+    while is_running(driver, driver_start):
         last = {p: s for p, s in descendants(driver).items() if p != me}
         time.sleep(interval_s)
     # what the recorded processes started since the last look (a new trial's workers under the raylet)
     for pid, start in list(last.items()):
-        if _alive(pid, start):
+        if is_running(pid, start):
             last.update({p: s for p, s in descendants(pid).items() if p != me})
     end_processes(last)
 

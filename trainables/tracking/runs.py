@@ -9,7 +9,6 @@ are not logged again, and ``EpochLogger`` skips the steps logged before the inte
 from __future__ import annotations
 
 import json
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import mlflow
 from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
+from trainables.scratch import scratch_folder
 from trainables.tracking import schema
 from trainables.tracking.credentials import redact
 from trainables.tracking.progress import Progress
@@ -146,8 +146,8 @@ class RunTracker:
     def log_figure(self, figure: Any, name: str, artifact_dir: str = "figures") -> None:
         """Save a matplotlib figure as ``<artifact_dir>/<name>`` (``name`` may hold a sub-folder)."""
         sub = Path(artifact_dir) / name
-        with tempfile.TemporaryDirectory() as d:
-            path = Path(d) / sub.name
+        with scratch_folder() as d:
+            path = d / sub.name
             figure.savefig(path, dpi=120, bbox_inches="tight")
             self.log_artifact(path, str(sub.parent))
 

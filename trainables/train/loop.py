@@ -12,10 +12,8 @@ were logged before it stopped.
 
 from __future__ import annotations
 
-import tempfile
 import time
 from collections.abc import Iterable
-from pathlib import Path
 from typing import cast
 
 import torch
@@ -29,6 +27,7 @@ from trainables.data.datasets import dataset_inputs, load_datasets
 from trainables.data.loaders import make_loaders
 from trainables.evaluation.accuracy import evaluate
 from trainables.evaluation.final import final_evaluation
+from trainables.scratch import scratch_folder
 from trainables.tracking import schema
 from trainables.tracking.epochs import EpochLogger
 from trainables.tracking.runs import RunTracker
@@ -107,12 +106,12 @@ def train_loop(worker: WorkerInput, session: Session) -> None:
             metrics.update(final)
             if log:
                 log.final(final)
-        with tempfile.TemporaryDirectory() as d:
+        with scratch_folder() as d:  # Ray copies it before report returns; a kill leaves it to the next one made
             save = rank == 0 and checkpoint_due(cfg, state.epoch, saves, time.monotonic() - last_save)
             if save:
                 state.save(d)
                 last_save = time.monotonic()
-            session.report({**metrics, "epoch": state.epoch}, Path(d) if save else None)
+            session.report({**metrics, "epoch": state.epoch}, d if save else None)
         if cfg.runtime.fail_after_epoch == state.epoch and not resumed:
             session.wait_until_reports_taken()  # the failure comes after the checkpoint the restart resumes from
             raise InjectedFailure(f"runtime.fail_after_epoch={state.epoch}: injected failure after the checkpoint")

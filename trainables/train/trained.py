@@ -3,12 +3,12 @@ or from a checkpoint file and its config. Weights load with ``weights_only=True`
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass
 from typing import Any
 
 from trainables.config.schema import TrainConfig
 from trainables.errors import UserError
+from trainables.scratch import scratch_folder
 
 
 @dataclass
@@ -29,6 +29,7 @@ def load_trained(
 ) -> Trained:
     """Exactly one of ``run`` and ``checkpoint`` (which needs ``config``)."""
     from trainables.config.build import build_config, load_config
+    from trainables.tracking import schema
     from trainables.tracking.runs import download_run_checkpoint, get_run_or_fail, run_config_tree
     from trainables.tracking.store import tracking_uri
 
@@ -36,7 +37,10 @@ def load_trained(
         if not config:
             raise UserError(f"--checkpoint {checkpoint}: give the TrainConfig it was trained with as --config")
         cfg, resolved_uri = load_config(config, overrides), None
+        from trainables.train.state import CheckpointError, load_safely, model_weights
+
         weights_file = checkpoint
+        weights = model_weights(load_safely(weights_file), weights_file)
     elif run is None:
         raise UserError("give the MLflow run to load (--run), or a checkpoint file (--checkpoint) with its --config")
     else:
@@ -49,13 +53,20 @@ def load_trained(
             parse_overrides(overrides or []),
             source=f"MLflow run {run}" + (" with --set " + " ".join(overrides) if overrides else ""),
         )
-        weights_file = str(download_run_checkpoint(resolved_uri, run, tempfile.mkdtemp()))
+        from trainables.train.state import CheckpointError, load_safely, model_weights
+
+        # read from a folder gone once read, also when this process is killed (a model's weights each time)
+        weights_file = f"MLflow run {run}'s {schema.ARTIFACT_CHECKPOINT}"
+        with scratch_folder() as folder:
+            downloaded = download_run_checkpoint(resolved_uri, run, str(folder))
+            try:
+                weights = model_weights(load_safely(downloaded), downloaded)
+            except CheckpointError as err:  # named by the run, not by the folder that is gone
+                raise CheckpointError(str(err).replace(str(downloaded), weights_file)) from None
     from trainables.data.info import data_info
     from trainables.train.engine import build_model
-    from trainables.train.state import CheckpointError, load_safely, model_weights
 
     model = build_model(cfg, data_info(cfg).shape)
-    weights = model_weights(load_safely(weights_file), weights_file)
     expected = model.state_dict()
     missing, unexpected = sorted(set(expected) - set(weights)), sorted(set(weights) - set(expected))
     shapes = [

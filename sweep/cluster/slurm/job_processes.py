@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from trainables.errors import ConfigError
+from trainables.process_identity import is_running
 
 
 class JobProcesses:
@@ -73,7 +74,7 @@ class JobProcesses:
 def end_all(pids: set[int], deadline: float) -> None:
     """SIGTERM to ``pids``; SIGKILL to those still running at ``deadline`` (``time.monotonic()``)."""
     _signal_all(pids, signal.SIGTERM)
-    while (pids := {p for p in pids if _alive(p)}) and time.monotonic() < deadline:
+    while (pids := {p for p in pids if is_running(p)}) and time.monotonic() < deadline:
         time.sleep(0.2)
     _signal_all(pids, signal.SIGKILL)
 
@@ -98,14 +99,6 @@ def _session_members(sid: int) -> set[int]:
             except (OSError, ValueError, IndexError):
                 continue
     return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
 
 
 def _signal_all(pids: set[int], sig: int) -> None:

@@ -117,11 +117,12 @@ def test_a_restore_killed_mid_copy_leaves_its_folder_only_until_the_next_restore
     """SIGKILL mid-download leaves the restore's folder with a partial copy beside the store (the
     store itself is not made); the next restore removes it, and leaves alone a folder of a restore
     that still runs and a folder it did not name."""
-    import os
     import signal
     import subprocess
     import sys
     from pathlib import Path
+
+    from trainables.process_identity import identity
 
     make_store(tmp_path / "kept.db", 200).close()
     head = tmp_path / "head"
@@ -135,8 +136,9 @@ def test_a_restore_killed_mid_copy_leaves_its_folder_only_until_the_next_restore
     killed.send_signal(signal.SIGKILL)
     killed.wait()
     (abandoned,) = head.iterdir()
-    assert abandoned.name.startswith(f".mlflow.db.restore-{killed.pid}-") and (abandoned / "mlflow.db").stat().st_size == 4096
-    running = head / f".mlflow.db.restore-{os.getpid()}-x"  # this process runs: a restore in progress
+    namespace = identity().split(".")[0]
+    assert abandoned.name.startswith(f".mlflow.db.restore-{namespace}.{killed.pid}.") and (abandoned / "mlflow.db").stat().st_size == 4096
+    running = head / f".mlflow.db.restore-{identity()}-x"  # this process runs: a restore in progress
     running.mkdir()
     other = head / ".mlflow.db.restore-notes"
     other.mkdir()

@@ -93,12 +93,16 @@ def test_end_of_training_evaluations_are_logged_and_mjp_attack_and_evaluate_read
     } | {a.path for a in client.list_artifacts(outcome.run_id, "figures/robustness")}
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(scratch))  # where each command downloads the run's weights
     assert main(["attack", "--run", outcome.run_id, "--images", "2", "--setting", "a"]) == 0
     out = capsys.readouterr().out
     assert "attack: april (2 images x 1 setting)" in out and "april attack on 2 images of digits" in out and "| a |" in out
 
     assert main(["evaluate", "--run", outcome.run_id, "--what", "pe", "--set", "eval.pe_analysis.dims=[8]"]) == 0
     assert "pe/ev_8" in client.get_run(outcome.run_id).data.metrics  # logged into the same run
+    assert list(scratch.iterdir()) == []  # before: a copy of the model's weights left by each command
 
 
 def test_april_attack_on_a_model_without_the_block_fails_before_launch(tmp_path):
