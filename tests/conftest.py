@@ -17,9 +17,9 @@ os.environ.update(NO_PHONE_HOME)
 os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")  # `make test` runs under `uv run`
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 if "MJP_HOME" not in os.environ:  # the sweep signing key of the tests, never the user's own
-    import tempfile
+    from trainables.scratch import folder_for_this_process
 
-    os.environ["MJP_HOME"] = tempfile.mkdtemp(prefix="mjp-home-")
+    os.environ["MJP_HOME"] = str(folder_for_this_process("mjp-test-home-"))  # gone once a later run begins
 
 from trainables.process_start import fewer_full_collections, frozen_until_exit
 
