@@ -5,10 +5,10 @@ node's restart), by the next process that makes one of the same kind in the same
 
 A ``TemporaryDirectory`` is removed on return and on an exception, never after a SIGKILL: each such
 kill of a trial mid-checkpoint left a model's state in ``/tmp``. Here each folder is named
-``<prefix><owner>-<random>``, its owner being ``process_identity.identity()`` (pid namespace, pid
-and start time), so a later process removes exactly the folders whose owner no longer runs; a
-folder of a living process, of another pid namespace, or not named so (a link included) is left
-alone. Where there is no ``/proc`` the folders are still removed when done, and none is reaped.
+``<prefix><owner>-<random>``, its owner being ``process_identity.identity()`` (the machine's boot, pid
+namespace, pid and start time), so a later process removes exactly the folders whose owner no
+longer runs; a folder of a living process, of another machine, boot or pid namespace, or not
+named so (a link included) is left alone. Where there is no ``/proc`` the folders are still removed when done, and none is reaped.
 """
 
 from __future__ import annotations

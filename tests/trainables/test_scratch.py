@@ -40,21 +40,25 @@ def test_a_killed_process_folder_goes_when_the_next_is_made_and_nothing_else_doe
         [sys.executable, "-c", _HOLDS_A_FOLDER, str(tmp_path)], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
     held = Path(holder.stdout.readline().strip())  # the event: the folder is made and written
-    namespace, pid, started = identity().split(".")
+    boot, namespace, pid, started = identity().split(".")
+    dead = f"{boot}.{namespace}.{holder.pid}.1"  # the holder's pid, another start: gone
     kept = {
         "living": tmp_path / f"{SCRATCH_PREFIX}{identity()}-a",  # this process: it runs
-        "another namespace": tmp_path / f"{SCRATCH_PREFIX}{int(namespace) + 1}.{holder.pid}.1-b",
+        "another namespace": tmp_path / f"{SCRATCH_PREFIX}{boot}.{int(namespace) + 1}.{holder.pid}.1-b",
+        "another machine": tmp_path / f"{SCRATCH_PREFIX}{'0' * 32}.{namespace}.{holder.pid}.1-b",
         "not named so": tmp_path / f"{SCRATCH_PREFIX}notes",
-        "another prefix": tmp_path / f"mjp-other-{namespace}.{holder.pid}.1-c",
+        "a longer prefix": tmp_path / f"{SCRATCH_PREFIX}x-{dead}-c",
+        "another prefix": tmp_path / f"mjp-other-{dead}-c",
+        "an odd digit": tmp_path / f"{SCRATCH_PREFIX}{boot}.{namespace}.\u00b2.1-c",  # once a ValueError in every scratch_folder
     }
     for folder in kept.values():
         folder.mkdir()
     target = tmp_path / "target"
     target.mkdir()
     (target / "keep.txt").write_text("keep")
-    link = tmp_path / f"{SCRATCH_PREFIX}{namespace}.{holder.pid}.1-d"  # a dead owner's name, but a link
+    link = tmp_path / f"{SCRATCH_PREFIX}{dead}-d"  # a dead owner's name, but a link
     link.symlink_to(target)
-    reused = tmp_path / f"{SCRATCH_PREFIX}{namespace}.{pid}.{int(started) + 1}-e"  # this pid, another start: its owner is gone
+    reused = tmp_path / f"{SCRATCH_PREFIX}{boot}.{namespace}.{pid}.{int(started) + 1}-e"  # this pid, another start: its owner is gone
     reused.mkdir()
 
     assert abandoned_removed(parent=tmp_path) == [reused]  # the holder lives: its folder stays

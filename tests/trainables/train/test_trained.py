@@ -60,3 +60,21 @@ def test_a_pickle_that_would_run_code_is_never_loaded(tmp_path):
     with pytest.raises(CheckpointError):
         load_trained(checkpoint=str(path), config=CONFIG, overrides=[SMALL])
     assert not marker.exists()
+
+
+def test_a_damaged_checkpoint_of_a_run_is_named_by_the_run_and_its_download_is_gone(tmp_path, monkeypatch):
+    import mlflow
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    client = mlflow.MlflowClient(uri)
+    run = client.create_run(client.create_experiment("t", artifact_location=str(tmp_path / "artifacts"))).info.run_id
+    bad = tmp_path / "model.pt"
+    bad.write_bytes(b"not a checkpoint")
+    client.log_artifact(run, str(bad), "checkpoint")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(scratch))
+    with pytest.raises(CheckpointError) as err:
+        load_trained(run=run, uri=uri)
+    assert str(err.value) == f"MLflow run {run}'s checkpoint/model.pt is not a PyTorch checkpoint (not a torch.save archive)"
+    assert list(scratch.iterdir()) == []  # the download, read and gone (before: a folder in /tmp it named)
