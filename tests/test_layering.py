@@ -46,13 +46,13 @@ def importers(library: str) -> set[str]:
 
 #: each package's rooms, lowest floor first: a room imports its own modules and rooms on lower
 #: floors only (rooms on one floor do not import each other); a module outside every room is the
-#: package's top floor (``sweep.cli``) or, as ``trainables.errors``, ``trainables.written``,
-#: ``trainables.process_start``, ``trainables.process_end`` and ``trainables.process_identity``, its
-#: ground floor (``trainables.scratch`` the floor above)
+#: package's top floor (``sweep.cli``) or, as ``trainables.errors`` and ``trainables.process_identity``,
+#: its ground floor (``trainables.written``, ``scratch``, ``process_start`` and ``process_end`` the
+#: floor above it)
 FLOORS = {
     "trainables": [
-        {"errors", "written", "process_start", "process_end", "process_identity"},
-        {"scratch"},
+        {"errors", "process_identity"},
+        {"written", "scratch", "process_start", "process_end"},
         {"config"},
         {"data", "tracking"},
         {"evaluation"},

@@ -23,6 +23,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from trainables.process_identity import identity, identity_running
+
 
 def _mode_for(path: Path) -> int | None:
     """The old file's mode (a regular file's only), which the new ``path`` keeps; None for a new
@@ -125,17 +127,19 @@ def save_figure(figure: Any, path: str | Path, **savefig: Any) -> None:
 
 @contextlib.contextmanager
 def made_aside(path: Path) -> Iterator[Path]:
-    """``with made_aside(path) as aside: make(aside)``: ``aside`` is ``.<name>.<pid>.creating`` in
-    ``path``'s folder. When the block ends the file is flushed to disk and linked at ``path``, unless
-    a file appeared there meanwhile (that one is kept); ``aside`` (and its SQLite journal) is then
-    removed, as is what creators that were killed left aside."""
-    for left in path.parent.glob(f".{glob.escape(path.name)}.*.creating*"):
-        pid = left.name[len(path.name) + 2 :].split(".", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
+    """``with made_aside(path) as aside: make(aside)``: ``aside`` is ``.<name>.<owner>.creating`` in
+    ``path``'s folder, ``owner`` this process's ``process_identity.identity()``. When the block ends
+    the file is flushed to disk and linked at ``path``, unless a file appeared there meanwhile (that
+    one is kept); ``aside`` (and its SQLite journal) is then removed, as is what creators that were
+    killed left aside: those whose owner no longer runs (one of another machine sharing the folder,
+    whose pids mean nothing here, is left alone)."""
+    prefix = f".{path.name}."
+    for left in path.parent.glob(f"{glob.escape(prefix)}*.creating*"):
+        if identity_running(left.name[len(prefix) :].partition(".creating")[0]) is False:
             left.unlink(missing_ok=True)
-    aside = path.with_name(f".{path.name}.{os.getpid()}.creating")
+    aside = path.with_name(f"{prefix}{identity() or os.getpid()}.creating")
     parts = (aside, aside.with_name(aside.name + "-journal"))
-    for part in parts:  # a killed creator's, whose pid this process has now (a container restarted)
+    for part in parts:  # a killed creator's, named by a pid this process has now (where /proc cannot tell)
         part.unlink(missing_ok=True)
     try:
         yield aside
@@ -151,13 +155,3 @@ def made_aside(path: Path) -> Iterator[Path]:
     finally:
         for part in parts:
             part.unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's
-        return True
-    return True

@@ -4,6 +4,7 @@ import os
 
 import pytest
 
+from trainables.process_identity import identity
 from trainables.written import append_atomically, write_atomically
 
 
@@ -161,13 +162,17 @@ def test_a_file_made_aside_is_published_whole_over_what_killed_makers_left_and_n
 
     folder = tmp_path
     path = folder / "store.db"
-    dead = 2**22 + 1  # above Linux's pid_max: no process has it
+    boot, namespace, pid, started = identity().split(".")
+    dead = f"{boot}.{namespace}.{2**22 + 1}.1"  # a pid above Linux's pid_max: no process has it
     (folder / f".store.db.{dead}.creating-journal").write_bytes(b"a dead maker's journal")
-    (folder / f".store.db.{os.getpid()}.creating").write_bytes(b"cut short")  # a killed maker whose pid this process has now
+    (folder / f".store.db.{boot}.{namespace}.{pid}.{int(started) + 1}.creating").write_bytes(b"cut short")  # this pid, a maker before
+    elsewhere = f".store.db.{'0' * 32}.{namespace}.{2**22 + 1}.1.creating"  # another machine's, on a folder both share
+    (folder / elsewhere).write_bytes(b"still making")
     with made_aside(path) as aside, open(aside, "ab") as out:
+        assert aside.name == f".store.db.{identity()}.creating"
         out.write(b"whole")
     assert path.read_bytes() == b"whole"
-    assert sorted(p.name for p in folder.iterdir()) == ["store.db"]
+    assert sorted(p.name for p in folder.iterdir()) == [elsewhere, "store.db"]
     with made_aside(path) as aside:  # a file that appeared meanwhile is kept
         aside.write_bytes(b"second")
-    assert path.read_bytes() == b"whole" and sorted(p.name for p in folder.iterdir()) == ["store.db"]
+    assert path.read_bytes() == b"whole" and sorted(p.name for p in folder.iterdir()) == [elsewhere, "store.db"]
