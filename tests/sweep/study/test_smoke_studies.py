@@ -2,7 +2,6 @@
 checked when it is loaded; a sweep that fails before its first trial leaves no directory; and
 every smoke study learns: its table is well above chance."""
 
-import contextlib
 import os
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from sweep.study.names import STUDIES_DIR
 from sweep.study.space import sampled_params
 from sweep.tuner.run import run_sweep
 from sweep.tuner.tuner import asha_rungs, make_scheduler, objectives_checked_at_the_end
+from tests.in_process_session import InProcessSession
 from trainables.config.worker import WorkerInput
 from trainables.errors import ConfigError
 from trainables.tracking import schema
@@ -222,28 +222,6 @@ def test_these_smoke_studies_train_quickstarts_recipe(name):
     assert _recipe(name) == _recipe("quickstart"), f"{name}'s smoke recipe left quickstart's: add its trials to SMOKE_TRIALS"
 
 
-class _InProcessSession:
-    """A Tune trial's session without Ray: rank 0 of 1 on the CPU, keeping what it reports."""
-
-    rank, world, node_id = 0, 1, "local"
-
-    def __init__(self):
-        self.device = torch.device("cpu")
-        self.reports = []
-
-    def prepare_model(self, model, find_unused_parameters):
-        return model
-
-    def prepare_loader(self, loader):
-        return loader
-
-    def restored(self):
-        return contextlib.nullcontext(None)
-
-    def report(self, metrics, checkpoint_dir):
-        self.reports.append(metrics)
-
-
 #: The smoke trials that train otherwise (another model, data, rate, a row of its own, an early stop)
 #: and the top-1 each must reach (chance: 10%).
 SMOKE_TRIALS = [
@@ -269,7 +247,7 @@ def test_the_smoke_trials_of_their_own_learn(name, params, least):
         pytest.skip(f"no Fashion-MNIST at {FASHION_MNIST_DEFAULT} (Debian's dataset-fashion-mnist)")
     no_extras = {"eval.robustness": None, "eval.pe_analysis": None, "eval.privacy": None}  # top-1 only
     study = load_study(name, smoke=True, overrides=no_extras)
-    session, threads = _InProcessSession(), torch.get_num_threads()
+    session, threads = InProcessSession(), torch.get_num_threads()
     torch.set_num_threads(1)  # as in a trial: Ray gives a 1-CPU trial OMP_NUM_THREADS=1
     try:
         train_loop(WorkerInput(study.recipe.config(params)), session)

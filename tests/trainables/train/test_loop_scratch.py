@@ -14,27 +14,14 @@ ROOT = Path(__file__).resolve().parents[3]
 #: the training loop in a process of its own, held in its first report of a checkpoint (where Ray
 #: copies the folder) until it is killed
 _KILLED_IN_A_REPORT = r"""
-import contextlib
 import sys
 
-import torch
-
+from tests.in_process_session import InProcessSession
 from trainables.config.build import build_config
 from trainables.config.worker import WorkerInput
 from trainables.train.loop import train_loop
 
-class HeldInItsReport:
-    rank, world, node_id, device = 0, 1, "local", torch.device("cpu")
-
-    def prepare_model(self, model, find_unused_parameters):
-        return model
-
-    def prepare_loader(self, loader):
-        return loader
-
-    def restored(self):
-        return contextlib.nullcontext(None)
-
+class HeldInItsReport(InProcessSession):
     def report(self, metrics, checkpoint_dir):
         if checkpoint_dir is not None:
             print(checkpoint_dir, flush=True)
