@@ -9,7 +9,6 @@ with the command that resumes it.
 from __future__ import annotations
 
 import argparse
-import os
 import socket
 import textwrap
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING
 from analysis.markdown import format_value
 from mjp import keys
 from trainables.errors import UserError
+from trainables.process_identity import is_running
 from trainables.tracking import schema
 
 if TYPE_CHECKING:
@@ -30,15 +30,9 @@ def driver_alive(driver: str | None) -> bool | None:
     if not driver or ":" not in driver:
         return None
     host, _, pid = driver.rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
+    if host != socket.gethostname() or not (pid.isascii() and pid.isdigit()):
         return None
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return is_running(int(pid))
 
 
 def resume_command(tags: dict[str, str], uri: str | None = None) -> str:

@@ -38,15 +38,16 @@ train_loop(WorkerInput(build_config(tiny, {})), HeldInItsReport())
 
 
 def test_a_checkpoint_a_killed_trial_left_goes_with_the_next_one_made(tmp_path):
-    trial = subprocess.Popen(
-        [sys.executable, "-c", _KILLED_IN_A_REPORT],
-        cwd=ROOT,
-        env={**os.environ, "TMPDIR": str(tmp_path)},
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=(tmp_path / "trial.log").open("w"),
-        text=True,
-    )
+    with open(tmp_path / "trial.log", "w") as log:
+        trial = subprocess.Popen(
+            [sys.executable, "-c", _KILLED_IN_A_REPORT],
+            cwd=ROOT,
+            env={**os.environ, "TMPDIR": str(tmp_path)},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+        )
     held = Path(trial.stdout.readline().strip())  # the event: the checkpoint is written, Ray would copy it now
     assert held.parent == tmp_path, (tmp_path / "trial.log").read_text()[-2000:]
     assert (held / "state.pt").stat().st_size > 0
