@@ -9,30 +9,19 @@ with the command that resumes it.
 from __future__ import annotations
 
 import argparse
-import socket
 import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from analysis.markdown import format_value
 from mjp import keys
+from sweep.tuner.driver import driver_alive
 from trainables.errors import UserError
-from trainables.process_identity import is_running
 from trainables.tracking import schema
 
 if TYPE_CHECKING:
     from analysis.runs import SweepSummary, TrialSummary
     from sweep.tuner.state import SweepState
-
-
-def driver_alive(driver: str | None) -> bool | None:
-    """Whether ``host:pid`` is a living process (None when it ran on another host or is unknown)."""
-    if not driver or ":" not in driver:
-        return None
-    host, _, pid = driver.rpartition(":")
-    if host != socket.gethostname() or not (pid.isascii() and pid.isdigit()):
-        return None
-    return is_running(int(pid))
 
 
 def resume_command(tags: dict[str, str], uri: str | None = None) -> str:

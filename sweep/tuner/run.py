@@ -13,8 +13,6 @@ re-opened); from Ray's start to the outcome they are one path, ``_fit``.
 
 from __future__ import annotations
 
-import os
-import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +25,7 @@ from sweep.security.signing_callback import sign_tuner_file
 from sweep.security.sweep_files import remove_file, write_file
 from sweep.study.load import Study, check_study
 from sweep.tuner.callbacks import attached, store_guard, sweep_callbacks
+from sweep.tuner.driver import driver_tag
 from sweep.tuner.outcome import SweepOutcome, finish_sweep
 from sweep.tuner.owner import claim, release
 from sweep.tuner.recorder import SweepRecorder, reopen_children, run_closed_on_error
@@ -131,7 +130,7 @@ def _parent_run(study: Study, paths: SweepPaths, uri: str, experiment: str, comm
         schema.TAG_KIND: schema.KIND_SWEEP,
         schema.TAG_STUDY: study.name,
         schema.TAG_SMOKE: str(study.smoke),
-        schema.TAG_DRIVER: f"{socket.gethostname()}:{os.getpid()}",
+        schema.TAG_DRIVER: driver_tag(),
         schema.TAG_EXPERIMENT_DIR: paths.experiment_dir,
         schema.TAG_COMMAND: command,
     }
@@ -291,7 +290,7 @@ def _resume(
     parent = RunTracker(state.uri, state.parent_run_id)
     with run_closed_on_error(parent, f"`mjp sweep resume {experiment_dir}` continues the sweep"):
         parent.set_status("RUNNING")
-        parent.set_tags({schema.TAG_DRIVER: f"{socket.gethostname()}:{os.getpid()}"})
+        parent.set_tags({schema.TAG_DRIVER: driver_tag()})
         if not restore:
             _record_on_parent(study, paths, parent, state.uri)
         reopen_children(parent, restored_trial_ids(experiment_dir))

@@ -14,6 +14,7 @@ from analysis.runs import load_runs, load_sweeps
 from mjp import keys
 from sweep.security.signatures import sign_files
 from sweep.study.load import load_study
+from sweep.tuner.driver import driver_tag
 from sweep.tuner.run import run_sweep
 from tests.sweep.tuner.tiny_studies import study_file
 from trainables.tracking import schema
@@ -58,6 +59,7 @@ def test_a_seeded_sweep_makes_one_parent_and_a_child_per_trial(seeded_sweep):
     parent = client.get_run(outcome.parent_run_id).data
     assert parent.params["search.algorithm"] == "grid" and "best/val/top1" in parent.metrics
     assert parent.tags[schema.TAG_COMMAND] == f"mjp sweep run {study.config.name}"  # what results captions say (`mjp demo` for the demo)
+    assert parent.tags[schema.TAG_DRIVER] == driver_tag()  # this process ran the sweep: `mjp sweep status` tells it from a reused pid
 
     import optuna  # the sweep as an Optuna study beside the MLflow store, for optuna-dashboard
 
