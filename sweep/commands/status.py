@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from analysis.markdown import format_value
 from mjp import keys
-from sweep.tuner.driver import driver_alive
+from sweep.tuner.owner import driver_alive
 from trainables.errors import UserError
 from trainables.tracking import schema
 

@@ -10,7 +10,15 @@ lock never outlives its driver, so there is nothing stale to clean up. A sweep k
 (``s3://``, ``gs://``) has no file to lock; its lock is a file in ``$MJP_HOME/locks`` (else
 ``~/.config/mjp/locks``) named by a digest of the directory's URI, which protects the drivers of
 one machine: on a cluster, the head, where every Ray job's driver runs. Two drivers on two
-machines against one bucket are not seen. This module imports neither Ray nor MLflow.
+machines against one bucket are not seen.
+
+The driver is also named in the MLflow store, in the parent run's ``mjp.driver`` tag (``run`` and
+each ``resume`` write ``driver_tag()``), for ``mjp sweep status`` to tell a RUNNING sweep whose
+driver is gone (SIGKILL, a lost machine) from one that runs (``driver_alive``): ``host:IDENTITY``,
+the driver's ``process_identity.identity()`` (boot, pid namespace, pid, start time), so that a pid
+Linux has since handed to another process does not read as the driver. Drivers before it, and one
+whose ``/proc`` could not name it, wrote ``host:pid``, still read (there a reused pid reads as
+alive). This module imports neither Ray nor MLflow.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ import time
 from pathlib import Path
 
 from trainables.errors import UserError
+from trainables.process_identity import identity, identity_running, is_running
 
 LOCK_FILE = "mjp_sweep.lock"
 
@@ -104,3 +113,21 @@ def release(experiment_dir: str) -> None:
     """Give ``experiment_dir`` up (its note stays, naming the last driver)."""
     for fd in _HELD.pop(_key(experiment_dir), ()):
         os.close(fd)
+
+
+def driver_tag() -> str:
+    """The ``mjp.driver`` value naming this process: ``host:IDENTITY``, else ``host:pid``."""
+    return f"{socket.gethostname()}:{identity() or os.getpid()}"
+
+
+def driver_alive(tag: str | None) -> bool | None:
+    """Whether the driver ``tag`` names still runs; None when that cannot be told here: no tag, a
+    driver on another host (or boot, or pid namespace), or a ``/proc`` that cannot say."""
+    if not tag or ":" not in tag:
+        return None
+    host, _, process = tag.rpartition(":")
+    if host != socket.gethostname():
+        return None
+    if process.isascii() and process.isdigit():
+        return is_running(int(process))
+    return identity_running(process)

@@ -25,9 +25,8 @@ from sweep.security.signing_callback import sign_tuner_file
 from sweep.security.sweep_files import remove_file, write_file
 from sweep.study.load import Study, check_study
 from sweep.tuner.callbacks import attached, store_guard, sweep_callbacks
-from sweep.tuner.driver import driver_tag
 from sweep.tuner.outcome import SweepOutcome, finish_sweep
-from sweep.tuner.owner import claim, release
+from sweep.tuner.owner import claim, driver_tag, release
 from sweep.tuner.recorder import SweepRecorder, reopen_children, run_closed_on_error
 from sweep.tuner.state import Resumable, SweepFinished, SweepState, in_project, in_store, load_resumable, write_state
 from sweep.tuner.storage import (

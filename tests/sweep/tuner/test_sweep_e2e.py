@@ -14,7 +14,7 @@ from analysis.runs import load_runs, load_sweeps
 from mjp import keys
 from sweep.security.signatures import sign_files
 from sweep.study.load import load_study
-from sweep.tuner.driver import driver_tag
+from sweep.tuner.owner import driver_tag
 from sweep.tuner.run import run_sweep
 from tests.sweep.tuner.tiny_studies import study_file
 from trainables.tracking import schema

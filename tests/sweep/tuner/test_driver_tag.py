@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 from sweep.cli import main
-from sweep.tuner.driver import driver_alive, driver_tag
+from sweep.tuner.owner import driver_alive, driver_tag
 from trainables.process_identity import identity
 from trainables.tracking import schema
 
