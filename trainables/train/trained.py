@@ -37,10 +37,8 @@ def load_trained(
         if not config:
             raise UserError(f"--checkpoint {checkpoint}: give the TrainConfig it was trained with as --config")
         cfg, resolved_uri = load_config(config, overrides), None
-        from trainables.train.state import CheckpointError, load_safely, model_weights
-
         weights_file = checkpoint
-        weights = model_weights(load_safely(weights_file), weights_file)
+        weights = _weights(weights_file, weights_file)
     elif run is None:
         raise UserError("give the MLflow run to load (--run), or a checkpoint file (--checkpoint) with its --config")
     else:
@@ -53,18 +51,13 @@ def load_trained(
             parse_overrides(overrides or []),
             source=f"MLflow run {run}" + (" with --set " + " ".join(overrides) if overrides else ""),
         )
-        from trainables.train.state import CheckpointError, load_safely, model_weights
-
         # read from a folder gone once read, also when this process is killed (a model's weights each time)
         weights_file = f"MLflow run {run}'s {schema.ARTIFACT_CHECKPOINT}"
         with scratch_folder() as folder:
-            downloaded = download_run_checkpoint(resolved_uri, run, str(folder))
-            try:
-                weights = model_weights(load_safely(downloaded), downloaded)
-            except CheckpointError as err:  # named by the run, not by the folder that is gone
-                raise CheckpointError(str(err).replace(str(downloaded), weights_file)) from None
+            weights = _weights(str(download_run_checkpoint(resolved_uri, run, str(folder))), weights_file)
     from trainables.data.info import data_info
     from trainables.train.engine import build_model
+    from trainables.train.state import CheckpointError
 
     model = build_model(cfg, data_info(cfg).shape)
     expected = model.state_dict()
@@ -85,3 +78,17 @@ def load_trained(
         raise CheckpointError(f"{weights_file} does not fit {cfg.model.name} as configured ({found}); give the config it was trained with")
     model.load_state_dict(weights)
     return Trained(cfg, model.eval(), run, resolved_uri)
+
+
+def _weights(path: str, name: str) -> dict[str, Any]:
+    """The model weights in the checkpoint file ``path`` (torch loads here, after the config was
+    checked), a ``CheckpointError`` naming it ``name`` (a run's, where ``path`` is a folder that is
+    gone once read)."""
+    from trainables.train.state import CheckpointError, load_safely, model_weights
+
+    try:
+        return model_weights(load_safely(path), path)
+    except CheckpointError as err:
+        if name == path:
+            raise
+        raise CheckpointError(str(err).replace(path, name)) from None
