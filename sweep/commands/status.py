@@ -56,14 +56,15 @@ def driver_gone(status: str, tags: dict[str, str]) -> bool:
     return status == "RUNNING" and driver_alive(tags.get(schema.TAG_DRIVER)) is False
 
 
-def sweep_state(status: str, tags: dict[str, str], uri: str | None = None) -> tuple[str, str | None]:
+def sweep_state(status: str, tags: dict[str, str], uri: str | None, gone: bool) -> tuple[str, str | None]:
     """The sweep's state in words (finished, failed, interrupted, running or dead) and, where it
     should be resumed, the command that does it (``resume_command``: with ``--uri`` where the
-    server moved)."""
+    server moved). ``gone``: the sweep's ``driver_gone``, asked once by the caller, so that its
+    trials' states say the same as the sweep's, even of a driver that ended meanwhile."""
     resume = resume_command(tags, uri)
     if status == "KILLED":
         return (f"interrupted ({tags[schema.TAG_INTERRUPTED]})", None) if schema.TAG_INTERRUPTED in tags else ("killed", resume)
-    if driver_gone(status, tags):
+    if gone:
         return "driver gone (killed?), trials stopped", resume
     return status.lower(), None
 
@@ -193,7 +194,7 @@ def cmd_sweep_status(args: argparse.Namespace) -> int:
         if gone and "running" in states:
             states["stopped with its driver"] = states.pop("running")
         shown = ", ".join(f"{n} {k}" for k, n in sorted(states.items())) or "no trials yet"
-        label, resume = ("deleted in MLflow: restore its run to resume it", None) if s.deleted else sweep_state(s.status, s.tags, uri)
+        label, resume = ("deleted in MLflow: restore its run to resume it", None) if s.deleted else sweep_state(s.status, s.tags, uri, gone)
         print(for_terminal(f"  {s.run_name}  [{label}]  {shown} of {s.params.trials or '?'} trials"))
         print(for_terminal(f"    parent run {s.run_id}" + (f"\n    resume: {resume}" if resume else "")))
         if s.trials:

@@ -68,3 +68,24 @@ def test_status_says_driver_gone_where_the_drivers_pid_runs_another_process(tmp_
     out = capsys.readouterr().out
     assert "s-1  [driver gone (killed?), trials stopped]" in out and "resume: mjp sweep resume /x/s-1" in out, out
     assert "s-2  [running]" in out and "mjp sweep resume /x/s-2" not in out, out
+
+
+def test_a_driver_that_ends_while_status_reads_its_sweep_reads_the_same_for_the_sweep_and_its_trials(tmp_path, capsys, monkeypatch):
+    """``mjp sweep status`` asks once whether a sweep's driver runs: one that ends between two
+    asks showed "[running]" above a trial "stopped with its driver", or the reverse."""
+    from sweep.commands import status
+    from trainables.tracking.runs import RunTracker
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    tags = {schema.TAG_KIND: "sweep", schema.TAG_DRIVER: driver_tag(), schema.TAG_EXPERIMENT_DIR: "/x/s-1"}
+    parent = RunTracker.create(uri, "e", run_name="s-1", tags=tags)
+    RunTracker.create(uri, "e", run_name="trial-0", parent_run_id=parent.run_id)  # RUNNING, as its driver left it
+    answers = iter([True, False])  # alive when first asked, ended by the second ask
+    monkeypatch.setattr(status, "driver_alive", lambda tag: next(answers, False))
+    monkeypatch.setenv("COLUMNS", "200")
+    capsys.readouterr()
+    assert main(["sweep", "status", "--uri", uri]) == 0
+    out = capsys.readouterr().out
+    assert "s-1  [running]  1 running of ? trials" in out, out
+    assert next(line.split()[:2] for line in out.splitlines() if "trial-0" in line) == ["trial-0", "running"], out
+    assert "mjp sweep resume /x/s-1" not in out, out
